@@ -1,0 +1,95 @@
+"""tag_continuous: taggers chase runners in a continuous square arena."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from warpsim.environment import EnvSpec, Environment, StateArray
+from warpsim.envs.tag_continuous import kernels, reference
+from warpsim.envs.tag_continuous.params import Constants, TagContinuousParams
+
+TAGGER, RUNNER = 1, 0
+
+
+class TagContinuous(Environment):
+    """TAG_SPEC section 1. Agents 0..num_taggers-1 are taggers (type 1), the rest runners.
+
+    Actions int32[E, N, 2]: acceleration index in [0, num_acceleration_levels] and turn
+    index in [0, num_turn_levels] (0 is 'no change').
+    """
+
+    name = "tag_continuous"
+    Params = TagContinuousParams
+
+    def describe(self) -> EnvSpec:
+        p = self.params
+        per_agent = ("E", "N")
+        return EnvSpec(
+            num_agents=p.num_agents,
+            observation_size=p.observation_size,
+            action_levels=(p.num_acceleration_levels + 1, p.num_turn_levels + 1),
+            state=(
+                StateArray("loc_x", np.float32, per_agent, "x position in [0, L]"),
+                StateArray("loc_y", np.float32, per_agent, "y position in [0, L]"),
+                StateArray("speed", np.float32, per_agent, "speed in [0, max_speed * skill]"),
+                StateArray("direction", np.float32, per_agent, "heading in [0, 2pi)"),
+                StateArray("acceleration", np.float32, per_agent, "current acceleration"),
+                StateArray("still_in_game", np.int32, per_agent, "1 while in the game, else 0"),
+                StateArray("agent_type", np.int32, ("N",), "1 tagger, 0 runner"),
+                StateArray("num_runners_left", np.int32, ("E",), "runners still in the game"),
+                StateArray("t", np.int32, ("E",), "steps since the reset"),
+            ),
+            role_names=("runner", "tagger"),
+            agent_roles=tuple(TAGGER if i < p.num_taggers else RUNNER for i in range(p.num_agents)),
+        )
+
+    def setup(self) -> None:
+        self.constants = Constants.of(self.params)
+        self.state.agent_type.copy_(self.state.agent_type.new_tensor(self.spec.agent_roles))
+        c = self.constants
+        self._acceleration_table = self.constant(c.acceleration_table)
+        self._turn_table = self.constant(c.turn_table)
+        self._max_speed_by_type = self.constant(c.max_speed_by_type)
+        self._step_reward_by_type = self.constant(c.step_reward_by_type)
+
+    def reset_numpy(self, envs: np.ndarray) -> None:
+        reference.reset(self.views, self.params, self.constants, self.seed, envs)
+
+    def step_numpy(self) -> None:
+        reference.step(self.views, self.params, self.constants)
+
+    def reset_cuda(self, mask) -> None:
+        v, p, c = self.views, self.params, self.constants
+        agents = self.num_envs * self.num_agents
+        self.launch(kernels.reset_agents, agents, mask, self.seed, v.episode, c.grid_length,
+                    v.loc_x, v.loc_y, v.speed, v.direction, v.acceleration, v.still_in_game)
+        self.launch(kernels.reset_envs, self.num_envs, mask, np.int32(p.num_runners),
+                    v.t, v.num_runners_left)
+        self._observe(mask)
+
+    def step_cuda(self) -> None:
+        v, p, c = self.views, self.params, self.constants
+        agents = self.num_envs * self.num_agents
+        self.launch(kernels.move_agents, agents, v.actions, self._acceleration_table, self._turn_table,
+                    self._max_speed_by_type, self._step_reward_by_type, v.agent_type,
+                    c.grid_length, c.edge_hit_penalty, v.t, v.loc_x, v.loc_y, v.speed,
+                    v.direction, v.acceleration, v.still_in_game, v.rewards)
+        self._observe(self._every_env_view)
+        self.launch(kernels.tag_runners, agents, np.int32(p.num_taggers), c.tag_radius_squared,
+                    c.tag_reward_for_tagger, c.tag_penalty_for_runner,
+                    p.runner_exits_game_after_tagged, v.loc_x, v.loc_y, v.still_in_game,
+                    v.num_runners_left, v.rewards)
+        self.launch(kernels.finish_step, agents, np.int32(p.num_taggers), np.int32(p.episode_length),
+                    c.end_of_game_reward_for_runner, v.t, v.still_in_game, v.num_runners_left,
+                    v.rewards, v.done)
+
+    def _observe(self, mask) -> None:
+        v, p, c = self.views, self.params, self.constants
+        agents = self.num_envs * self.num_agents
+        common = (np.int32(p.episode_length), c.position_scale, c.speed_scale, v.agent_type,
+                  v.t, v.loc_x, v.loc_y, v.speed, v.direction, v.acceleration, v.still_in_game,
+                  v.observations)
+        if p.use_full_observation:
+            self.launch(kernels.observe_full, agents, mask, *common)
+        else:
+            self.launch(kernels.observe_partial, agents, mask, np.int32(p.num_other_agents_observed), *common)

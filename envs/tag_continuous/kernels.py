@@ -1,0 +1,278 @@
+"""Numba CUDA kernels of tag_continuous (TAG_SPEC section 1).
+
+One thread per agent over the flattened (environment, agent) index, so any N works
+(an environment may span several blocks) and small N packs several environments into
+a block. A step is five launches (move, observe, tag, finish, then the masked reset
+and its observation); each launch sees the previous one's writes. All arithmetic is
+float32 with the same order of operations as the NumPy reference.
+"""
+
+import math
+
+import numpy as np
+from numba import cuda
+
+from warpsim.envs.tag_continuous.params import DRAWS_PER_AGENT, HALF_PI, MAX_OBSERVED, TWO_PI, ZERO
+from warpsim.kernels.random import uniform_device
+
+FOUR = np.float32(4)
+INFINITY = np.float32(np.inf)
+
+
+@cuda.jit(device=True)
+def wrap_angle(angle):
+    """angle mod 2pi in [0, 2pi); float32."""
+    wrapped = math.fmod(angle, TWO_PI)
+    if wrapped < ZERO:
+        wrapped += TWO_PI
+    if wrapped >= TWO_PI:
+        wrapped = ZERO
+    return wrapped
+
+
+@cuda.jit
+def move_agents(actions, acceleration_table, turn_table, max_speed_by_type, step_reward_by_type,
+                agent_type, grid_length, edge_hit_penalty,
+                t, loc_x, loc_y, speed, direction, acceleration, still_in_game, rewards):
+    """Steps 1, 2 and 4 of the rules: clock, motion, edge clipping, base rewards.
+
+    actions int32[E, N, 2]; acceleration_table float32[A]; turn_table float32[B];
+    max_speed_by_type float32[2]; step_reward_by_type float32[2]; agent_type int32[N];
+    grid_length float32; edge_hit_penalty float32; t int32[E];
+    loc_x, loc_y, speed, direction, acceleration float32[E, N];
+    still_in_game int32[E, N]; rewards float32[E, N] (written).
+    """
+    num_envs, n = loc_x.shape
+    index = cuda.grid(1)
+    if index >= num_envs * n:
+        return
+    e = index // n
+    i = index - e * n
+    if i == 0:
+        t[e] += 1
+    alive = still_in_game[e, i]
+    alive_f = np.float32(alive)
+    kind = agent_type[i]
+    max_speed = max_speed_by_type[kind]
+    acc_index = min(max(actions[e, i, 0], 0), acceleration_table.shape[0] - 1)
+    turn_index = min(max(actions[e, i, 1], 0), turn_table.shape[0] - 1)
+
+    acc = acceleration[e, i] + acceleration_table[acc_index]
+    heading = wrap_angle(direction[e, i] + turn_table[turn_index]) * alive_f
+    velocity = min(max(speed[e, i] + acc, ZERO), max_speed) * alive_f
+    if velocity <= ZERO or velocity >= max_speed:
+        acc = ZERO
+    x = loc_x[e, i] + velocity * math.cos(heading)
+    y = loc_y[e, i] + velocity * math.sin(heading)
+    hit_edge = x < ZERO or x > grid_length or y < ZERO or y > grid_length
+
+    acceleration[e, i] = acc
+    direction[e, i] = heading
+    speed[e, i] = velocity
+    loc_x[e, i] = min(max(x, ZERO), grid_length)
+    loc_y[e, i] = min(max(y, ZERO), grid_length)
+    reward = ZERO
+    if alive == 1:
+        edge = edge_hit_penalty if hit_edge else ZERO
+        reward = edge + step_reward_by_type[kind]
+    rewards[e, i] = reward
+
+
+@cuda.jit(device=True)
+def write_relative(observations, e, i, j, slot, stride, loc_x, loc_y, speed, acceleration, direction,
+                   position_scale, speed_scale, scale):
+    """Features 1-5 of agent j seen from agent i, into ``slot`` of each feature block."""
+    observations[e, i, slot] = (loc_x[e, j] - loc_x[e, i]) / position_scale * scale
+    observations[e, i, stride + slot] = (loc_y[e, j] - loc_y[e, i]) / position_scale * scale
+    observations[e, i, 2 * stride + slot] = (speed[e, j] - speed[e, i]) / speed_scale * scale
+    observations[e, i, 3 * stride + slot] = (acceleration[e, j] - acceleration[e, i]) / speed_scale * scale
+    observations[e, i, 4 * stride + slot] = (direction[e, j] - direction[e, i]) / TWO_PI * scale
+
+
+@cuda.jit
+def observe_full(mask, episode_length, position_scale, speed_scale, agent_type,
+                 t, loc_x, loc_y, speed, direction, acceleration, still_in_game, observations):
+    """Full observations of the environments where ``mask`` is set.
+
+    mask bool[E]; episode_length int32; position_scale, speed_scale float32;
+    agent_type int32[N]; t int32[E]; loc_x .. acceleration float32[E, N];
+    still_in_game int32[E, N]; observations float32[E, N, 7 (N-1) + 1] (written).
+    """
+    num_envs, n = loc_x.shape
+    index = cuda.grid(1)
+    if index >= num_envs * n:
+        return
+    e = index // n
+    i = index - e * n
+    if not mask[e]:
+        return
+    stride = n - 1
+    observer = np.float32(still_in_game[e, i])
+    for j in range(n):
+        if j == i:
+            continue
+        slot = j if j < i else j - 1
+        write_relative(observations, e, i, j, slot, stride, loc_x, loc_y, speed, acceleration,
+                       direction, position_scale, speed_scale, observer)
+        observations[e, i, 5 * stride + slot] = np.float32(agent_type[j])
+        observations[e, i, 6 * stride + slot] = np.float32(still_in_game[e, j])
+    observations[e, i, 7 * stride] = np.float32(t[e]) / np.float32(episode_length) * observer
+
+
+@cuda.jit
+def observe_partial(mask, num_observed, episode_length, position_scale, speed_scale, agent_type,
+                    t, loc_x, loc_y, speed, direction, acceleration, still_in_game, observations):
+    """Partial observations (K nearest agents in the game) where ``mask`` is set.
+
+    mask bool[E]; num_observed int32 K <= MAX_OBSERVED; episode_length int32;
+    position_scale, speed_scale float32; agent_type int32[N]; t int32[E];
+    loc_x .. acceleration float32[E, N]; still_in_game int32[E, N];
+    observations float32[E, N, 7 K + 1] (written).
+    """
+    num_envs, n = loc_x.shape
+    index = cuda.grid(1)
+    if index >= num_envs * n:
+        return
+    e = index // n
+    i = index - e * n
+    if not mask[e]:
+        return
+    k = num_observed
+    nearest_d2 = cuda.local.array(MAX_OBSERVED, np.float32)
+    nearest = cuda.local.array(MAX_OBSERVED, np.int32)
+    found = 0
+    observer_alive = still_in_game[e, i] == 1
+    if observer_alive:
+        x = loc_x[e, i]
+        y = loc_y[e, i]
+        for j in range(n):
+            if j == i or still_in_game[e, j] != 1:
+                continue
+            dx = loc_x[e, j] - x
+            dy = loc_y[e, j] - y
+            d2 = dx * dx + dy * dy
+            if found < k:
+                slot = found
+                found += 1
+            elif d2 < nearest_d2[k - 1]:
+                slot = k - 1
+            else:
+                continue
+            # Insertion keeps ascending distance; an equal distance stays behind (lower id first).
+            while slot > 0 and nearest_d2[slot - 1] > d2:
+                nearest_d2[slot] = nearest_d2[slot - 1]
+                nearest[slot] = nearest[slot - 1]
+                slot -= 1
+            nearest_d2[slot] = d2
+            nearest[slot] = j
+    one = np.float32(1)
+    for slot in range(k):
+        if slot < found:
+            j = nearest[slot]
+            write_relative(observations, e, i, j, slot, k, loc_x, loc_y, speed, acceleration,
+                           direction, position_scale, speed_scale, one)
+            observations[e, i, 5 * k + slot] = np.float32(agent_type[j])
+            observations[e, i, 6 * k + slot] = one
+        else:
+            for feature in range(7):
+                observations[e, i, feature * k + slot] = ZERO
+    time = ZERO
+    if observer_alive:
+        time = np.float32(t[e]) / np.float32(episode_length)
+    observations[e, i, 7 * k] = time
+
+
+@cuda.jit
+def tag_runners(num_taggers, tag_radius_squared, tag_reward_for_tagger, tag_penalty_for_runner,
+                runner_exits_game, loc_x, loc_y, still_in_game, num_runners_left, rewards):
+    """Step 5: each runner in the game checks its nearest tagger (lowest id on a tie).
+
+    num_taggers int32; tag_radius_squared, tag_reward_for_tagger, tag_penalty_for_runner
+    float32; runner_exits_game bool; loc_x, loc_y float32[E, N];
+    still_in_game int32[E, N]; num_runners_left int32[E]; rewards float32[E, N].
+    A tagger's reward gets one atomic add per tag, so simultaneous tags all count.
+    """
+    num_envs, n = loc_x.shape
+    index = cuda.grid(1)
+    if index >= num_envs * n:
+        return
+    e = index // n
+    i = index - e * n
+    if i < num_taggers or still_in_game[e, i] != 1:
+        return
+    best_d2 = INFINITY
+    best = 0
+    for g in range(num_taggers):
+        dx = loc_x[e, g] - loc_x[e, i]
+        dy = loc_y[e, g] - loc_y[e, i]
+        d2 = dx * dx + dy * dy
+        if d2 < best_d2:
+            best_d2 = d2
+            best = g
+    if best_d2 < tag_radius_squared:
+        rewards[e, i] += tag_penalty_for_runner
+        cuda.atomic.add(rewards, (e, best), tag_reward_for_tagger)
+        if runner_exits_game:
+            still_in_game[e, i] = 0
+            cuda.atomic.sub(num_runners_left, e, 1)
+
+
+@cuda.jit
+def finish_step(num_taggers, episode_length, end_of_game_reward_for_runner,
+                t, still_in_game, num_runners_left, rewards, done):
+    """Steps 6 and 7: end-of-game reward for runners still in at t == T, done flags.
+
+    num_taggers, episode_length int32; end_of_game_reward_for_runner float32;
+    t int32[E]; still_in_game int32[E, N]; num_runners_left int32[E];
+    rewards float32[E, N]; done bool[E] (written).
+    """
+    num_envs, n = rewards.shape
+    index = cuda.grid(1)
+    if index >= num_envs * n:
+        return
+    e = index // n
+    i = index - e * n
+    if i >= num_taggers and t[e] == episode_length and still_in_game[e, i] == 1:
+        rewards[e, i] += end_of_game_reward_for_runner
+    if i == 0:
+        done[e] = t[e] >= episode_length or num_runners_left[e] == 0
+
+
+@cuda.jit
+def reset_agents(mask, seed, episode, grid_length,
+                 loc_x, loc_y, speed, direction, acceleration, still_in_game):
+    """Draws new starts for the agents of environments where ``mask`` is set.
+
+    mask bool[E]; seed uint64; episode int32[E] (the stream's counter);
+    grid_length float32; loc_x .. acceleration float32[E, N]; still_in_game int32[E, N].
+    """
+    num_envs, n = loc_x.shape
+    index = cuda.grid(1)
+    if index >= num_envs * n:
+        return
+    e = index // n
+    i = index - e * n
+    if not mask[e]:
+        return
+    stream = np.uint64(e)
+    counter = np.uint64(episode[e])
+    lane = np.uint64(i * DRAWS_PER_AGENT)
+    loc_x[e, i] = uniform_device(seed, stream, counter, lane) * grid_length
+    loc_y[e, i] = uniform_device(seed, stream, counter, lane + np.uint64(1)) * grid_length
+    quadrant = np.int32(uniform_device(seed, stream, counter, lane + np.uint64(2)) * FOUR)
+    direction[e, i] = np.float32(quadrant) * HALF_PI
+    speed[e, i] = ZERO
+    acceleration[e, i] = ZERO
+    still_in_game[e, i] = 1
+
+
+@cuda.jit
+def reset_envs(mask, num_runners, t, num_runners_left):
+    """Per-environment part of a reset where ``mask`` is set.
+
+    mask bool[E]; num_runners int32; t int32[E]; num_runners_left int32[E].
+    """
+    e = cuda.grid(1)
+    if e < t.shape[0] and mask[e]:
+        t[e] = 0
+        num_runners_left[e] = num_runners

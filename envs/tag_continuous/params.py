@@ -1,0 +1,161 @@
+"""Parameters of tag_continuous and the constants derived from them."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+MAX_OBSERVED = 64
+"""Most neighbours a partial observation may hold (the kernels keep them in registers)."""
+DRAWS_PER_AGENT = 3
+"""Random draws of one agent at reset: x, y, direction (its lanes are agent * 3 + draw)."""
+TWO_PI = np.float32(2 * np.pi)
+HALF_PI = np.float32(np.pi / 2)
+ZERO = np.float32(0)
+
+
+@dataclass(frozen=True)
+class TagContinuousParams:
+    """Rules of tag_continuous (TAG_SPEC section 1). Invalid values raise ValueError."""
+
+    num_taggers: int = 1
+    """Agents 0 .. num_taggers-1 chase the runners; >= 1."""
+    num_runners: int = 10
+    """Agents num_taggers .. N-1 flee; >= 1."""
+    grid_length: float = 10.0
+    """Side L of the square arena [0, L] x [0, L]; > 0."""
+    episode_length: int = 100
+    """Steps T of an episode; >= 1."""
+    max_speed: float = 1.0
+    """Speed cap before the skill factor; > 0."""
+    skill_level_tagger: float = 1.0
+    """Multiplies the taggers' speed cap; > 0."""
+    skill_level_runner: float = 1.0
+    """Multiplies the runners' speed cap; > 0."""
+    min_acceleration: float = -1.0
+    """Lowest acceleration change an action picks."""
+    max_acceleration: float = 1.0
+    """Highest acceleration change an action picks; >= min_acceleration."""
+    min_turn: float = -math.pi / 2
+    """Lowest turn (radians) an action picks."""
+    max_turn: float = math.pi / 2
+    """Highest turn (radians) an action picks; >= min_turn."""
+    num_acceleration_levels: int = 10
+    """Acceleration choices besides 'no change'; action 0 is in [0, this]; >= 1."""
+    num_turn_levels: int = 10
+    """Turn choices besides 'no change'; action 1 is in [0, this]; >= 1."""
+    edge_hit_penalty: float = -0.0
+    """Reward for ending a move clipped at the arena's edge; <= 0."""
+    use_full_observation: bool = True
+    """Observe every other agent (7(N-1)+1 values) or only the K nearest (7K+1)."""
+    num_other_agents_observed: int = 2
+    """K, the neighbours a partial observation holds; 1 <= K < N and K <= 64."""
+    tagging_distance: float = 0.01
+    """Tagging radius as a fraction of L; in [0, 1]."""
+    tag_reward_for_tagger: float = 1.0
+    """Reward a tagger gets per runner it tags; >= 0."""
+    step_penalty_for_tagger: float = -0.0
+    """Reward every tagger gets each step; <= 0."""
+    tag_penalty_for_runner: float = -1.0
+    """Reward a runner gets when tagged; <= 0."""
+    step_reward_for_runner: float = 0.0
+    """Reward every runner in the game gets each step; >= 0."""
+    end_of_game_reward_for_runner: float = 1.0
+    """Reward of each runner still in the game at t == T; >= 0."""
+    runner_exits_game_after_tagged: bool = True
+    """A tagged runner leaves the game (else it stays and can be tagged again)."""
+
+    def __post_init__(self):
+        def need(ok: bool, field: str, allowed: str):
+            if not ok:
+                raise ValueError(f"{field}={getattr(self, field)!r} is not allowed; {allowed}")
+
+        for field in ("num_taggers", "num_runners", "episode_length",
+                      "num_acceleration_levels", "num_turn_levels"):
+            value = getattr(self, field)
+            need(isinstance(value, int) and not isinstance(value, bool) and value >= 1,
+                 field, "give an integer >= 1")
+        for field in ("grid_length", "max_speed", "skill_level_tagger", "skill_level_runner"):
+            need(_is_real(getattr(self, field)) and getattr(self, field) > 0, field, "give a number > 0")
+        for field in ("edge_hit_penalty", "step_penalty_for_tagger", "tag_penalty_for_runner"):
+            need(_is_real(getattr(self, field)) and getattr(self, field) <= 0, field, "give a number <= 0")
+        for field in ("tag_reward_for_tagger", "step_reward_for_runner", "end_of_game_reward_for_runner"):
+            need(_is_real(getattr(self, field)) and getattr(self, field) >= 0, field, "give a number >= 0")
+        for field in ("min_acceleration", "max_acceleration", "min_turn", "max_turn"):
+            need(_is_real(getattr(self, field)), field, "give a finite number")
+        need(self.max_acceleration >= self.min_acceleration, "max_acceleration",
+             f"it must be >= min_acceleration={self.min_acceleration!r}")
+        need(self.max_turn >= self.min_turn, "max_turn", f"it must be >= min_turn={self.min_turn!r}")
+        need(_is_real(self.tagging_distance) and 0 <= self.tagging_distance <= 1,
+             "tagging_distance", "give a fraction of grid_length in [0, 1]")
+        for field in ("use_full_observation", "runner_exits_game_after_tagged"):
+            need(isinstance(getattr(self, field), bool), field, "give True or False")
+        k = self.num_other_agents_observed
+        n = self.num_agents
+        need(isinstance(k, int) and not isinstance(k, bool) and 1 <= k < n and k <= MAX_OBSERVED,
+             "num_other_agents_observed",
+             f"give an integer K with 1 <= K < N={n} (num_taggers + num_runners) and K <= {MAX_OBSERVED}")
+
+    @property
+    def num_agents(self) -> int:
+        return self.num_taggers + self.num_runners
+
+    @property
+    def observation_size(self) -> int:
+        observed = self.num_agents - 1 if self.use_full_observation else self.num_other_agents_observed
+        return 7 * observed + 1
+
+
+def _is_real(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+@dataclass(frozen=True)
+class Constants:
+    """Float32 values both backends use, computed once on the host so they agree bit for bit."""
+
+    acceleration_table: np.ndarray
+    """float32[num_acceleration_levels + 1]: change of acceleration per action index."""
+    turn_table: np.ndarray
+    """float32[num_turn_levels + 1]: turn per action index."""
+    max_speed_by_type: np.ndarray
+    """float32[2]: speed cap of a runner (type 0) and of a tagger (type 1)."""
+    step_reward_by_type: np.ndarray
+    """float32[2]: per-step reward of a runner and of a tagger."""
+    grid_length: np.float32
+    tag_radius_squared: np.float32
+    edge_hit_penalty: np.float32
+    tag_reward_for_tagger: np.float32
+    tag_penalty_for_runner: np.float32
+    end_of_game_reward_for_runner: np.float32
+    position_scale: np.float32
+    """L * sqrt(2): divides position differences in observations."""
+    speed_scale: np.float32
+    """max_speed + 1e-10: divides speed and acceleration differences."""
+
+    @classmethod
+    def of(cls, p: TagContinuousParams) -> "Constants":
+        f32 = np.float32
+        radius = f32(p.tagging_distance) * f32(p.grid_length)
+        return cls(
+            acceleration_table=_action_table(p.min_acceleration, p.max_acceleration, p.num_acceleration_levels),
+            turn_table=_action_table(p.min_turn, p.max_turn, p.num_turn_levels),
+            max_speed_by_type=np.array([p.max_speed * p.skill_level_runner,
+                                        p.max_speed * p.skill_level_tagger], np.float32),
+            step_reward_by_type=np.array([p.step_reward_for_runner, p.step_penalty_for_tagger], np.float32),
+            grid_length=f32(p.grid_length),
+            tag_radius_squared=radius * radius,
+            edge_hit_penalty=f32(p.edge_hit_penalty),
+            tag_reward_for_tagger=f32(p.tag_reward_for_tagger),
+            tag_penalty_for_runner=f32(p.tag_penalty_for_runner),
+            end_of_game_reward_for_runner=f32(p.end_of_game_reward_for_runner),
+            position_scale=f32(p.grid_length * math.sqrt(2.0)),
+            speed_scale=f32(p.max_speed + 1e-10),
+        )
+
+
+def _action_table(low: float, high: float, levels: int) -> np.ndarray:
+    """[0, linspace(low, high, levels)]: index 0 is 'no change'."""
+    return np.concatenate([[0.0], np.linspace(low, high, levels)]).astype(np.float32)

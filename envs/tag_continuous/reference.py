@@ -1,0 +1,168 @@
+"""NumPy reference of tag_continuous (TAG_SPEC section 1), vectorised over E and N.
+
+Every function works in place on ``v``, the environment's views namespace (NumPy
+arrays sharing memory with its tensors), in float32 with the operations in the same
+order as the kernels, so both backends agree to float32 rounding. Large batches are
+processed in chunks of environments to bound the pairwise temporaries.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from warpsim.envs.tag_continuous.params import (
+    DRAWS_PER_AGENT, HALF_PI, TWO_PI, ZERO, Constants, TagContinuousParams)
+from warpsim.kernels.random import uniform
+
+PAIRWISE_CHUNK = 1 << 22
+"""Most pairwise entries (environments x agents x agents) held at once."""
+
+
+def wrap_angle(angle: np.ndarray) -> np.ndarray:
+    """angle mod 2pi, in [0, 2pi), as the kernels compute it."""
+    wrapped = np.fmod(angle, TWO_PI)
+    wrapped = np.where(wrapped < ZERO, wrapped + TWO_PI, wrapped)
+    return np.where(wrapped >= TWO_PI, ZERO, wrapped).astype(np.float32)
+
+
+def env_chunks(envs: np.ndarray, num_agents: int, columns: int):
+    """Splits ``envs`` so that chunk * N * columns stays under PAIRWISE_CHUNK."""
+    size = max(1, PAIRWISE_CHUNK // (num_agents * columns))
+    for start in range(0, len(envs), size):
+        yield envs[start:start + size]
+
+
+def reset(v, p: TagContinuousParams, c: Constants, seed: np.uint64, envs: np.ndarray) -> None:
+    """Draws new starts for environments ``envs`` from their own streams."""
+    n = v.loc_x.shape[1]
+    stream = envs[:, None]
+    counter = v.episode[envs][:, None]
+    agent = np.arange(n)[None, :]
+    draw = [uniform(seed, stream, counter, agent * DRAWS_PER_AGENT + k) for k in range(DRAWS_PER_AGENT)]
+    v.loc_x[envs] = draw[0] * c.grid_length
+    v.loc_y[envs] = draw[1] * c.grid_length
+    v.direction[envs] = (draw[2] * np.float32(4)).astype(np.int32).astype(np.float32) * HALF_PI
+    v.speed[envs] = 0
+    v.acceleration[envs] = 0
+    v.still_in_game[envs] = 1
+    v.t[envs] = 0
+    v.num_runners_left[envs] = p.num_runners
+    observe(v, p, c, envs)
+
+
+def step(v, p: TagContinuousParams, c: Constants) -> None:
+    """One step of every environment: move, observe, reward, tag, end of game, done."""
+    v.t[:] += 1
+    alive = v.still_in_game == 1
+    alive_f = alive.astype(np.float32)
+    max_speed = c.max_speed_by_type[v.agent_type][None, :]
+    acc_index = np.clip(v.actions[:, :, 0], 0, len(c.acceleration_table) - 1)
+    turn_index = np.clip(v.actions[:, :, 1], 0, len(c.turn_table) - 1)
+
+    v.acceleration[:] += c.acceleration_table[acc_index]
+    v.direction[:] = wrap_angle(v.direction + c.turn_table[turn_index]) * alive_f
+    v.speed[:] = np.minimum(np.maximum(v.speed + v.acceleration, ZERO), max_speed) * alive_f
+    v.acceleration[(v.speed <= ZERO) | (v.speed >= max_speed)] = 0
+    x = v.loc_x + v.speed * np.cos(v.direction)
+    y = v.loc_y + v.speed * np.sin(v.direction)
+    length = c.grid_length
+    hit_edge = (x < ZERO) | (x > length) | (y < ZERO) | (y > length)
+    v.loc_x[:] = np.minimum(np.maximum(x, ZERO), length)
+    v.loc_y[:] = np.minimum(np.maximum(y, ZERO), length)
+
+    observe(v, p, c, np.arange(v.loc_x.shape[0]))
+
+    edge = np.where(hit_edge, c.edge_hit_penalty, ZERO)
+    v.rewards[:] = np.where(alive, edge + c.step_reward_by_type[v.agent_type][None, :], ZERO)
+    tag(v, p, c)
+    ended = v.t == p.episode_length
+    runner_alive = v.still_in_game[:, p.num_taggers:] == 1
+    v.rewards[:, p.num_taggers:] += np.where(
+        ended[:, None] & runner_alive, c.end_of_game_reward_for_runner, ZERO)
+    v.done[:] = (v.t >= p.episode_length) | (v.num_runners_left == 0)
+
+
+def tag(v, p: TagContinuousParams, c: Constants) -> None:
+    """Each runner in the game is tagged by its nearest tagger if closer than the radius."""
+    nt = p.num_taggers
+    num_envs = v.loc_x.shape[0]
+    tags_per_tagger = np.zeros((num_envs, nt), np.int64)
+    tagged = np.zeros((num_envs, p.num_runners), bool)
+    for envs in env_chunks(np.arange(num_envs), p.num_runners, nt):
+        dx = v.loc_x[envs, None, :nt] - v.loc_x[envs, nt:, None]
+        dy = v.loc_y[envs, None, :nt] - v.loc_y[envs, nt:, None]
+        distance_squared = dx * dx + dy * dy
+        nearest = np.argmin(distance_squared, axis=2)
+        nearest_d2 = np.take_along_axis(distance_squared, nearest[:, :, None], axis=2)[:, :, 0]
+        hit = (v.still_in_game[envs, nt:] == 1) & (nearest_d2 < c.tag_radius_squared)
+        tagged[envs] = hit
+        counts = np.zeros((len(envs), nt), np.int64)
+        np.add.at(counts, (np.repeat(np.arange(len(envs)), p.num_runners), nearest.ravel()), hit.ravel())
+        tags_per_tagger[envs] = counts
+    v.rewards[:, nt:] += np.where(tagged, c.tag_penalty_for_runner, ZERO)
+    # One addition per tag, as the kernel's atomic adds do, so the sums round alike.
+    for k in range(int(tags_per_tagger.max(initial=0))):
+        v.rewards[:, :nt] += np.where(tags_per_tagger > k, c.tag_reward_for_tagger, ZERO)
+    if p.runner_exits_game_after_tagged:
+        v.still_in_game[:, nt:][tagged] = 0
+        v.num_runners_left[:] -= tagged.sum(axis=1, dtype=np.int32)
+
+
+def observe(v, p: TagContinuousParams, c: Constants, envs: np.ndarray) -> None:
+    """Writes the observations of environments ``envs`` from the current state."""
+    n = v.loc_x.shape[1]
+    fill = _full_observation if p.use_full_observation else _partial_observation
+    for chunk in env_chunks(envs, n, n):
+        v.observations[chunk] = fill(v, p, c, chunk)
+
+
+def _relative_features(v, c: Constants, envs, others):
+    """float32[C, N, 5, M]: features 1-5 of agents ``others`` (int[C or 1, N, M]) seen from each agent."""
+    scales = (c.position_scale, c.position_scale, c.speed_scale, c.speed_scale, TWO_PI)
+    rows = np.arange(len(envs))[:, None, None]
+    features = []
+    for values, scale in zip((v.loc_x, v.loc_y, v.speed, v.acceleration, v.direction), scales):
+        own = values[envs]
+        features.append((own[rows, others] - own[:, :, None]) / scale)
+    return np.stack(features, axis=2)
+
+
+def _full_observation(v, p: TagContinuousParams, c: Constants, envs) -> np.ndarray:
+    n = v.loc_x.shape[1]
+    slot = np.arange(n - 1)[None, :]
+    others = (slot + (slot >= np.arange(n)[:, None]))[None]  # row i: every j != i, ascending
+    rows = np.arange(len(envs))[:, None, None]
+    alive = v.still_in_game[envs].astype(np.float32)
+    observer_alive = alive[:, :, None]
+    relative = _relative_features(v, c, envs, others) * observer_alive[:, :, :, None]
+    agent_type = np.broadcast_to(v.agent_type[others].astype(np.float32), (len(envs), n, n - 1))
+    others_alive = alive[rows, others]
+    time = _time(v, p, envs) * observer_alive
+    return np.concatenate([relative.reshape(len(envs), n, 5 * (n - 1)),
+                           agent_type, others_alive, time], axis=2)
+
+
+def _partial_observation(v, p: TagContinuousParams, c: Constants, envs) -> np.ndarray:
+    n, k = v.loc_x.shape[1], p.num_other_agents_observed
+    x, y = v.loc_x[envs], v.loc_y[envs]
+    alive = v.still_in_game[envs] == 1
+    dx = x[:, None, :] - x[:, :, None]
+    dy = y[:, None, :] - y[:, :, None]
+    distance_squared = dx * dx + dy * dy
+    visible = alive[:, None, :] & ~np.eye(n, dtype=bool)[None]
+    distance_squared = np.where(visible, distance_squared, np.float32(np.inf))
+    nearest = np.argsort(distance_squared, axis=2, kind="stable")[:, :, :k]
+    present = np.isfinite(np.take_along_axis(distance_squared, nearest, axis=2)) & alive[:, :, None]
+    relative = _relative_features(v, c, envs, nearest)
+    agent_type = v.agent_type[nearest].astype(np.float32)
+    features = np.concatenate([relative, agent_type[:, :, None], present[:, :, None]], axis=2)
+    features = np.where(present[:, :, None, :], features, ZERO).astype(np.float32)
+    time = _time(v, p, envs) * alive[:, :, None]
+    return np.concatenate([features.reshape(len(envs), n, 7 * k), time], axis=2)
+
+
+def _time(v, p: TagContinuousParams, envs) -> np.ndarray:
+    """float32[C, N, 1]: t / T of each observer's environment."""
+    n = v.loc_x.shape[1]
+    time = v.t[envs].astype(np.float32) / np.float32(p.episode_length)
+    return np.broadcast_to(time[:, None, None], (len(envs), n, 1)).astype(np.float32)

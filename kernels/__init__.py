@@ -1,0 +1,1 @@
+"""Environment-independent device code shared by warpsim's environments."""

@@ -1,0 +1,32 @@
+"""The kernels compile for a real GPU and compute in float32 (the simulator checks neither)."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).with_name("compile_kernels.py")
+EXPECTED = {"move_agents", "observe_full", "observe_partial", "tag_runners", "finish_step",
+            "reset_agents", "reset_envs", "count_resets"}
+
+
+def compile_all(env_id: str, params: dict) -> list[dict]:
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    done = subprocess.run([sys.executable, str(SCRIPT), env_id, json.dumps(params)], env=env,
+                          capture_output=True, text=True, timeout=600)
+    if done.returncode != 0 and ("NVVM" in done.stderr or "libnvvm" in done.stderr):
+        pytest.skip("NVVM is not installed (pip install 'numba-cuda[cu12]')")
+    assert done.returncode == 0, done.stderr[-3000:]
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def test_tag_continuous_kernels_compile_to_float32_ptx():
+    results = compile_all("tag_continuous", {"use_full_observation": True})
+    results += compile_all("tag_continuous", {"use_full_observation": False,
+                                              "num_other_agents_observed": 3})
+    assert {r["kernel"] for r in results} == EXPECTED
+    for result in results:
+        assert result["float64"] == [], f"{result['kernel']} computes in float64: {result['float64']}"

@@ -1,0 +1,145 @@
+"""Where an environment's arrays live and how kernels reach them.
+
+Every array is a torch tensor. The ``numpy`` backend works on NumPy views of CPU
+tensors; the ``cuda`` backend launches Numba kernels on views of CUDA tensors (the
+CUDA array interface, so no copy) on torch's current stream. Under the Numba CUDA
+simulator (``NUMBA_ENABLE_CUDASIM=1``) the ``cuda`` backend runs the very same kernels
+on the CPU, over NumPy views of CPU tensors: that is how the kernels are tested
+without a GPU.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+import torch
+from numba import cuda
+
+BACKENDS = ("auto", "cuda", "numpy")
+THREADS_PER_BLOCK = 128
+"""Threads per block of the one-thread-per-item kernels on a GPU. Several environments
+share a block when N is small; an environment spans blocks when N is large."""
+SIMULATOR_THREADS_PER_BLOCK = 8
+"""The simulator runs one Python thread per CUDA thread, idle ones included: small blocks."""
+
+
+def simulator_enabled() -> bool:
+    """True when Numba runs CUDA kernels on its CPU simulator."""
+    return bool(numba.config.ENABLE_CUDASIM)
+
+
+def gpu_available() -> bool:
+    """True when a real CUDA GPU is usable by both torch and Numba."""
+    return (not simulator_enabled()) and torch.cuda.is_available() and cuda.is_available()
+
+
+@dataclass(frozen=True)
+class Placement:
+    """The backend an environment runs on and the torch device holding its arrays."""
+
+    backend: str
+    torch_device: torch.device
+
+    @property
+    def runs_kernels(self) -> bool:
+        return self.backend == "cuda"
+
+    @property
+    def on_gpu(self) -> bool:
+        return self.torch_device.type == "cuda"
+
+
+def resolve_placement(backend: str, device: str | int | None = None) -> Placement:
+    """Turns a backend name (``auto``, ``cuda`` or ``numpy``) into a placement."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend={backend!r} is not known; allowed: {', '.join(BACKENDS)}")
+    if backend == "auto":
+        backend = "cuda" if gpu_available() else "numpy"
+    if backend == "numpy":
+        if device is not None and torch.device(device).type != "cpu":
+            raise ValueError(f"device={device!r} with backend='numpy'; the numpy backend runs on 'cpu' only")
+        return Placement("numpy", torch.device("cpu"))
+    if simulator_enabled():
+        return Placement("cuda", torch.device("cpu"))
+    if not gpu_available():
+        raise RuntimeError(
+            "backend='cuda' needs a CUDA GPU visible to torch and Numba, and none was found; "
+            "use backend='numpy' (or 'auto'), or set NUMBA_ENABLE_CUDASIM=1 before importing "
+            "numba to run the kernels on the CUDA simulator")
+    torch_device = torch.device("cuda" if device is None else device)
+    if isinstance(device, int):
+        torch_device = torch.device("cuda", device)
+    if torch_device.type != "cuda":
+        raise ValueError(f"device={device!r} with backend='cuda'; give a CUDA device such as 'cuda:0'")
+    return Placement("cuda", torch_device)
+
+
+def kernel_view(tensor: torch.Tensor):
+    """The array a kernel (or the NumPy reference) reads: same bytes, no copy."""
+    if tensor.device.type == "cpu":
+        return tensor.numpy()
+    return cuda.as_cuda_array(tensor.detach(), sync=False)
+
+
+def device_pointer(view) -> int:
+    """Address of the first byte of a view made by :func:`kernel_view`."""
+    if isinstance(view, np.ndarray):
+        return view.ctypes.data
+    return view.__cuda_array_interface__["data"][0]
+
+
+class Launcher:
+    """Launches one-thread-per-item kernels on torch's current stream.
+
+    Numba stream objects are cached per torch stream, so a launch does not wrap
+    anything anew.
+    """
+
+    def __init__(self, placement: Placement):
+        self._placement = placement
+        self._streams: dict[int, object] = {}
+        self.threads_per_block = SIMULATOR_THREADS_PER_BLOCK if simulator_enabled() else THREADS_PER_BLOCK
+
+    def stream(self):
+        if not self._placement.on_gpu:
+            return 0
+        handle = torch.cuda.current_stream(self._placement.torch_device).cuda_stream
+        if handle not in self._streams:
+            self._streams[handle] = cuda.external_stream(handle)
+        return self._streams[handle]
+
+    def __call__(self, kernel, num_items: int, *args) -> None:
+        blocks = (num_items + self.threads_per_block - 1) // self.threads_per_block
+        kernel[blocks, self.threads_per_block, self.stream()](*args)
+
+
+def available_bytes(placement: Placement) -> int:
+    """Memory free for new buffers where the placement allocates them."""
+    if placement.on_gpu:
+        free, _total = torch.cuda.mem_get_info(placement.torch_device)
+        return int(free)
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+
+
+def device_name(placement: Placement) -> str:
+    """A human-readable name of the hardware the placement runs on."""
+    if placement.on_gpu:
+        return torch.cuda.get_device_name(placement.torch_device)
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "cpu"

@@ -1,0 +1,264 @@
+"""The batched multi-agent environment: buffers allocated once, stepped in place.
+
+An environment holds E copies of one multi-agent world with N agents each. It owns
+its arrays as torch tensors on its device and overwrites them in place:
+
+* ``observations``  float32[E, N, D]
+* ``actions``       int32[E, N, A]   (the caller writes here, or passes ``step(actions)``)
+* ``rewards``       float32[E, N]
+* ``done``          bool[E]          (the episode ended on the last step)
+* ``state.<name>``  the environment's own state arrays, by name, writable in place
+* ``state.episode`` int32[E]         resets each environment has had (its RNG counter)
+
+A subclass declares its parameters and arrays and writes the step and reset twice:
+once as a NumPy reference (``step_numpy`` / ``reset_numpy``) and once as kernels
+(``step_cuda`` / ``reset_cuda``). This base class validates input, allocates, seeds,
+launches and auto-resets finished environments, the same way for every environment.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+import torch
+
+from warpsim.device import Launcher, available_bytes, kernel_view, resolve_placement
+from warpsim.kernels.random import seed_to_uint64
+from warpsim.kernels.reset import count_resets
+
+BUFFER_NAMES = ("observations", "actions", "rewards", "done")
+_DIMENSIONS = ("E", "N")
+
+
+@dataclass(frozen=True)
+class StateArray:
+    """Declares one state array: its name, dtype and shape in terms of E and N.
+
+    ``dims`` holds ``"E"`` (environments), ``"N"`` (agents) or positive ints, e.g.
+    ``("E", "N")`` for a per-agent value or ``("N",)`` for a constant per agent.
+    """
+
+    name: str
+    dtype: type
+    dims: tuple
+    doc: str = ""
+
+    def shape(self, num_envs: int, num_agents: int) -> tuple[int, ...]:
+        sizes = {"E": num_envs, "N": num_agents}
+        return tuple(sizes.get(dim, dim) for dim in self.dims)
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """What an environment is made of, for given parameters.
+
+    ``action_levels[k]`` is the number of choices of action component k: a valid
+    index is in ``[0, action_levels[k] - 1]``. ``agent_roles[i]`` indexes
+    ``role_names``; agents of one role share a policy in the trainer.
+    """
+
+    num_agents: int
+    observation_size: int
+    action_levels: tuple[int, ...]
+    state: tuple[StateArray, ...]
+    role_names: tuple[str, ...]
+    agent_roles: tuple[int, ...]
+
+
+class ArrayNamespace:
+    """Arrays reachable by attribute; an attribute cannot be rebound, only written into."""
+
+    def __init__(self, arrays: dict):
+        object.__setattr__(self, "_arrays", dict(arrays))
+        for name, array in arrays.items():
+            object.__setattr__(self, name, array)
+
+    def __setattr__(self, name, value):
+        raise AttributeError(
+            f"cannot rebind '{name}': write into the array in place, e.g. state.{name}[...] = value")
+
+    def __iter__(self):
+        return iter(self._arrays)
+
+    def __contains__(self, name):
+        return name in self._arrays
+
+    def items(self):
+        return self._arrays.items()
+
+    def __repr__(self):
+        shapes = ", ".join(f"{name}{tuple(a.shape)}" for name, a in self._arrays.items())
+        return f"ArrayNamespace({shapes})"
+
+
+class Environment:
+    """Base class of warpsim's batched environments (see the module docstring)."""
+
+    name: ClassVar[str] = ""
+    Params: ClassVar[type]
+
+    def __init__(self, num_envs: int, params=None, *, backend: str = "auto",
+                 device: str | int | None = None, seed: int = 0, checked: bool = True):
+        if params is None:
+            params = self.Params()
+        if not isinstance(params, self.Params):
+            raise TypeError(f"params must be a {self.Params.__name__}, got {type(params).__name__}")
+        if not isinstance(num_envs, (int, np.integer)) or isinstance(num_envs, bool) or num_envs < 1:
+            raise ValueError(f"num_envs={num_envs!r} is not allowed; give an integer >= 1")
+        self.params = params
+        self.num_envs = int(num_envs)
+        self.seed = seed_to_uint64(seed)
+        self.checked = bool(checked)
+        self.placement = resolve_placement(backend, device)
+        self.spec = self.describe()
+        self.num_agents = self.spec.num_agents
+        shapes = self._array_shapes()
+        self._check_fits_in_memory(shapes)
+
+        device_ = self.placement.torch_device
+        tensors = {name: torch.zeros(shape, dtype=dtype, device=device_)
+                   for name, (shape, dtype) in shapes.items()}
+        self.observations = tensors.pop("observations")
+        self.actions = tensors.pop("actions")
+        self.rewards = tensors.pop("rewards")
+        self.done = tensors.pop("done")
+        self.state = ArrayNamespace(tensors)
+        self.views = ArrayNamespace({
+            name: kernel_view(tensor) for name, tensor in
+            [("observations", self.observations), ("actions", self.actions),
+             ("rewards", self.rewards), ("done", self.done), *tensors.items()]})
+        self._action_levels = torch.tensor(self.spec.action_levels, dtype=torch.int32, device=device_)
+        self._every_env = torch.ones(self.num_envs, dtype=torch.bool, device=device_)
+        self._every_env_view = kernel_view(self._every_env)
+        self.launch = Launcher(self.placement)
+        self._constants: list[torch.Tensor] = []
+        self.setup()
+        self.reset()
+
+    # ----- what a subclass writes -------------------------------------------------
+    def describe(self) -> EnvSpec:
+        """Returns the EnvSpec for ``self.params``."""
+        raise NotImplementedError
+
+    def setup(self) -> None:
+        """Optional: make constant arrays (``self.constant``) after allocation."""
+
+    def reset_numpy(self, envs: np.ndarray) -> None:
+        """Resets environments ``envs`` (int64[R]) on ``self.views``, observations included."""
+        raise NotImplementedError
+
+    def step_numpy(self) -> None:
+        """Steps every environment on ``self.views``: state, observations, rewards, done."""
+        raise NotImplementedError
+
+    def reset_cuda(self, mask) -> None:
+        """Launches the kernels resetting environments where ``mask`` (bool[E]) is set."""
+        raise NotImplementedError
+
+    def step_cuda(self) -> None:
+        """Launches the kernels of one step of every environment."""
+        raise NotImplementedError
+
+    # ----- the runtime --------------------------------------------------------------
+    @property
+    def backend(self) -> str:
+        return self.placement.backend
+
+    @property
+    def device(self) -> torch.device:
+        return self.placement.torch_device
+
+    def constant(self, values: np.ndarray):
+        """Copies a small constant array to the device once; returns its kernel view."""
+        tensor = torch.as_tensor(np.ascontiguousarray(values), device=self.device)
+        self._constants.append(tensor)
+        return kernel_view(tensor)
+
+    def reset(self) -> torch.Tensor:
+        """Starts a new episode in every environment; returns ``observations``."""
+        if self.placement.runs_kernels:
+            self.reset_cuda(self._every_env_view)
+            self.launch(count_resets, self.num_envs, self._every_env_view, self.views.episode)
+        else:
+            every_env = np.arange(self.num_envs)
+            self.reset_numpy(every_env)
+            self.views.episode[every_env] += 1
+        self.done.zero_()
+        return self.observations
+
+    def step(self, actions=None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """One step of every environment, then an in-place reset of those that ended.
+
+        ``actions`` (int[E, N, A]), if given, is copied into ``self.actions`` first;
+        otherwise the step uses what is already there. Returns the same
+        ``(observations, rewards, done)`` tensors every time; the observations of an
+        environment that ended are the first of its next episode.
+        """
+        if actions is not None:
+            self._write_actions(actions)
+        if self.checked:
+            self._check_action_range()
+        if self.placement.runs_kernels:
+            self.step_cuda()
+            self.reset_cuda(self.views.done)
+            self.launch(count_resets, self.num_envs, self.views.done, self.views.episode)
+        else:
+            self.step_numpy()
+            finished = np.flatnonzero(self.views.done)
+            if finished.size:
+                self.reset_numpy(finished)
+                self.views.episode[finished] += 1
+        return self.observations, self.rewards, self.done
+
+    def _array_shapes(self) -> dict[str, tuple[tuple[int, ...], torch.dtype]]:
+        e, n, spec = self.num_envs, self.num_agents, self.spec
+        shapes = {
+            "observations": ((e, n, spec.observation_size), torch.float32),
+            "actions": ((e, n, len(spec.action_levels)), torch.int32),
+            "rewards": ((e, n), torch.float32),
+            "done": ((e,), torch.bool),
+            "episode": ((e,), torch.int32),
+        }
+        for array in spec.state:
+            if array.name in shapes:
+                raise ValueError(f"{type(self).__name__} declares a state array named "
+                                 f"'{array.name}', which warpsim already uses; reserved names: "
+                                 f"{', '.join(shapes)}")
+            shapes[array.name] = (array.shape(e, n), torch_dtype(array.dtype))
+        return shapes
+
+    def _check_fits_in_memory(self, shapes) -> None:
+        needed = sum(int(np.prod(shape)) * torch.empty((), dtype=dtype).element_size()
+                     for shape, dtype in shapes.values())
+        free = available_bytes(self.placement)
+        if needed > 0.9 * free:
+            raise MemoryError(
+                f"{self.name} with num_envs={self.num_envs}, num_agents={self.num_agents} and "
+                f"observation_size={self.spec.observation_size} needs {needed / 2**30:.2f} GiB for its "
+                f"arrays, but only {free / 2**30:.2f} GiB is free on {self.device} (at most 90% may "
+                f"be used); lower num_envs or the number of agents, or observe fewer agents")
+
+    def _write_actions(self, actions) -> None:
+        actions = torch.as_tensor(actions)
+        if tuple(actions.shape) != tuple(self.actions.shape):
+            raise ValueError(f"actions have shape {tuple(actions.shape)}; expected "
+                             f"{tuple(self.actions.shape)} (num_envs, num_agents, action components)")
+        if actions.dtype.is_floating_point or actions.dtype.is_complex or actions.dtype == torch.bool:
+            raise TypeError(f"actions have dtype {actions.dtype}; expected an integer dtype (int32 is stored)")
+        self.actions.copy_(actions)
+
+    def _check_action_range(self) -> None:
+        bad = (self.actions < 0) | (self.actions >= self._action_levels)
+        if bool(bad.any()):
+            env, agent, component = (int(i) for i in bad.nonzero()[0])
+            value = int(self.actions[env, agent, component])
+            raise ValueError(
+                f"action index {value} of component {component} (env {env}, agent {agent}) is out "
+                f"of range; allowed: 0..{self.spec.action_levels[component] - 1}")
+
+
+def torch_dtype(dtype) -> torch.dtype:
+    """The torch dtype matching a NumPy dtype declaration."""
+    return torch.from_numpy(np.zeros(0, dtype=np.dtype(dtype))).dtype

@@ -1,0 +1,56 @@
+"""Environment ids and ``make``: one registry for every backend."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from warpsim.environment import Environment
+
+RUNTIME_OPTIONS = ("backend", "device", "seed", "checked")
+_registry: dict[str, type[Environment]] = {}
+
+
+def register(env_id: str, env_class: type[Environment]) -> None:
+    """Makes ``env_class`` available to ``make`` as ``env_id``; refuses duplicates."""
+    if not isinstance(env_id, str) or not env_id:
+        raise ValueError(f"environment id {env_id!r} is not allowed; give a non-empty string")
+    if not (isinstance(env_class, type) and issubclass(env_class, Environment)):
+        raise TypeError(f"cannot register {env_class!r} as '{env_id}': it is not a subclass of "
+                        f"warpsim.Environment")
+    if env_id in _registry:
+        raise ValueError(f"environment id '{env_id}' is already registered (to "
+                         f"{_registry[env_id].__name__}); pick another id")
+    _registry[env_id] = env_class
+
+
+def registered() -> tuple[str, ...]:
+    """The ids ``make`` accepts, sorted."""
+    return tuple(sorted(_registry))
+
+
+def env_class(env: str | type[Environment]) -> type[Environment]:
+    """The class behind an id (or the class itself)."""
+    if isinstance(env, str):
+        if env not in _registry:
+            raise ValueError(f"unknown environment '{env}'; registered: {', '.join(registered())}")
+        return _registry[env]
+    if isinstance(env, type) and issubclass(env, Environment):
+        return env
+    raise TypeError(f"make() takes an environment id or a warpsim.Environment subclass, got {env!r}")
+
+
+def make(env: str | type[Environment], num_envs: int = 1, **kwargs) -> Environment:
+    """Builds ``num_envs`` copies of an environment.
+
+    ``kwargs`` are the environment's parameters (fields of its ``Params``) and the
+    runtime options ``backend`` ('auto', 'cuda', 'numpy'), ``device``, ``seed`` and
+    ``checked`` (validate action indices every step). Unknown names are an error.
+    """
+    cls = env_class(env)
+    param_names = [field.name for field in dataclasses.fields(cls.Params)]
+    unknown = [name for name in kwargs if name not in param_names and name not in RUNTIME_OPTIONS]
+    if unknown:
+        raise TypeError(f"unknown parameter(s) {', '.join(map(repr, unknown))} for {cls.name or cls.__name__}; "
+                        f"parameters: {', '.join(param_names)}; runtime options: {', '.join(RUNTIME_OPTIONS)}")
+    options = {name: kwargs.pop(name) for name in RUNTIME_OPTIONS if name in kwargs}
+    return cls(num_envs, cls.Params(**kwargs), **options)
