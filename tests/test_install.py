@@ -1,0 +1,28 @@
+"""A non-editable wheel installs warpsim.kernels and warpsim.envs and imports outside the repo."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_wheel_installs_the_mapped_packages(tmp_path):
+    wheels, target = tmp_path / "wheels", tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(REPO)],
+                   check=True, timeout=600)
+    (wheel,) = wheels.glob("warpsim-*.whl")
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target),
+                    str(wheel)], check=True, timeout=600)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    code = ("import warpsim, warpsim.envs, warpsim.kernels, warpsim.kernels.random; "
+            "print(warpsim.__file__); print(warpsim.envs.TagContinuous.name)")
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    done = subprocess.run([sys.executable, "-c", code], cwd=outside, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    location, name = done.stdout.split()
+    assert Path(location).is_relative_to(target)
+    assert name == "tag_continuous"

@@ -1,0 +1,163 @@
+"""The sim tier of BENCHMARKS.md: step + observations + rewards + auto-reset.
+
+Random actions are drawn once, on the device, and stay in the action buffer; the
+timed loop is nothing but ``env.step()``. Start-up (allocation, kernel compilation
+and the first launches) is timed apart; then ``repeats`` timed runs of ``steps``
+steps each, synchronised before the clock is read, give a median and a spread.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import os
+import platform
+import re
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+
+import torch
+
+from warpsim.device import THREADS_PER_BLOCK, device_name, simulator_enabled
+from warpsim.registry import make
+
+RESULTS_DIR = Path("benchmarks") / "results"
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """One benchmark configuration: an environment, its batch size and parameters."""
+
+    env: str
+    num_envs: int
+    params: dict = field(default_factory=dict)
+
+
+_PARTIAL_K10 = dict(use_full_observation=False, num_other_agents_observed=10)
+_TRAINING_RULES = dict(grid_length=20.0, episode_length=500, min_acceleration=-0.1, max_acceleration=0.1,
+                       min_turn=-2.356194490192345, max_turn=2.356194490192345,
+                       num_acceleration_levels=20, num_turn_levels=20, tag_reward_for_tagger=10.0,
+                       tag_penalty_for_runner=-10.0, tagging_distance=0.02)
+NAMED_CONFIGS = {
+    "headline": BenchConfig("tag_continuous", 2000, dict(num_taggers=50, num_runners=950, **_PARTIAL_K10)),
+    "train-ref": BenchConfig("tag_continuous", 2000,
+                             dict(num_taggers=10, num_runners=100, **_PARTIAL_K10, **_TRAINING_RULES)),
+}
+"""The named configs of BENCHMARKS.md that exist so far (train-ref uses the reference training rules)."""
+
+
+def run_sim(config: BenchConfig, backend: str = "auto", steps: int = 100, repeats: int = 5,
+            warmup_steps: int = 10, seed: int = 0, progress=None) -> dict:
+    """Times the sim tier of ``config``; returns one result record (see BENCHMARKS.md)."""
+    for name, value, low in (("steps", steps, 1), ("repeats", repeats, 1), ("warmup_steps", warmup_steps, 1)):
+        if not isinstance(value, int) or value < low:
+            raise ValueError(f"{name}={value!r} is not allowed; give an integer >= {low}")
+    if backend == "cuda" and simulator_enabled():
+        raise ValueError("backend='cuda' runs on the CUDA simulator here; it checks kernels, it is "
+                         "not timed (use a GPU, or backend='numpy')")
+    started = time.perf_counter()
+    env = make(config.env, config.num_envs, backend=backend, seed=seed, checked=False, **config.params)
+    levels = torch.tensor(env.spec.action_levels, device=env.device)
+    generator = torch.Generator(device=env.device).manual_seed(seed)
+    random = torch.rand(env.actions.shape, device=env.device, generator=generator)
+    env.actions.copy_((random * levels).to(torch.int32))
+    env.step()
+    _synchronize(env)
+    startup = time.perf_counter() - started
+    for _ in range(warmup_steps):
+        env.step()
+    _synchronize(env)
+
+    rates = []
+    for repeat in range(repeats):
+        begin = time.perf_counter()
+        for _ in range(steps):
+            env.step()
+        _synchronize(env)
+        rates.append(steps * env.num_envs / (time.perf_counter() - begin))
+        if progress:
+            progress(f"repeat {repeat + 1}/{repeats}: {rates[-1] * env.num_agents:.3e} agent-steps/s")
+    return _record(config, env, rates, startup, steps, repeats, warmup_steps)
+
+
+def _synchronize(env) -> None:
+    if env.device.type == "cuda":
+        torch.cuda.synchronize(env.device)
+
+
+def _spread(values: list[float]) -> dict:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+def _record(config, env, rates, startup, steps, repeats, warmup_steps) -> dict:
+    params = env.params
+    partial = getattr(params, "use_full_observation", True) is False
+    observation = f"partial K={params.num_other_agents_observed}" if partial else "full"
+    mapping = (f"one thread per agent, {THREADS_PER_BLOCK} threads per block"
+               if env.backend == "cuda" else "NumPy, vectorised over environments and agents")
+    return {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "tier": "sim",
+        "device": device_name(env.placement),
+        "backend": env.backend,
+        "precision": "fp32",
+        "env": config.env,
+        "num_envs": env.num_envs,
+        "num_agents": env.num_agents,
+        "observation": observation,
+        "thread_mapping": mapping,
+        "params": dataclasses.asdict(params),
+        "versions": _versions(),
+        "warmup_steps": warmup_steps,
+        "repeats": repeats,
+        "steps_per_repeat": steps,
+        "startup_seconds": startup,
+        "env_steps_per_second": _spread(rates),
+        "agent_steps_per_second": _spread([rate * env.num_agents for rate in rates]),
+    }
+
+
+def _versions() -> dict:
+    versions = {"python": platform.python_version()}
+    for package in ("warpsim", "numba", "numba-cuda", "torch", "numpy"):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = None
+    return versions
+
+
+def device_slug(record: dict) -> str:
+    """File name stem for a device, e.g. ``nvidia-h100-80gb-hbm3`` or ``cpu-amd-epyc-7b13``."""
+    name = record["device"] if record["backend"] == "cuda" else f"cpu {record['device']}"
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+
+
+def append_result(record: dict, results_dir: Path = RESULTS_DIR) -> Path:
+    """Appends ``record`` to ``<results_dir>/<device-slug>.json`` (a JSON list), atomically."""
+    path = Path(results_dir) / f"{device_slug(record)}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    records = json.loads(path.read_text()) if path.exists() else []
+    records.append(record)
+    partial = path.with_suffix(".json.partial")
+    partial.write_text(json.dumps(records, indent=1) + "\n")
+    os.replace(partial, path)
+    return path
+
+
+def summary(record: dict) -> str:
+    agent = record["agent_steps_per_second"]["median"]
+    env_rate = record["env_steps_per_second"]["median"]
+    return (f"{record['env']} E={record['num_envs']} N={record['num_agents']} {record['observation']} "
+            f"on {record['backend']} ({record['device']}): {agent:.3e} agent-steps/s "
+            f"({env_rate:.3e} env-steps/s), median of {record['repeats']} x {record['steps_per_repeat']} steps; "
+            f"start-up {record['startup_seconds']:.1f} s")
+
+
+def print_progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)

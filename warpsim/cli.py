@@ -1,0 +1,78 @@
+"""The ``warpsim`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import dataclasses
+import sys
+from pathlib import Path
+
+from warpsim import bench
+from warpsim.registry import env_class, registered
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="warpsim", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    _add_bench(commands.add_parser(
+        "bench", help="time the sim tier (steps/s) of an environment",
+        description=bench.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter))
+    args = parser.parse_args(argv)
+    try:
+        return args.run(args)
+    except (ValueError, TypeError, MemoryError, RuntimeError) as error:
+        print(f"warpsim {args.command}: error: {error}", file=sys.stderr)
+        return 2
+
+
+def _add_bench(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", choices=sorted(bench.NAMED_CONFIGS),
+                        help="a named config of BENCHMARKS.md (other options override it)")
+    parser.add_argument("--env", help=f"environment id (registered: {', '.join(registered())})")
+    parser.add_argument("--num-envs", type=int, help="environments stepped together (E)")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="an environment parameter, e.g. --set num_runners=100 (repeatable)")
+    parser.add_argument("--backend", default="auto", help="auto (default), cuda or numpy")
+    parser.add_argument("--steps", type=int, default=100, help="steps per timed repeat (default 100)")
+    parser.add_argument("--repeats", type=int, default=5, help="timed repeats (default 5)")
+    parser.add_argument("--warmup", type=int, default=10, help="untimed steps after start-up (default 10)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--results-dir", type=Path, default=bench.RESULTS_DIR,
+                        help="where <device>.json is appended (default benchmarks/results)")
+    parser.add_argument("--no-save", action="store_true", help="print only; write no JSON")
+    parser.set_defaults(run=_run_bench)
+
+
+def _run_bench(args) -> int:
+    named = bench.NAMED_CONFIGS.get(args.config)
+    env_id = args.env or (named.env if named else "tag_continuous")
+    params = dict(named.params) if named and env_id == named.env else {}
+    params.update(_parse_settings(env_id, args.set))
+    num_envs = args.num_envs or (named.num_envs if named else 64)
+    config = bench.BenchConfig(env_id, num_envs, params)
+    record = bench.run_sim(config, backend=args.backend, steps=args.steps, repeats=args.repeats,
+                           warmup_steps=args.warmup, seed=args.seed, progress=bench.print_progress)
+    print(bench.summary(record))
+    if not args.no_save:
+        print(f"appended to {bench.append_result(record, args.results_dir)}")
+    return 0
+
+
+def _parse_settings(env_id: str, settings: list[str]) -> dict:
+    """``NAME=VALUE`` pairs into parameters; values are Python literals (10, 0.5, False)."""
+    fields = {f.name for f in dataclasses.fields(env_class(env_id).Params)}
+    params = {}
+    for setting in settings:
+        name, sep, text = setting.partition("=")
+        if not sep or name not in fields:
+            raise ValueError(f"--set {setting!r}: expected NAME=VALUE with NAME one of {', '.join(sorted(fields))}")
+        try:
+            params[name] = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            raise ValueError(f"--set {setting!r}: {text!r} is not a number, True/False or a quoted string") from None
+    return params
+
+
+if __name__ == "__main__":
+    sys.exit(main())
