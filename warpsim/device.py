@@ -70,8 +70,6 @@ def resolve_placement(backend: str, device: str | int | None = None) -> Placemen
             "use backend='numpy' (or 'auto'), or set NUMBA_ENABLE_CUDASIM=1 before importing "
             "numba to run the kernels on the CUDA simulator")
     torch_device = torch.device("cuda" if device is None else device)
-    if isinstance(device, int):
-        torch_device = torch.device("cuda", device)
     if torch_device.type != "cuda":
         raise ValueError(f"device={device!r} with backend='cuda'; give a CUDA device such as 'cuda:0'")
     return Placement("cuda", torch_device)

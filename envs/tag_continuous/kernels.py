@@ -13,6 +13,7 @@ import numpy as np
 from numba import cuda
 
 from warpsim.envs.tag_continuous.params import DRAWS_PER_AGENT, HALF_PI, MAX_OBSERVED, TWO_PI, ZERO
+from warpsim.kernels.indexing import agent_of_thread
 from warpsim.kernels.random import uniform_device
 
 FOUR = np.float32(4)
@@ -43,11 +44,9 @@ def move_agents(actions, acceleration_table, turn_table, max_speed_by_type, step
     still_in_game int32[E, N]; rewards float32[E, N] (written).
     """
     num_envs, n = loc_x.shape
-    index = cuda.grid(1)
-    if index >= num_envs * n:
+    e, i = agent_of_thread(n)
+    if e >= num_envs:
         return
-    e = index // n
-    i = index - e * n
     if i == 0:
         t[e] += 1
     alive = still_in_game[e, i]
@@ -99,11 +98,9 @@ def observe_full(mask, episode_length, position_scale, speed_scale, agent_type,
     still_in_game int32[E, N]; observations float32[E, N, 7 (N-1) + 1] (written).
     """
     num_envs, n = loc_x.shape
-    index = cuda.grid(1)
-    if index >= num_envs * n:
+    e, i = agent_of_thread(n)
+    if e >= num_envs:
         return
-    e = index // n
-    i = index - e * n
     if not mask[e]:
         return
     stride = n - 1
@@ -130,11 +127,9 @@ def observe_partial(mask, num_observed, episode_length, position_scale, speed_sc
     observations float32[E, N, 7 K + 1] (written).
     """
     num_envs, n = loc_x.shape
-    index = cuda.grid(1)
-    if index >= num_envs * n:
+    e, i = agent_of_thread(n)
+    if e >= num_envs:
         return
-    e = index // n
-    i = index - e * n
     if not mask[e]:
         return
     k = num_observed
@@ -193,11 +188,9 @@ def tag_runners(num_taggers, tag_radius_squared, tag_reward_for_tagger, tag_pena
     A tagger's reward gets one atomic add per tag, so simultaneous tags all count.
     """
     num_envs, n = loc_x.shape
-    index = cuda.grid(1)
-    if index >= num_envs * n:
+    e, i = agent_of_thread(n)
+    if e >= num_envs:
         return
-    e = index // n
-    i = index - e * n
     if i < num_taggers or still_in_game[e, i] != 1:
         return
     best_d2 = INFINITY
@@ -227,11 +220,9 @@ def finish_step(num_taggers, episode_length, end_of_game_reward_for_runner,
     rewards float32[E, N]; done bool[E] (written).
     """
     num_envs, n = rewards.shape
-    index = cuda.grid(1)
-    if index >= num_envs * n:
+    e, i = agent_of_thread(n)
+    if e >= num_envs:
         return
-    e = index // n
-    i = index - e * n
     if i >= num_taggers and t[e] == episode_length and still_in_game[e, i] == 1:
         rewards[e, i] += end_of_game_reward_for_runner
     if i == 0:
@@ -247,11 +238,9 @@ def reset_agents(mask, seed, episode, grid_length,
     grid_length float32; loc_x .. acceleration float32[E, N]; still_in_game int32[E, N].
     """
     num_envs, n = loc_x.shape
-    index = cuda.grid(1)
-    if index >= num_envs * n:
+    e, i = agent_of_thread(n)
+    if e >= num_envs:
         return
-    e = index // n
-    i = index - e * n
     if not mask[e]:
         return
     stream = np.uint64(e)
