@@ -24,12 +24,20 @@ def test_a_non_environment_is_refused():
     assert "not_an_env" not in warpsim.registered()
 
 
-def test_reserved_state_names_are_refused():
-    class Clashing(TagContinuous):
+@pytest.mark.parametrize("declaration, match", [
+    (warpsim.StateArray("rewards", "float32", ("E",)), r"'rewards', a name already in use"),
+    (warpsim.StateArray("loc_x", "float32", ("E",)), r"'loc_x', a name already in use"),
+    (warpsim.StateArray("energy", "complex64", ("E",)), r"dtype complex64; allowed: bool, .*float32"),
+    (warpsim.StateArray("energy", object, ("E",)), r"dtype object; allowed"),
+    (warpsim.StateArray("energy", "float32", ("E", "M")), r"dims \('E', 'M'\); give a tuple of 'E'"),
+    (warpsim.StateArray("energy", "float32", ("E", 0)), r"dims \('E', 0\)"),
+    (warpsim.StateArray("my energy", "float32", ("E",)), r"name must be a Python identifier"),
+])
+def test_bad_state_declarations_are_refused(declaration, match):
+    class Declaring(TagContinuous):
         def describe(self):
             spec = super().describe()
-            clash = warpsim.StateArray("rewards", "float32", ("E",))
-            return dataclasses.replace(spec, state=spec.state + (clash,))
+            return dataclasses.replace(spec, state=spec.state + (declaration,))
 
-    with pytest.raises(ValueError, match="named 'rewards', which warpsim already uses"):
-        warpsim.make(Clashing, 1, backend="numpy")
+    with pytest.raises(ValueError, match=match):
+        warpsim.make(Declaring, 1, backend="numpy")

@@ -28,8 +28,7 @@ from warpsim.device import Launcher, available_bytes, kernel_view, resolve_place
 from warpsim.kernels.random import seed_to_uint64
 from warpsim.kernels.reset import count_resets
 
-BUFFER_NAMES = ("observations", "actions", "rewards", "done")
-_DIMENSIONS = ("E", "N")
+STATE_DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64")
 
 
 @dataclass(frozen=True)
@@ -222,12 +221,28 @@ class Environment:
             "episode": ((e,), torch.int32),
         }
         for array in spec.state:
-            if array.name in shapes:
-                raise ValueError(f"{type(self).__name__} declares a state array named "
-                                 f"'{array.name}', which warpsim already uses; reserved names: "
-                                 f"{', '.join(shapes)}")
+            self._check_declaration(array, taken=shapes)
             shapes[array.name] = (array.shape(e, n), torch_dtype(array.dtype))
         return shapes
+
+    def _check_declaration(self, array: StateArray, taken) -> None:
+        where = f"{type(self).__name__} declares state array {array.name!r}"
+        if not isinstance(array.name, str) or not array.name.isidentifier():
+            raise ValueError(f"{where}: its name must be a Python identifier")
+        if array.name in taken:
+            raise ValueError(f"{where}, a name already in use; taken: {', '.join(taken)}")
+        try:
+            dtype = np.dtype(array.dtype).name
+        except TypeError:
+            dtype = repr(array.dtype)
+        if dtype not in STATE_DTYPES:
+            raise ValueError(f"{where} with dtype {dtype}; allowed: {', '.join(STATE_DTYPES)}")
+        dims_ok = isinstance(array.dims, tuple) and all(
+            dim in ("E", "N") or (isinstance(dim, int) and not isinstance(dim, bool) and dim >= 1)
+            for dim in array.dims)
+        if not dims_ok:
+            raise ValueError(f"{where} with dims {array.dims!r}; give a tuple of 'E' (environments), "
+                             f"'N' (agents) or positive ints, e.g. ('E', 'N')")
 
     def _check_fits_in_memory(self, shapes) -> None:
         needed = sum(int(np.prod(shape)) * torch.empty((), dtype=dtype).element_size()
