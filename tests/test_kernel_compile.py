@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 SCRIPT = Path(__file__).with_name("compile_kernels.py")
-EXPECTED = {"move_agents", "observe_full", "observe_partial", "tag_runners", "finish_step",
-            "reset_agents", "reset_envs", "count_resets"}
+TAG_CONTINUOUS_KERNELS = {"move_agents", "observe_full", "observe_partial", "tag_runners", "finish_step",
+                          "reset_agents", "reset_envs", "count_resets"}
 
 
 def compile_all(env_id: str, params: dict) -> list[dict]:
@@ -27,6 +27,26 @@ def test_tag_continuous_kernels_compile_to_float32_ptx():
     results = compile_all("tag_continuous", {"use_full_observation": True})
     results += compile_all("tag_continuous", {"use_full_observation": False,
                                               "num_other_agents_observed": 3})
-    assert {r["kernel"] for r in results} == EXPECTED
+    assert {r["kernel"] for r in results} == TAG_CONTINUOUS_KERNELS
+    assert_float32(results)
+
+
+def test_tag_gridworld_kernels_compile_to_float32_ptx():
+    results = compile_all("tag_gridworld", {"use_full_observation": True})
+    results += compile_all("tag_gridworld", {"use_full_observation": False, "fixed_start": True})
+    assert {r["kernel"] for r in results} == {"move_agents", "detect_tag", "add_outcome_rewards", "finish_step",
+                                              "observe_full", "observe_partial", "reset_agents", "reset_envs",
+                                              "count_resets"}
+    assert_float32(results)
+
+
+def test_template_kernels_compile_to_float32_ptx():
+    results = compile_all("beacon", {})
+    assert {r["kernel"] for r in results} == {"advance_clock", "move_and_observe", "reset_beacons",
+                                              "reset_agents", "count_resets"}
+    assert_float32(results)
+
+
+def assert_float32(results: list[dict]) -> None:
     for result in results:
         assert result["float64"] == [], f"{result['kernel']} computes in float64: {result['float64']}"

@@ -2,9 +2,12 @@
 
 from warpsim.environment import EnvSpec, Environment, StateArray
 from warpsim.registry import make, register, registered
-from warpsim.envs import TagContinuous
+from warpsim.check import check
+from warpsim.envs import Beacon, TagContinuous, TagGridworld
 
 register("tag_continuous", TagContinuous)
+register("tag_gridworld", TagGridworld)
+register("beacon", Beacon)
 
 __version__ = "0.1.0"
-__all__ = ["EnvSpec", "Environment", "StateArray", "TagContinuous", "make", "register", "registered"]
+__all__ = ["Beacon", "EnvSpec", "Environment", "StateArray", "TagContinuous", "check", "make", "register", "registered"]

@@ -33,7 +33,8 @@ RESULTS_DIR = Path("benchmarks") / "results"
 class BenchConfig:
     """One benchmark configuration: an environment, its batch size and parameters."""
 
-    env: str
+    env: str | type
+    """A registered id or an Environment subclass."""
     num_envs: int
     params: dict = field(default_factory=dict)
 
@@ -106,7 +107,7 @@ def _record(config, env, rates, startup, steps, repeats, warmup_steps) -> dict:
         "device": device_name(env.placement),
         "backend": env.backend,
         "precision": "fp32",
-        "env": config.env,
+        "env": env.name or type(env).__name__,
         "num_envs": env.num_envs,
         "num_agents": env.num_agents,
         "observation": observation,

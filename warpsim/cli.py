@@ -5,10 +5,14 @@ from __future__ import annotations
 import argparse
 import ast
 import dataclasses
+import os
+import subprocess
 import sys
 from pathlib import Path
 
 from warpsim import bench
+from warpsim.check import check
+from warpsim.device import gpu_available, simulator_enabled
 from warpsim.registry import env_class, registered
 
 
@@ -18,7 +22,11 @@ def main(argv: list[str] | None = None) -> int:
     _add_bench(commands.add_parser(
         "bench", help="time the sim tier (steps/s) of an environment",
         description=bench.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter))
+    _add_check(commands.add_parser(
+        "check", help="step the kernels and the NumPy reference side by side and compare them",
+        description=sys.modules[check.__module__].__doc__, formatter_class=argparse.RawDescriptionHelpFormatter))
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     try:
         return args.run(args)
     except (ValueError, TypeError, MemoryError, RuntimeError) as error:
@@ -57,6 +65,29 @@ def _run_bench(args) -> int:
     if not args.no_save:
         print(f"appended to {bench.append_result(record, args.results_dir)}")
     return 0
+
+
+def _add_check(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("env", help=f"environment id (registered: {', '.join(registered())})")
+    parser.add_argument("--num-envs", type=int, default=2, help="environments stepped together (E, default 2)")
+    parser.add_argument("--steps", type=int, default=64,
+                        help="random steps after the reset (default 64); enough for several episodes")
+    parser.add_argument("--seed", type=int, default=0, help="seeds the starts and the random actions")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="an environment parameter, e.g. --set num_runners=3 (repeatable)")
+    parser.set_defaults(run=_run_check)
+
+
+def _run_check(args) -> int:
+    params = _parse_settings(args.env, args.set)
+    if not gpu_available() and not simulator_enabled():
+        # The simulator must be chosen before numba is imported: run again in a process that has it.
+        print("warpsim check: no CUDA GPU; running the kernels on the CUDA simulator", file=sys.stderr)
+        command = [sys.executable, "-m", "warpsim.cli", *args.argv]
+        return subprocess.run(command, env={**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}).returncode
+    report = check(args.env, args.num_envs, args.steps, args.seed, progress=bench.print_progress, **params)
+    print(report)
+    return 0 if report.consistent else 1
 
 
 def _parse_settings(env_id: str, settings: list[str]) -> dict:

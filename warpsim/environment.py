@@ -130,7 +130,8 @@ class Environment:
              ("rewards", self.rewards), ("done", self.done), *tensors.items()]})
         self._action_levels = torch.tensor(self.spec.action_levels, dtype=torch.int32, device=device_)
         self._every_env = torch.ones(self.num_envs, dtype=torch.bool, device=device_)
-        self._every_env_view = kernel_view(self._every_env)
+        self.every_env = kernel_view(self._every_env)
+        """bool[E], all True: the mask for kernels that concern every environment."""
         self.launch = Launcher(self.placement)
         self._constants: list[torch.Tensor] = []
         self.setup()
@@ -178,8 +179,8 @@ class Environment:
     def reset(self) -> torch.Tensor:
         """Starts a new episode in every environment; returns ``observations``."""
         if self.placement.runs_kernels:
-            self.reset_cuda(self._every_env_view)
-            self.launch(count_resets, self.num_envs, self._every_env_view, self.views.episode)
+            self.reset_cuda(self.every_env)
+            self.launch(count_resets, self.num_envs, self.every_env, self.views.episode)
         else:
             every_env = np.arange(self.num_envs)
             self.reset_numpy(every_env)

@@ -74,7 +74,7 @@ class TagContinuous(Environment):
                     self._max_speed_by_type, self._step_reward_by_type, v.agent_type,
                     c.grid_length, c.edge_hit_penalty, v.t, v.loc_x, v.loc_y, v.speed,
                     v.direction, v.acceleration, v.still_in_game, v.rewards)
-        self._observe(self._every_env_view)
+        self._observe(self.every_env)
         self.launch(kernels.tag_runners, agents, np.int32(p.num_taggers), c.tag_radius_squared,
                     c.tag_reward_for_tagger, c.tag_penalty_for_runner,
                     p.runner_exits_game_after_tagged, v.loc_x, v.loc_y, v.still_in_game,

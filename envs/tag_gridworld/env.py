@@ -1,0 +1,76 @@
+"""tag_gridworld: taggers chase one runner on a square grid of cells."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from warpsim.environment import EnvSpec, Environment, StateArray
+from warpsim.envs.tag_gridworld import kernels, reference
+from warpsim.envs.tag_gridworld.params import (
+    MOVE_X, MOVE_Y, NUM_ACTIONS, RUNNER, TAGGER, Constants, TagGridworldParams)
+
+
+class TagGridworld(Environment):
+    """TAG_SPEC section 2. Agents 0..num_taggers-1 are taggers (type 0); agent N-1 is the
+    runner (type 1).
+
+    Actions int32[E, N, 1]: 0 stay, 1 (+1, 0), 2 (-1, 0), 3 (0, +1), 4 (0, -1).
+    """
+
+    name = "tag_gridworld"
+    Params = TagGridworldParams
+
+    def describe(self) -> EnvSpec:
+        p = self.params
+        per_agent = ("E", "N")
+        return EnvSpec(
+            num_agents=p.num_agents,
+            observation_size=p.observation_size,
+            action_levels=(NUM_ACTIONS,),
+            state=(
+                StateArray("loc_x", np.int32, per_agent, "x cell in [0, L]"),
+                StateArray("loc_y", np.int32, per_agent, "y cell in [0, L]"),
+                StateArray("agent_type", np.int32, ("N",), "0 tagger, 1 runner"),
+                StateArray("t", np.int32, ("E",), "steps since the reset"),
+            ),
+            role_names=("tagger", "runner"),
+            agent_roles=tuple(TAGGER if i < p.num_taggers else RUNNER for i in range(p.num_agents)),
+        )
+
+    def setup(self) -> None:
+        self.constants = Constants.of(self.params)
+        self.state.agent_type.copy_(self.state.agent_type.new_tensor(self.spec.agent_roles))
+        self._move_x = self.constant(MOVE_X)
+        self._move_y = self.constant(MOVE_Y)
+        self._outcome_reward = self.constant(self.constants.outcome_reward)
+
+    def reset_numpy(self, envs: np.ndarray) -> None:
+        reference.reset(self.views, self.params, self.constants, self.seed, envs)
+
+    def step_numpy(self) -> None:
+        reference.step(self.views, self.params, self.constants)
+
+    def reset_cuda(self, mask) -> None:
+        v, p, c = self.views, self.params, self.constants
+        agents = self.num_envs * self.num_agents
+        self.launch(kernels.reset_agents, agents, mask, self.seed, v.episode, p.fixed_start,
+                    c.grid_length, c.start_cells, v.loc_x, v.loc_y)
+        self.launch(kernels.reset_envs, self.num_envs, mask, v.t)
+        self._observe(mask)
+
+    def step_cuda(self) -> None:
+        v, p, c = self.views, self.params, self.constants
+        agents = self.num_envs * self.num_agents
+        self.launch(kernels.move_agents, agents, v.actions, self._move_x, self._move_y,
+                    c.grid_length, c.wall_hit_reward, v.t, v.loc_x, v.loc_y, v.rewards, v.done)
+        self.launch(kernels.detect_tag, agents, v.loc_x, v.loc_y, v.done)
+        self.launch(kernels.add_outcome_rewards, agents, self._outcome_reward, v.agent_type,
+                    v.done, v.rewards)
+        self.launch(kernels.finish_step, self.num_envs, np.int32(p.episode_length), v.t, v.done)
+        self._observe(self.every_env)
+
+    def _observe(self, mask) -> None:
+        v, p, c = self.views, self.params, self.constants
+        kernel = kernels.observe_full if p.use_full_observation else kernels.observe_partial
+        self.launch(kernel, self.num_envs * self.num_agents, mask, np.int32(p.episode_length),
+                    c.grid_length_f, v.agent_type, v.t, v.loc_x, v.loc_y, v.observations)
