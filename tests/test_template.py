@@ -54,3 +54,13 @@ def test_kernels_match_reference_across_episodes(target):
         kernels.step(actions)
         assert_same(compared_arrays(reference), compared_arrays(kernels), f"after step {step}")
     assert reference.state.episode.tolist() == [3, 3]
+
+
+@pytest.mark.gpu
+def test_a_cuda_c_kernel_through_cupy_matches_the_reference():
+    pytest.importorskip("cupy")
+    from warpsim.envs.template.cuda_c import BeaconCudaC
+
+    report = warpsim.check(BeaconCudaC, num_envs=64, steps=40, num_agents=16, episode_length=7)
+    assert report.consistent, str(report)
+    assert report.episodes_ended == 64 * 5

@@ -57,9 +57,14 @@ class Beacon(Environment):
                     v.pos_x, v.pos_y, v.observations)
 
     def step_cuda(self) -> None:
+        self.advance_clock()
         v, p = self.views, self.params
-        self.launch(kernels.advance_clock, self.num_envs, np.int32(p.episode_length), v.t, v.done)
         self.launch(kernels.move_and_observe, self.num_envs * self.num_agents, v.actions,
                     self._moves_x, self._moves_y, np.float32(p.step_size), np.float32(p.grid_length),
                     np.float32(p.reach_radius) ** 2, np.int32(p.episode_length),
                     v.beacon_x, v.beacon_y, v.t, v.pos_x, v.pos_y, v.rewards, v.observations)
+
+    def advance_clock(self) -> None:
+        """t += 1 and the done flags; its own method so a subclass can swap the kernel (cuda_c.py)."""
+        self.launch(kernels.advance_clock, self.num_envs, np.int32(self.params.episode_length),
+                    self.views.t, self.views.done)
