@@ -165,3 +165,14 @@ def test_command_line_without_a_gpu_runs_the_kernels_on_the_simulator(tmp_path):
     assert done.stdout.startswith("consistent: beacon E=2 N=4, kernels on CUDA simulator")
     if not torch.cuda.is_available():
         assert "running the kernels on the CUDA simulator" in done.stderr
+
+
+@pytest.mark.parametrize("env_id, params", [
+    ("tag_continuous", dict(num_taggers=2, num_runners=3, episode_length=5, tagging_distance=0.2)),
+    ("tag_gridworld", dict(num_taggers=3, grid_length=3, episode_length=6)),
+    ("beacon", dict(num_agents=3, episode_length=4)),
+])
+def test_every_shipped_environment_is_consistent(env_id, params):
+    report = check(env_id, num_envs=2, steps=16, **params)
+    assert report.consistent, str(report)
+    assert report.episodes_ended >= 4, "the comparison must cover resets"

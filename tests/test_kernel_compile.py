@@ -50,3 +50,15 @@ def test_template_kernels_compile_to_float32_ptx():
 def assert_float32(results: list[dict]) -> None:
     for result in results:
         assert result["float64"] == [], f"{result['kernel']} computes in float64: {result['float64']}"
+
+
+@pytest.mark.gpu
+def test_a_new_parameter_value_reuses_the_compiled_kernels():
+    import warpsim
+    from warpsim.envs.tag_continuous import kernels
+
+    warpsim.make("tag_continuous", 4, backend="cuda", tagging_distance=0.1).step()
+    compiled = {name: len(getattr(kernels, name).overloads) for name in TAG_CONTINUOUS_KERNELS - {"count_resets"}}
+    warpsim.make("tag_continuous", 4, backend="cuda", tagging_distance=0.3, episode_length=7,
+                 max_speed=2.0, tag_reward_for_tagger=5.0).step()
+    assert {name: len(getattr(kernels, name).overloads) for name in compiled} == compiled
