@@ -41,6 +41,15 @@ def test_named_configs_follow_benchmarks_md():
     assert train.num_envs == 2000 and train.params["num_taggers"] + train.params["num_runners"] == 110
     for config in (headline, train):
         assert config.params["num_other_agents_observed"] == 10 and not config.params["use_full_observation"]
+    grid = bench.NAMED_CONFIGS["grid"]
+    assert (grid.env, grid.num_envs, grid.params["num_taggers"] + 1) == ("tag_gridworld", 2000, 5)
+    assert grid.params["use_full_observation"]
+
+
+def test_grid_config_runs_on_the_numpy_backend():
+    config = bench.BenchConfig("tag_gridworld", 8, bench.NAMED_CONFIGS["grid"].params)
+    record = bench.run_sim(config, backend="numpy", steps=2, repeats=1, warmup_steps=1)
+    assert (record["env"], record["num_agents"], record["observation"]) == ("tag_gridworld", 5, "full")
 
 
 def test_command_line_runs_and_saves(tmp_path, capsys):
@@ -62,3 +71,8 @@ def test_command_line_runs_and_saves(tmp_path, capsys):
 def test_command_line_errors_are_clear(argv, message, capsys):
     assert main(["bench", "--num-envs", "2", "--no-save", *argv]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_partial_gridworld_is_recorded_as_partial():
+    config = bench.BenchConfig("tag_gridworld", 2, dict(num_taggers=2, use_full_observation=False))
+    assert bench.run_sim(config, backend="numpy", steps=1, repeats=1, warmup_steps=1)["observation"] == "partial"

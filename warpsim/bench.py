@@ -48,8 +48,10 @@ NAMED_CONFIGS = {
     "headline": BenchConfig("tag_continuous", 2000, dict(num_taggers=50, num_runners=950, **_PARTIAL_K10)),
     "train-ref": BenchConfig("tag_continuous", 2000,
                              dict(num_taggers=10, num_runners=100, **_PARTIAL_K10, **_TRAINING_RULES)),
+    "grid": BenchConfig("tag_gridworld", 2000, dict(num_taggers=4, grid_length=100, episode_length=100,
+                                                    tag_penalty_for_runner=5.0, use_full_observation=True)),
 }
-"""The named configs of BENCHMARKS.md that exist so far (train-ref uses the reference training rules)."""
+"""The fixed-size named configs of BENCHMARKS.md (train-ref and grid use the reference training rules)."""
 
 
 def run_sim(config: BenchConfig, backend: str = "auto", steps: int = 100, repeats: int = 5,
@@ -97,8 +99,10 @@ def _spread(values: list[float]) -> dict:
 
 def _record(config, env, rates, startup, steps, repeats, warmup_steps) -> dict:
     params = env.params
-    partial = getattr(params, "use_full_observation", True) is False
-    observation = f"partial K={params.num_other_agents_observed}" if partial else "full"
+    observation = "full"
+    if getattr(params, "use_full_observation", True) is False:
+        observed = getattr(params, "num_other_agents_observed", None)
+        observation = "partial" if observed is None else f"partial K={observed}"
     mapping = (f"one thread per agent, {THREADS_PER_BLOCK} threads per block"
                if env.backend == "cuda" else "NumPy, vectorised over environments and agents")
     return {
