@@ -99,9 +99,7 @@ def observe_full(mask, episode_length, position_scale, speed_scale, agent_type,
     """
     num_envs, n = loc_x.shape
     e, i = agent_of_thread(n)
-    if e >= num_envs:
-        return
-    if not mask[e]:
+    if e >= num_envs or not mask[e]:
         return
     stride = n - 1
     observer = np.float32(still_in_game[e, i])
@@ -128,9 +126,7 @@ def observe_partial(mask, num_observed, episode_length, position_scale, speed_sc
     """
     num_envs, n = loc_x.shape
     e, i = agent_of_thread(n)
-    if e >= num_envs:
-        return
-    if not mask[e]:
+    if e >= num_envs or not mask[e]:
         return
     k = num_observed
     nearest_d2 = cuda.local.array(MAX_OBSERVED, np.float32)
@@ -239,9 +235,7 @@ def reset_agents(mask, seed, episode, grid_length,
     """
     num_envs, n = loc_x.shape
     e, i = agent_of_thread(n)
-    if e >= num_envs:
-        return
-    if not mask[e]:
+    if e >= num_envs or not mask[e]:
         return
     stream = np.uint64(e)
     counter = np.uint64(episode[e])

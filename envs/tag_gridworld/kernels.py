@@ -96,9 +96,7 @@ def observe_full(mask, episode_length, grid_length_f, agent_type, t, loc_x, loc_
     """
     num_envs, n = loc_x.shape
     e, i = agent_of_thread(n)
-    if e >= num_envs:
-        return
-    if not mask[e]:
+    if e >= num_envs or not mask[e]:
         return
     for j in range(n):
         observations[e, i, j] = np.float32(loc_x[e, j]) / grid_length_f
@@ -119,9 +117,7 @@ def observe_partial(mask, episode_length, grid_length_f, agent_type, t, loc_x, l
     """
     num_envs, n = loc_x.shape
     e, i = agent_of_thread(n)
-    if e >= num_envs:
-        return
-    if not mask[e]:
+    if e >= num_envs or not mask[e]:
         return
     x = loc_x[e, i]
     y = loc_y[e, i]
@@ -157,9 +153,7 @@ def reset_agents(mask, seed, episode, fixed_start, grid_length, start_cells, loc
     """
     num_envs, n = loc_x.shape
     e, i = agent_of_thread(n)
-    if e >= num_envs:
-        return
-    if not mask[e]:
+    if e >= num_envs or not mask[e]:
         return
     if fixed_start:
         cell = grid_length // 2 if i < n - 1 else 0
