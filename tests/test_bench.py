@@ -1,24 +1,35 @@
-"""The sim-tier benchmark harness: its record, its JSON file and its command line."""
+"""The sim-tier benchmark harness: its record, its JSON file, its sweeps, its floor and its command line."""
 
 import json
+import math
 
+import numpy as np
 import pytest
 
-from warpsim import bench
+from warpsim import EnvSpec, Environment, StateArray, bench, floor, make
 from warpsim.cli import main
+from warpsim.envs.tag_continuous.params import TagContinuousParams
+from warpsim.envs.template.params import BeaconParams
+from warpsim.sweeps import NAMED_SWEEPS, run_sweep
 
 TINY = bench.BenchConfig("tag_continuous", 4, dict(num_taggers=2, num_runners=6, use_full_observation=False,
                                                    num_other_agents_observed=3))
 FIELDS = {"date", "tier", "device", "backend", "precision", "env", "num_envs", "num_agents", "observation",
           "thread_mapping", "params", "versions", "warmup_steps", "repeats", "steps_per_repeat",
-          "startup_seconds", "env_steps_per_second", "agent_steps_per_second"}
+          "startup_seconds", "env_steps_per_second", "agent_steps_per_second", "tool", "config",
+          "requested_num_envs", "max_seconds", "floor"}
+FLOOR_FIELDS = {"bytes_per_env_step", "distance_evaluations_per_env_step", "flops_per_env_step",
+                "copy_bandwidth_gb_per_s", "copy_method", "fp32_gflop_per_s", "fp32_method",
+                "memory_floor_seconds_per_env_step", "compute_floor_seconds_per_env_step",
+                "floor_seconds_per_env_step", "run_seconds_per_env_step", "fraction_of_floor"}
 
 
 def test_run_sim_records_what_benchmarks_md_asks_for():
     messages = []
     record = bench.run_sim(TINY, backend="numpy", steps=3, repeats=2, warmup_steps=1, progress=messages.append)
-    assert FIELDS <= set(record)
+    assert FIELDS <= set(record) and FLOOR_FIELDS <= set(record["floor"])
     assert (record["num_envs"], record["num_agents"], record["observation"]) == (4, 8, "partial K=3")
+    assert (record["tool"], record["config"], record["requested_num_envs"]) == ("warpsim", None, 4)
     assert record["backend"] == "numpy" and record["precision"] == "fp32"
     assert record["versions"]["torch"] and record["versions"]["numba"]
     agent, env = record["agent_steps_per_second"], record["env_steps_per_second"]
@@ -76,3 +87,132 @@ def test_command_line_errors_are_clear(argv, message, capsys):
 def test_partial_gridworld_is_recorded_as_partial():
     config = bench.BenchConfig("tag_gridworld", 2, dict(num_taggers=2, use_full_observation=False))
     assert bench.run_sim(config, backend="numpy", steps=1, repeats=1, warmup_steps=1)["observation"] == "partial"
+
+
+# ----- sweeps ---------------------------------------------------------------------
+def test_sweeps_follow_benchmarks_md():
+    sweep_e, sweep_n = NAMED_SWEEPS["sweep-E"], NAMED_SWEEPS["sweep-N"]
+    assert sweep_e.values[0] == 1 and sweep_e.values[-1] == 16384
+    assert all(later in (4 * earlier, 2 * earlier) for earlier, later in zip(sweep_e.values, sweep_e.values[1:]))
+    for value in sweep_e.values:
+        point = sweep_e.point(value)
+        assert (point.env, point.num_envs, point.name) == ("tag_continuous", value, "sweep-E")
+        assert point.params == bench.NAMED_CONFIGS["train-ref"].params  # 10 + 100, partial K=10, training rules
+    assert sweep_n.values[0] == 10 and sweep_n.values[-1] == 4096 and any(1024 < n < 4096 for n in sweep_n.values)
+    for value in sweep_n.values:
+        point = sweep_n.point(value)
+        params = TagContinuousParams(**point.params)  # every point is a valid environment
+        assert (point.env, point.num_envs, point.name, params.num_agents) == ("tag_continuous", 256, "sweep-N", value)
+        assert params.num_taggers == max(1, value // 20) and not params.use_full_observation
+        assert params.num_other_agents_observed == min(10, value - 1)
+
+
+@pytest.mark.parametrize("config, extra, sizes", [
+    ("sweep-E", ["--values", "1,2"], [(1, 110), (2, 110)]),
+    ("sweep-N", ["--values", "10,21", "--num-envs", "2"], [(2, 10), (2, 21)]),
+])
+def test_a_sweep_from_the_command_line_appends_a_record_per_point(config, extra, sizes, tmp_path, capsys):
+    code = main(["bench", "--config", config, *extra, "--backend", "numpy", "--steps", "2", "--repeats", "2",
+                 "--warmup", "1", "--results-dir", str(tmp_path)])
+    assert code == 0
+    (saved,) = tmp_path.glob("*.json")
+    records = json.loads(saved.read_text())
+    assert [(r["num_envs"], r["num_agents"]) for r in records] == sizes
+    for record in records:
+        assert FIELDS <= set(record) and FLOOR_FIELDS <= set(record["floor"])
+        assert record["config"] == config and record["requested_num_envs"] == record["num_envs"]
+        assert record["max_seconds"] == bench.DEFAULT_MAX_SECONDS["numpy"]
+        assert 0 < record["floor"]["fraction_of_floor"] and record["floor"]["bytes_per_env_step"] > 0
+    out, err = capsys.readouterr()
+    assert out.count("agent-steps/s") == 2 and out.count("appended to") == 2
+    assert f"{config} point 1/2" in err and f"{config} point 2/2" in err and "repeat 2/2" in err
+
+
+def test_a_named_config_keeps_its_name_unless_its_parameters_change(tmp_path):
+    argv = ["bench", "--config", "grid", "--num-envs", "2", "--backend", "numpy", "--steps", "1", "--repeats", "1",
+            "--warmup", "1", "--results-dir", str(tmp_path)]
+    assert main(argv) == 0 and main([*argv, "--set", "num_taggers=2"]) == 0
+    (saved,) = tmp_path.glob("*.json")
+    assert [r["config"] for r in json.loads(saved.read_text())] == ["grid", None]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--values", "1,4"], "--values gives the points of a sweep"),
+    (["--config", "sweep-E", "--set", "num_runners=3"], "--set does not combine with --config sweep-E"),
+    (["--config", "sweep-E", "--num-envs", "4"], "sweep-E sweeps E itself"),
+    (["--config", "sweep-N", "--values", "10,1"], "sweep-N: N=1 is not allowed; give an integer >= 2"),
+    (["--max-seconds", "0"], "max_seconds=0.0 is not allowed"),
+])
+def test_sweep_and_scaling_errors_are_clear(argv, message, capsys):
+    assert main(["bench", "--backend", "numpy", "--no-save", *argv]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_values_must_be_integers(capsys):
+    with pytest.raises(SystemExit):
+        main(["bench", "--config", "sweep-E", "--values", "1,x"])
+    assert "is not a comma-separated list of integers" in capsys.readouterr().err
+
+
+def test_sweep_points_are_all_checked_before_the_first_runs():
+    with pytest.raises(ValueError, match="E=0 is not allowed"):
+        next(run_sweep(NAMED_SWEEPS["sweep-E"], values=[1, 0], backend="numpy"))
+
+
+def test_no_time_limit_runs_the_requested_size():
+    config = bench.BenchConfig("tag_continuous", 3, TINY.params)
+    assert bench.fit_to_time(config, "numpy", 0, steps=5, repeats=2, warmup_steps=1, max_seconds=math.inf) == (3, 5, 1)
+
+
+# ----- the floor ------------------------------------------------------------------
+class Ledger(Environment):
+    """Buffers of hand-picked sizes and a step that does nothing: the floor's bytes, by hand."""
+
+    name = "ledger"
+    Params = BeaconParams
+
+    def describe(self):
+        return EnvSpec(num_agents=4, observation_size=3, action_levels=(5, 2), role_names=("walker",),
+                       agent_roles=(0, 0, 0, 0), state=(
+                           StateArray("x", np.float32, ("E", "N")), StateArray("flag", np.int8, ("E", "N")),
+                           StateArray("clock", np.int32, ("E",)), StateArray("kind", np.int32, ("N",)),
+                           StateArray("table", np.float32, (16,))))
+
+    def reset_numpy(self, envs):
+        pass
+
+    def step_numpy(self):
+        pass
+
+
+def test_bytes_per_env_step_by_hand():
+    env = Ledger(3, backend="numpy")
+    # read + write x (4 x 4 B), flag (4 x 1 B), clock (4 B); read actions (4 x 2 x 4 B);
+    # write observations (4 x 3 x 4 B), rewards (4 x 4 B), done (1 B); kind, table and episode not counted.
+    assert floor.bytes_per_env_step(env) == 2 * (16 + 4 + 4) + 32 + 48 + 16 + 1 == 145
+    assert floor.distance_evaluations_per_env_step(env) == 0
+
+
+@pytest.mark.parametrize("full, distances", [(False, 8 * 8 + 6 * 2), (True, 6 * 2)])
+def test_neighbour_search_arithmetic_by_hand(full, distances):
+    env = make("tag_continuous", 2, backend="numpy", num_taggers=2, num_runners=6, use_full_observation=full,
+               num_other_agents_observed=3)
+    assert floor.distance_evaluations_per_env_step(env) == distances  # N x N search (partial) + runners x taggers
+    assert floor.flops_per_env_step(env) == 5 * distances
+    assert floor.distance_evaluations_per_env_step(make("tag_gridworld", 2, backend="numpy")) == 0
+
+
+def test_floor_fields_from_given_device_figures(monkeypatch):
+    measured = {"copy_bandwidth_gb_per_s": 100.0, "copy_method": "given", "fp32_gflop_per_s": 1.0,
+                "fp32_method": "given"}
+    monkeypatch.setattr(floor, "measure_device", lambda device: measured)
+    fields = floor.floor_fields(Ledger(2, backend="numpy"), env_steps_per_second=1e8)
+    assert fields["memory_floor_seconds_per_env_step"] == pytest.approx(145 / 100e9)
+    assert fields["compute_floor_seconds_per_env_step"] == 0
+    assert fields["run_seconds_per_env_step"] == pytest.approx(1e-8)
+    assert fields["fraction_of_floor"] == pytest.approx(1.45e-9 / 1e-8)
+    tag = make("tag_continuous", 2, backend="numpy", num_taggers=2, num_runners=6, use_full_observation=False,
+               num_other_agents_observed=3)
+    fields = floor.floor_fields(tag, env_steps_per_second=1e4)
+    assert fields["floor_seconds_per_env_step"] == fields["compute_floor_seconds_per_env_step"] == pytest.approx(380e-9)
+    assert fields["fraction_of_floor"] == pytest.approx(380e-9 / 1e-4)

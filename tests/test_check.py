@@ -58,7 +58,7 @@ def test_kernels_are_consistent_over_several_episodes(observation):
     assert report.consistent and report.mismatch is None, str(report)
     assert report.steps == 12
     assert report.episodes_ended >= 2 * (12 // 4), "every environment ends at least every 4 steps"
-    assert report.arrays_compared == 3 + 10, "observations, rewards, done and the 10 state arrays"
+    assert report.arrays_compared == 3 + 11, "observations, rewards, done and the 11 state arrays"
     assert report.values_compared == 13 * values_per_step(2, **params)
     assert (report.num_envs, report.num_agents) == (2, 4)
     assert str(report).startswith("consistent: tag_continuous E=2 N=4") and "12 steps" in str(report)

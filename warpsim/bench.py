@@ -4,6 +4,12 @@ Random actions are drawn once, on the device, and stay in the action buffer; the
 timed loop is nothing but ``env.step()``. Start-up (allocation, kernel compilation
 and the first launches) is timed apart; then ``repeats`` timed runs of ``steps``
 steps each, synchronised before the clock is read, give a median and a spread.
+
+With ``max_seconds`` (the default on the numpy backend, see DEFAULT_MAX_SECONDS),
+E is scaled down until the warm-up and timed steps fit in that time: the largest of
+1, 2, 4, ... (or the requested E) whose measured step time fits. Records keep the
+requested and the run E; compare them per agent-step. Every record carries the
+physical floor of its step (:mod:`warpsim.floor`).
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import json
+import math
 import os
 import platform
 import re
@@ -23,10 +30,14 @@ from pathlib import Path
 
 import torch
 
-from warpsim.device import THREADS_PER_BLOCK, device_name, simulator_enabled
+from warpsim.device import THREADS_PER_BLOCK, device_name, resolve_placement, simulator_enabled
+from warpsim.floor import floor_fields
 from warpsim.registry import make
 
 RESULTS_DIR = Path("benchmarks") / "results"
+DEFAULT_MAX_SECONDS = {"numpy": 60.0}
+"""Time budget of one run per backend when none is given: the CPU baseline is scaled
+down to about a minute (BENCHMARKS.md); GPU runs take the E they are given."""
 
 
 @dataclass(frozen=True)
@@ -37,6 +48,8 @@ class BenchConfig:
     """A registered id or an Environment subclass."""
     num_envs: int
     params: dict = field(default_factory=dict)
+    name: str | None = None
+    """The named config (or sweep) this is, recorded with the result; None for a custom one."""
 
 
 _PARTIAL_K10 = dict(use_full_observation=False, num_other_agents_observed=10)
@@ -45,32 +58,40 @@ _TRAINING_RULES = dict(grid_length=20.0, episode_length=500, min_acceleration=-0
                        num_acceleration_levels=20, num_turn_levels=20, tag_reward_for_tagger=10.0,
                        tag_penalty_for_runner=-10.0, tagging_distance=0.02)
 NAMED_CONFIGS = {
-    "headline": BenchConfig("tag_continuous", 2000, dict(num_taggers=50, num_runners=950, **_PARTIAL_K10)),
+    "headline": BenchConfig("tag_continuous", 2000, dict(num_taggers=50, num_runners=950, **_PARTIAL_K10),
+                            "headline"),
     "train-ref": BenchConfig("tag_continuous", 2000,
-                             dict(num_taggers=10, num_runners=100, **_PARTIAL_K10, **_TRAINING_RULES)),
+                             dict(num_taggers=10, num_runners=100, **_PARTIAL_K10, **_TRAINING_RULES), "train-ref"),
     "grid": BenchConfig("tag_gridworld", 2000, dict(num_taggers=4, grid_length=100, episode_length=100,
-                                                    tag_penalty_for_runner=5.0, use_full_observation=True)),
+                                                    tag_penalty_for_runner=5.0, use_full_observation=True), "grid"),
 }
 """The fixed-size named configs of BENCHMARKS.md (train-ref and grid use the reference training rules)."""
 
 
 def run_sim(config: BenchConfig, backend: str = "auto", steps: int = 100, repeats: int = 5,
-            warmup_steps: int = 10, seed: int = 0, progress=None) -> dict:
-    """Times the sim tier of ``config``; returns one result record (see BENCHMARKS.md)."""
+            warmup_steps: int = 10, seed: int = 0, max_seconds: float | None = None, progress=None) -> dict:
+    """Times the sim tier of ``config``; returns one result record (see BENCHMARKS.md).
+
+    ``max_seconds`` (None: DEFAULT_MAX_SECONDS of the backend, ``math.inf``: no limit)
+    bounds the warm-up and timed steps by scaling E down (see the module docstring).
+    """
     for name, value, low in (("steps", steps, 1), ("repeats", repeats, 1), ("warmup_steps", warmup_steps, 1)):
         if not isinstance(value, int) or value < low:
             raise ValueError(f"{name}={value!r} is not allowed; give an integer >= {low}")
+    if max_seconds is not None and not max_seconds > 0:
+        raise ValueError(f"max_seconds={max_seconds!r} is not allowed; give a number of seconds > 0 (inf: no limit)")
     if backend == "cuda" and simulator_enabled():
         raise ValueError("backend='cuda' runs on the CUDA simulator here; it checks kernels, it is "
                          "not timed (use a GPU, or backend='numpy')")
+    if max_seconds is None:
+        max_seconds = DEFAULT_MAX_SECONDS.get(resolve_placement(backend).backend, math.inf)
+    requested_steps = steps
+    num_envs, steps, warmup_steps = fit_to_time(config, backend, seed, steps, repeats, warmup_steps, max_seconds)
+    if progress and (num_envs, steps) != (config.num_envs, requested_steps):
+        cut = "" if steps == requested_steps else f", {steps} steps per repeat (of {requested_steps})"
+        progress(f"scaled down to E={num_envs} (of {config.num_envs}){cut} to fit in {max_seconds:g} s")
     started = time.perf_counter()
-    env = make(config.env, config.num_envs, backend=backend, seed=seed, checked=False, **config.params)
-    levels = torch.tensor(env.spec.action_levels, device=env.device)
-    generator = torch.Generator(device=env.device).manual_seed(seed)
-    random = torch.rand(env.actions.shape, device=env.device, generator=generator)
-    env.actions.copy_((random * levels).to(torch.int32))
-    env.step()
-    _synchronize(env)
+    env = _ready_env(config, num_envs, backend, seed)
     startup = time.perf_counter() - started
     for _ in range(warmup_steps):
         env.step()
@@ -85,7 +106,55 @@ def run_sim(config: BenchConfig, backend: str = "auto", steps: int = 100, repeat
         rates.append(steps * env.num_envs / (time.perf_counter() - begin))
         if progress:
             progress(f"repeat {repeat + 1}/{repeats}: {rates[-1] * env.num_agents:.3e} agent-steps/s")
-    return _record(config, env, rates, startup, steps, repeats, warmup_steps)
+    return _record(config, env, rates, startup, steps, repeats, warmup_steps, max_seconds)
+
+
+def fit_to_time(config: BenchConfig, backend: str, seed: int, steps: int, repeats: int, warmup_steps: int,
+                max_seconds: float) -> tuple[int, int, int]:
+    """``(E, steps, warmup_steps)`` whose warm-up and timed steps take at most about ``max_seconds``.
+
+    E is the largest of 1, 2, 4, ... (capped at the requested E) whose measured step
+    fits; steps are cut only when even one environment does not fit.
+    """
+    if math.isinf(max_seconds):
+        return config.num_envs, steps, warmup_steps
+    total_steps = warmup_steps + repeats * steps
+    fitted, num_envs = None, 1
+    while True:
+        seconds_per_step = _seconds_per_step(config, num_envs, backend, seed)
+        if seconds_per_step * total_steps > max_seconds:
+            break
+        fitted = num_envs
+        if num_envs == config.num_envs:
+            break
+        num_envs = min(2 * num_envs, config.num_envs)
+    if fitted is None:
+        scale = max_seconds / (seconds_per_step * total_steps)
+        return 1, max(1, int(steps * scale)), max(1, int(warmup_steps * scale))
+    return fitted, steps, warmup_steps
+
+
+def _seconds_per_step(config: BenchConfig, num_envs: int, backend: str, seed: int, steps: int = 3) -> float:
+    env = _ready_env(config, num_envs, backend, seed)
+    env.step()  # the first steps after allocation also pay for the memory's first touch
+    _synchronize(env)
+    begin = time.perf_counter()
+    for _ in range(steps):
+        env.step()
+    _synchronize(env)
+    return (time.perf_counter() - begin) / steps
+
+
+def _ready_env(config: BenchConfig, num_envs: int, backend: str, seed: int):
+    """The environment with random actions in its action buffer, stepped once (kernels compiled)."""
+    env = make(config.env, num_envs, backend=backend, seed=seed, checked=False, **config.params)
+    levels = torch.tensor(env.spec.action_levels, device=env.device)
+    generator = torch.Generator(device=env.device).manual_seed(seed)
+    random = torch.rand(env.actions.shape, device=env.device, generator=generator)
+    env.actions.copy_((random * levels).to(torch.int32))
+    env.step()
+    _synchronize(env)
+    return env
 
 
 def _synchronize(env) -> None:
@@ -97,7 +166,7 @@ def _spread(values: list[float]) -> dict:
     return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
 
-def _record(config, env, rates, startup, steps, repeats, warmup_steps) -> dict:
+def _record(config, env, rates, startup, steps, repeats, warmup_steps, max_seconds) -> dict:
     params = env.params
     observation = "full"
     if getattr(params, "use_full_observation", True) is False:
@@ -105,25 +174,31 @@ def _record(config, env, rates, startup, steps, repeats, warmup_steps) -> dict:
         observation = "partial" if observed is None else f"partial K={observed}"
     mapping = (f"one thread per agent, {THREADS_PER_BLOCK} threads per block"
                if env.backend == "cuda" else "NumPy, vectorised over environments and agents")
+    env_rates = _spread(rates)
     return {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "tool": "warpsim",
+        "config": config.name,
         "tier": "sim",
         "device": device_name(env.placement),
         "backend": env.backend,
         "precision": "fp32",
         "env": env.name or type(env).__name__,
+        "requested_num_envs": config.num_envs,
         "num_envs": env.num_envs,
         "num_agents": env.num_agents,
         "observation": observation,
         "thread_mapping": mapping,
         "params": dataclasses.asdict(params),
         "versions": _versions(),
+        "max_seconds": None if math.isinf(max_seconds) else max_seconds,
         "warmup_steps": warmup_steps,
         "repeats": repeats,
         "steps_per_repeat": steps,
         "startup_seconds": startup,
-        "env_steps_per_second": _spread(rates),
+        "env_steps_per_second": env_rates,
         "agent_steps_per_second": _spread([rate * env.num_agents for rate in rates]),
+        "floor": floor_fields(env, env_rates["median"]),
     }
 
 
@@ -158,7 +233,8 @@ def append_result(record: dict, results_dir: Path = RESULTS_DIR) -> Path:
 def summary(record: dict) -> str:
     agent = record["agent_steps_per_second"]["median"]
     env_rate = record["env_steps_per_second"]["median"]
-    return (f"{record['env']} E={record['num_envs']} N={record['num_agents']} {record['observation']} "
+    scaled = "" if record["num_envs"] == record["requested_num_envs"] else f" (of {record['requested_num_envs']})"
+    return (f"{record['env']} E={record['num_envs']}{scaled} N={record['num_agents']} {record['observation']} "
             f"on {record['backend']} ({record['device']}): {agent:.3e} agent-steps/s "
             f"({env_rate:.3e} env-steps/s), median of {record['repeats']} x {record['steps_per_repeat']} steps; "
             f"start-up {record['startup_seconds']:.1f} s")

@@ -14,6 +14,9 @@ from warpsim import bench
 from warpsim.check import check
 from warpsim.device import gpu_available, simulator_enabled
 from warpsim.registry import env_class, registered
+from warpsim.sweeps import NAMED_SWEEPS, run_sweep
+from warpsim.train import commands as train_commands
+from warpsim.train import loop as train_loop
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -25,6 +28,13 @@ def main(argv: list[str] | None = None) -> int:
     _add_check(commands.add_parser(
         "check", help="step the kernels and the NumPy reference side by side and compare them",
         description=sys.modules[check.__module__].__doc__, formatter_class=argparse.RawDescriptionHelpFormatter))
+    train_commands.add_train(commands.add_parser(
+        "train", help="train one policy per agent role with PPO",
+        description=train_loop.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter))
+    train_commands.add_evaluate(commands.add_parser(
+        "evaluate", help="play a checkpoint for some episodes and report returns and counters (e.g. tags)"))
+    train_commands.add_render(commands.add_parser(
+        "render", help="draw one episode played by a checkpoint into a GIF"))
     args = parser.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -32,11 +42,15 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, TypeError, MemoryError, RuntimeError) as error:
         print(f"warpsim {args.command}: error: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        return 130
 
 
 def _add_bench(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", choices=sorted(bench.NAMED_CONFIGS),
-                        help="a named config of BENCHMARKS.md (other options override it)")
+    parser.add_argument("--config", choices=sorted(bench.NAMED_CONFIGS) + sorted(NAMED_SWEEPS),
+                        help="a named config or sweep of BENCHMARKS.md (other options override a config)")
+    parser.add_argument("--values", type=_integer_list, metavar="V1,V2,...",
+                        help="the points of a sweep instead of its own, e.g. --values 1,4,16")
     parser.add_argument("--env", help=f"environment id (registered: {', '.join(registered())})")
     parser.add_argument("--num-envs", type=int, help="environments stepped together (E)")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
@@ -45,6 +59,10 @@ def _add_bench(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--steps", type=int, default=100, help="steps per timed repeat (default 100)")
     parser.add_argument("--repeats", type=int, default=5, help="timed repeats (default 5)")
     parser.add_argument("--warmup", type=int, default=10, help="untimed steps after start-up (default 10)")
+    parser.add_argument("--max-seconds", type=float,
+                        help="scale E down until the warm-up and timed steps of a run (a sweep point) fit in "
+                             f"this time (default {bench.DEFAULT_MAX_SECONDS['numpy']:g} on numpy, "
+                             "no limit on cuda; inf: no limit)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--results-dir", type=Path, default=bench.RESULTS_DIR,
                         help="where <device>.json is appended (default benchmarks/results)")
@@ -53,18 +71,42 @@ def _add_bench(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_bench(args) -> int:
+    options = dict(backend=args.backend, steps=args.steps, repeats=args.repeats, warmup_steps=args.warmup,
+                   seed=args.seed, max_seconds=args.max_seconds, progress=bench.print_progress)
+    if args.config in NAMED_SWEEPS:
+        for option, given in (("--env", args.env), ("--set", args.set)):
+            if given:
+                raise ValueError(f"{option} does not combine with --config {args.config}: a sweep runs the "
+                                 f"config of BENCHMARKS.md (vary one with --config train-ref or headline)")
+        records = run_sweep(NAMED_SWEEPS[args.config], args.values, args.num_envs, **options)
+    elif args.values:
+        raise ValueError(f"--values gives the points of a sweep; use it with --config "
+                         f"{' or '.join(sorted(NAMED_SWEEPS))}")
+    else:
+        records = [bench.run_sim(_bench_config(args), **options)]
+    for record in records:
+        print(bench.summary(record), flush=True)
+        if not args.no_save:
+            print(f"appended to {bench.append_result(record, args.results_dir)}", flush=True)
+    return 0
+
+
+def _bench_config(args) -> bench.BenchConfig:
+    """The named config with the options' overrides; it keeps its name unless its parameters change."""
     named = bench.NAMED_CONFIGS.get(args.config)
     env_id = args.env or (named.env if named else "tag_continuous")
     params = dict(named.params) if named and env_id == named.env else {}
-    params.update(_parse_settings(env_id, args.set))
+    params.update(parse_env_settings(env_id, args.set))
     num_envs = args.num_envs or (named.num_envs if named else 64)
-    config = bench.BenchConfig(env_id, num_envs, params)
-    record = bench.run_sim(config, backend=args.backend, steps=args.steps, repeats=args.repeats,
-                           warmup_steps=args.warmup, seed=args.seed, progress=bench.print_progress)
-    print(bench.summary(record))
-    if not args.no_save:
-        print(f"appended to {bench.append_result(record, args.results_dir)}")
-    return 0
+    name = named.name if named and env_id == named.env and params == named.params else None
+    return bench.BenchConfig(env_id, num_envs, params, name)
+
+
+def _integer_list(text: str) -> list[int]:
+    try:
+        return [int(value) for value in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers, e.g. 1,4,16") from None
 
 
 def _add_check(parser: argparse.ArgumentParser) -> None:
@@ -79,7 +121,7 @@ def _add_check(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_check(args) -> int:
-    params = _parse_settings(args.env, args.set)
+    params = parse_env_settings(args.env, args.set)
     if not gpu_available() and not simulator_enabled():
         # The simulator must be chosen before numba is imported: run again in a process that has it.
         print("warpsim check: no CUDA GPU; running the kernels on the CUDA simulator", file=sys.stderr)
@@ -90,7 +132,7 @@ def _run_check(args) -> int:
     return 0 if report.consistent else 1
 
 
-def _parse_settings(env_id: str, settings: list[str]) -> dict:
+def parse_env_settings(env_id: str, settings: list[str]) -> dict:
     """``NAME=VALUE`` pairs into parameters; values are Python literals (10, 0.5, False)."""
     fields = {f.name for f in dataclasses.fields(env_class(env_id).Params)}
     params = {}

@@ -56,6 +56,9 @@ class EnvSpec:
     ``action_levels[k]`` is the number of choices of action component k: a valid
     index is in ``[0, action_levels[k] - 1]``. ``agent_roles[i]`` indexes
     ``role_names``; agents of one role share a policy in the trainer.
+    ``counters`` names int32[E] state arrays that count events (tags, goals, ...)
+    since the environment was made, across resets: the trainer and ``warpsim
+    evaluate`` report how many happen per episode.
     """
 
     num_agents: int
@@ -64,6 +67,21 @@ class EnvSpec:
     state: tuple[StateArray, ...]
     role_names: tuple[str, ...]
     agent_roles: tuple[int, ...]
+    counters: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Frame:
+    """Where the agents of one environment are, for drawing it (``warpsim render``)."""
+
+    positions: np.ndarray
+    """float[N, 2], x and y of every agent."""
+    active: np.ndarray
+    """bool[N], False for agents out of the game (drawn faded)."""
+    extent: float
+    """The arena is the square [0, extent] x [0, extent]."""
+    time: int
+    """Steps since the environment's reset."""
 
 
 class ArrayNamespace:
@@ -145,6 +163,10 @@ class Environment:
     def setup(self) -> None:
         """Optional: make constant arrays (``self.constant``) after allocation."""
 
+    def frame(self, env_index: int) -> Frame:
+        """Optional: the agents of environment ``env_index`` as a Frame, for rendering."""
+        raise NotImplementedError(f"{type(self).__name__} does not define frame(), which rendering needs")
+
     def reset_numpy(self, envs: np.ndarray) -> None:
         """Resets environments ``envs`` (int64[R]) on ``self.views``, observations included."""
         raise NotImplementedError
@@ -224,6 +246,10 @@ class Environment:
         for array in spec.state:
             self._check_declaration(array, taken=shapes)
             shapes[array.name] = (array.shape(e, n), torch_dtype(array.dtype))
+        for name in spec.counters:
+            if shapes.get(name) != ((e,), torch.int32):
+                raise ValueError(f"{type(self).__name__} names {name!r} as a counter; a counter must be "
+                                 f"one of its state arrays with dtype int32 and dims ('E',)")
         return shapes
 
     def _check_declaration(self, array: StateArray, taken) -> None:

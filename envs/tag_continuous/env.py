@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from warpsim.environment import EnvSpec, Environment, StateArray
+from warpsim.environment import EnvSpec, Environment, Frame, StateArray
 from warpsim.envs.tag_continuous import kernels, reference
 from warpsim.envs.tag_continuous.params import Constants, TagContinuousParams
 
@@ -38,9 +38,11 @@ class TagContinuous(Environment):
                 StateArray("agent_type", np.int32, ("N",), "1 tagger, 0 runner"),
                 StateArray("num_runners_left", np.int32, ("E",), "runners still in the game"),
                 StateArray("t", np.int32, ("E",), "steps since the reset"),
+                StateArray("tags", np.int32, ("E",), "runners tagged since the environment was made"),
             ),
             role_names=("runner", "tagger"),
             agent_roles=tuple(TAGGER if i < p.num_taggers else RUNNER for i in range(p.num_agents)),
+            counters=("tags",),
         )
 
     def setup(self) -> None:
@@ -51,6 +53,12 @@ class TagContinuous(Environment):
         self._turn_table = self.constant(c.turn_table)
         self._max_speed_by_type = self.constant(c.max_speed_by_type)
         self._step_reward_by_type = self.constant(c.step_reward_by_type)
+
+    def frame(self, env_index: int) -> Frame:
+        s = self.state
+        positions = np.stack([s.loc_x[env_index].cpu().numpy(), s.loc_y[env_index].cpu().numpy()], axis=1)
+        return Frame(positions, s.still_in_game[env_index].cpu().numpy() == 1,
+                     self.params.grid_length, int(s.t[env_index]))
 
     def reset_numpy(self, envs: np.ndarray) -> None:
         reference.reset(self.views, self.params, self.constants, self.seed, envs)
@@ -78,7 +86,7 @@ class TagContinuous(Environment):
         self.launch(kernels.tag_runners, agents, np.int32(p.num_taggers), c.tag_radius_squared,
                     c.tag_reward_for_tagger, c.tag_penalty_for_runner,
                     p.runner_exits_game_after_tagged, v.loc_x, v.loc_y, v.still_in_game,
-                    v.num_runners_left, v.rewards)
+                    v.num_runners_left, v.tags, v.rewards)
         self.launch(kernels.finish_step, agents, np.int32(p.num_taggers), np.int32(p.episode_length),
                     c.end_of_game_reward_for_runner, v.t, v.still_in_game, v.num_runners_left,
                     v.rewards, v.done)

@@ -175,12 +175,12 @@ def observe_partial(mask, num_observed, episode_length, position_scale, speed_sc
 
 @cuda.jit
 def tag_runners(num_taggers, tag_radius_squared, tag_reward_for_tagger, tag_penalty_for_runner,
-                runner_exits_game, loc_x, loc_y, still_in_game, num_runners_left, rewards):
+                runner_exits_game, loc_x, loc_y, still_in_game, num_runners_left, tags, rewards):
     """Step 5: each runner in the game checks its nearest tagger (lowest id on a tie).
 
     num_taggers int32; tag_radius_squared, tag_reward_for_tagger, tag_penalty_for_runner
     float32; runner_exits_game bool; loc_x, loc_y float32[E, N];
-    still_in_game int32[E, N]; num_runners_left int32[E]; rewards float32[E, N].
+    still_in_game int32[E, N]; num_runners_left, tags int32[E]; rewards float32[E, N].
     A tagger's reward gets one atomic add per tag, so simultaneous tags all count.
     """
     num_envs, n = loc_x.shape
@@ -201,6 +201,7 @@ def tag_runners(num_taggers, tag_radius_squared, tag_reward_for_tagger, tag_pena
     if best_d2 < tag_radius_squared:
         rewards[e, i] += tag_penalty_for_runner
         cuda.atomic.add(rewards, (e, best), tag_reward_for_tagger)
+        cuda.atomic.add(tags, e, 1)
         if runner_exits_game:
             still_in_game[e, i] = 0
             cuda.atomic.sub(num_runners_left, e, 1)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from warpsim.envs.tag_continuous.nearest import nearest_in_game
 from warpsim.envs.tag_continuous.params import (
     DRAWS_PER_AGENT, HALF_PI, TWO_PI, ZERO, Constants, TagContinuousParams)
 from warpsim.kernels.random import uniform
@@ -96,10 +97,10 @@ def tag(v, p: TagContinuousParams, c: Constants) -> None:
         nearest_d2 = np.take_along_axis(distance_squared, nearest[:, :, None], axis=2)[:, :, 0]
         hit = (v.still_in_game[envs, nt:] == 1) & (nearest_d2 < c.tag_radius_squared)
         tagged[envs] = hit
-        counts = np.zeros((len(envs), nt), np.int64)
-        np.add.at(counts, (np.repeat(np.arange(len(envs)), p.num_runners), nearest.ravel()), hit.ravel())
-        tags_per_tagger[envs] = counts
+        tagger_of_hit = (nearest + (np.arange(len(envs)) * nt)[:, None])[hit]  # flat (environment, tagger)
+        tags_per_tagger[envs] = np.bincount(tagger_of_hit, minlength=len(envs) * nt).reshape(len(envs), nt)
     v.rewards[:, nt:] += np.where(tagged, c.tag_penalty_for_runner, ZERO)
+    v.tags[:] += tagged.sum(axis=1, dtype=np.int32)
     # One addition per tag, as the kernel's atomic adds do, so the sums round alike.
     for k in range(int(tags_per_tagger.max(initial=0))):
         v.rewards[:, :nt] += np.where(tags_per_tagger > k, c.tag_reward_for_tagger, ZERO)
@@ -144,21 +145,23 @@ def _full_observation(v, p: TagContinuousParams, c: Constants, envs) -> np.ndarr
 
 def _partial_observation(v, p: TagContinuousParams, c: Constants, envs) -> np.ndarray:
     n, k = v.loc_x.shape[1], p.num_other_agents_observed
-    x, y = v.loc_x[envs], v.loc_y[envs]
     alive = v.still_in_game[envs] == 1
-    dx = x[:, None, :] - x[:, :, None]
-    dy = y[:, None, :] - y[:, :, None]
-    distance_squared = dx * dx + dy * dy
-    visible = alive[:, None, :] & ~np.eye(n, dtype=bool)[None]
-    distance_squared = np.where(visible, distance_squared, np.float32(np.inf))
-    nearest = np.argsort(distance_squared, axis=2, kind="stable")[:, :, :k]
-    present = np.isfinite(np.take_along_axis(distance_squared, nearest, axis=2)) & alive[:, :, None]
-    relative = _relative_features(v, c, envs, nearest)
-    agent_type = v.agent_type[nearest].astype(np.float32)
-    features = np.concatenate([relative, agent_type[:, :, None], present[:, :, None]], axis=2)
-    features = np.where(present[:, :, None, :], features, ZERO).astype(np.float32)
-    time = _time(v, p, envs) * alive[:, :, None]
-    return np.concatenate([features.reshape(len(envs), n, 7 * k), time], axis=2)
+    nearest, present = nearest_in_game(v.loc_x[envs], v.loc_y[envs], alive, k)
+    observation = np.empty((len(envs), n, 7 * k + 1), np.float32)
+    features = observation[:, :, :7 * k].reshape(len(envs), n, 7, k)  # a view: feature-major slots
+    flat_nearest = nearest + (np.arange(len(envs)) * n)[:, None, None]
+    scales = (c.position_scale, c.position_scale, c.speed_scale, c.speed_scale, TWO_PI)
+    for feature, (values, scale) in enumerate(zip(
+            (v.loc_x, v.loc_y, v.speed, v.acceleration, v.direction), scales)):
+        own = values[envs]
+        relative = features[:, :, feature]
+        # An empty slot holds the observer's own id: its difference is an exact +0.
+        np.subtract(own.ravel()[flat_nearest], own[:, :, None], out=relative)
+        np.divide(relative, scale, out=relative)
+    np.multiply(v.agent_type[nearest], present, out=features[:, :, 5])
+    features[:, :, 6] = present
+    observation[:, :, 7 * k:] = _time(v, p, envs) * alive[:, :, None]
+    return observation
 
 
 def _time(v, p: TagContinuousParams, envs) -> np.ndarray:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from warpsim.environment import EnvSpec, Environment, StateArray
+from warpsim.environment import EnvSpec, Environment, Frame, StateArray
 from warpsim.envs.tag_gridworld import kernels, reference
 from warpsim.envs.tag_gridworld.params import (
     MOVE_X, MOVE_Y, NUM_ACTIONS, RUNNER, TAGGER, Constants, TagGridworldParams)
@@ -32,9 +32,11 @@ class TagGridworld(Environment):
                 StateArray("loc_y", np.int32, per_agent, "y cell in [0, L]"),
                 StateArray("agent_type", np.int32, ("N",), "0 tagger, 1 runner"),
                 StateArray("t", np.int32, ("E",), "steps since the reset"),
+                StateArray("tags", np.int32, ("E",), "times the runner was tagged since the environment was made"),
             ),
             role_names=("tagger", "runner"),
             agent_roles=tuple(TAGGER if i < p.num_taggers else RUNNER for i in range(p.num_agents)),
+            counters=("tags",),
         )
 
     def setup(self) -> None:
@@ -43,6 +45,12 @@ class TagGridworld(Environment):
         self._move_x = self.constant(MOVE_X)
         self._move_y = self.constant(MOVE_Y)
         self._outcome_reward = self.constant(self.constants.outcome_reward)
+
+    def frame(self, env_index: int) -> Frame:
+        s = self.state
+        positions = np.stack([s.loc_x[env_index].cpu().numpy(), s.loc_y[env_index].cpu().numpy()], axis=1)
+        return Frame(positions.astype(np.float32), np.ones(self.num_agents, bool),
+                     float(self.params.grid_length), int(s.t[env_index]))
 
     def reset_numpy(self, envs: np.ndarray) -> None:
         reference.reset(self.views, self.params, self.constants, self.seed, envs)
@@ -66,7 +74,7 @@ class TagGridworld(Environment):
         self.launch(kernels.detect_tag, agents, v.loc_x, v.loc_y, v.done)
         self.launch(kernels.add_outcome_rewards, agents, self._outcome_reward, v.agent_type,
                     v.done, v.rewards)
-        self.launch(kernels.finish_step, self.num_envs, np.int32(p.episode_length), v.t, v.done)
+        self.launch(kernels.finish_step, self.num_envs, np.int32(p.episode_length), v.t, v.tags, v.done)
         self._observe(self.every_env)
 
     def _observe(self, mask) -> None:

@@ -76,13 +76,18 @@ def add_outcome_rewards(outcome_reward, agent_type, done, rewards):
 
 
 @cuda.jit
-def finish_step(episode_length, t, done):
-    """Step 3: done when tagged (already in ``done``) or t >= T. One thread per environment.
+def finish_step(episode_length, t, tags, done):
+    """Step 3: counts a tag, then done when tagged (already in ``done``) or t >= T.
+    One thread per environment.
 
-    episode_length int32; t int32[E]; done bool[E].
+    episode_length int32; t, tags int32[E]; done bool[E].
     """
     e = cuda.grid(1)
-    if e < done.shape[0] and t[e] >= episode_length:
+    if e >= done.shape[0]:
+        return
+    if done[e]:
+        tags[e] += 1
+    if t[e] >= episode_length:
         done[e] = True
 
 

@@ -50,6 +50,7 @@ def step(v, p: TagGridworldParams, c: Constants) -> None:
     wall = np.where(hit_wall, c.wall_hit_reward, ZERO)
     v.rewards[:] = wall + c.outcome_reward[tagged.astype(np.int64)[:, None], v.agent_type[None, :]]
     v.done[:] = tagged | (v.t >= p.episode_length)
+    v.tags[:] += tagged
     observe(v, p, c, np.arange(v.loc_x.shape[0]))
 
 

@@ -1,0 +1,77 @@
+"""The PPO pieces on tiny tensors, worked out by hand."""
+
+import math
+
+import pytest
+import torch
+
+from warpsim.train import ppo
+
+
+def test_gae_stops_at_an_episode_end_in_the_middle_of_the_rollout():
+    rewards = torch.tensor([1.0, 0.0, 2.0, 1.0])
+    values = torch.tensor([0.5, 0.4, 0.3, 0.2])
+    ended = torch.tensor([False, True, False, False])  # the episode ends on step 1
+    advantages, returns = ppo.gae(rewards, values, ended, torch.tensor(0.6), gamma=0.9, lam=0.8)
+    # delta_t = r_t + gamma V_{t+1} (1 - ended_t) - V_t ; A_t = delta_t + gamma lam (1 - ended_t) A_{t+1}
+    d3 = 1 + 0.9 * 0.6 - 0.2
+    d2 = 2 + 0.9 * 0.2 - 0.3
+    d1 = 0 - 0.4                     # nothing flows back across the end
+    d0 = 1 + 0.9 * 0.4 - 0.5
+    expected = [d0 + 0.72 * d1, d1, d2 + 0.72 * d3, d3]
+    assert advantages.tolist() == pytest.approx(expected, abs=1e-6)
+    assert returns.tolist() == pytest.approx([a + v for a, v in zip(expected, values.tolist())], abs=1e-6)
+
+
+def test_gae_works_per_agent_with_a_per_environment_end_flag():
+    rewards = torch.tensor([[[1.0, 2.0]], [[0.0, 0.0]]])          # [T=2, E=1, N=2]
+    values = torch.zeros(2, 1, 2)
+    ended = torch.tensor([[[True]], [[False]]])                    # [T, E, 1]
+    advantages, _ = ppo.gae(rewards, values, ended, torch.ones(1, 2), gamma=0.5, lam=1.0)
+    assert advantages[:, 0].tolist() == [[1.0, 2.0], [0.5, 0.5]]
+
+
+def test_policy_loss_clips_the_ratio_on_the_side_the_advantage_favours():
+    old = torch.log(torch.tensor([0.5, 0.5, 0.5, 0.5]))
+    new = torch.log(torch.tensor([0.75, 0.75, 0.25, 0.25]))       # ratios 1.5, 1.5, 0.5, 0.5
+    advantages = torch.tensor([1.0, -1.0, 1.0, -1.0])
+    loss, ratio = ppo.policy_loss(new, old, advantages, clip=0.2)
+    assert ratio.tolist() == pytest.approx([1.5, 1.5, 0.5, 0.5])
+    # min(r A, clip(r) A): 1.2, -1.5, 0.5, -0.8
+    assert loss.item() == pytest.approx(-(1.2 - 1.5 + 0.5 - 0.8) / 4)
+
+
+def test_value_loss_with_and_without_clipping():
+    new, old, returns = torch.tensor([2.0, 0.0]), torch.tensor([0.0, 0.0]), torch.tensor([1.0, 3.0])
+    assert ppo.value_loss(new, old, returns, None).item() == pytest.approx(0.5 * (1 + 9) / 2)
+    # clipped values 0.5 and 0: errors max((1, 0.25)) = 1 and max(9, 9) = 9
+    assert ppo.value_loss(new, old, returns, 0.5).item() == pytest.approx(0.5 * (1 + 9) / 2)
+    new = torch.tensor([3.0, 0.0])                                 # clipped: 0.5, error 0.25 vs 4
+    assert ppo.value_loss(new, old, returns, 0.5).item() == pytest.approx(0.5 * (4 + 9) / 2)
+
+
+def test_log_prob_and_entropy_add_up_over_action_components():
+    logits = torch.log(torch.tensor([[0.5, 0.5, 0.1, 0.9, 0.0 + 1e-30]]))
+    heads = ppo.split_heads(logits, (2, 3))
+    actions = torch.tensor([[1, 1]], dtype=torch.int32)
+    assert ppo.log_prob(heads, actions).item() == pytest.approx(math.log(0.5) + math.log(0.9), abs=1e-6)
+    expected = math.log(2) - (0.1 * math.log(0.1) + 0.9 * math.log(0.9))
+    assert ppo.entropy(heads).item() == pytest.approx(expected, abs=1e-5)
+    assert all(head.dtype == torch.float32 for head in ppo.split_heads(logits.bfloat16(), (2, 3)))
+
+
+def test_sampling_follows_the_probabilities_and_greedy_takes_the_most_likely():
+    probabilities = torch.tensor([0.1, 0.6, 0.3])
+    heads = (torch.log(probabilities).expand(20000, 3),)
+    generator = torch.Generator().manual_seed(0)
+    actions = ppo.sample(heads, generator)
+    assert actions.dtype == torch.int32 and actions.shape == (20000, 1)
+    frequencies = torch.bincount(actions[:, 0].long(), minlength=3).float() / 20000
+    assert frequencies.tolist() == pytest.approx(probabilities.tolist(), abs=0.015)
+    assert ppo.sample(heads, None, greedy=True).unique().tolist() == [1]
+
+
+def test_normalized_advantages_have_zero_mean_and_unit_spread():
+    normalized = ppo.normalize(torch.tensor([1.0, 2.0, 3.0, 6.0]))
+    assert normalized.mean().item() == pytest.approx(0, abs=1e-6)
+    assert normalized.std(unbiased=False).item() == pytest.approx(1, abs=1e-5)

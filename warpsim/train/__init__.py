@@ -1,0 +1,6 @@
+"""PPO on the device for any warpsim environment (see ``warpsim train --help``)."""
+
+from warpsim.train.config import TrainConfig
+from warpsim.train.trainer import Trainer, TrainingDiverged
+
+__all__ = ["TrainConfig", "Trainer", "TrainingDiverged"]

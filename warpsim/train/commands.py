@@ -1,0 +1,151 @@
+"""The ``warpsim train``, ``warpsim evaluate`` and ``warpsim render`` subcommands."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from pathlib import Path
+
+from warpsim.registry import make, registered
+from warpsim.train import checkpoint
+from warpsim.train.config import TrainConfig, build_config, field_docs, read_config_file
+from warpsim.train.presets import PRESETS
+
+NOT_FLAGS = ("env_params",)
+
+
+def add_train(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", choices=sorted(PRESETS), help="a named config to start from")
+    parser.add_argument("--config-file", type=Path, help="settings from a .json or .toml file")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="an environment parameter, e.g. --set num_runners=100 (repeatable)")
+    parser.add_argument("--run-dir", type=Path,
+                        help="where the run is written (default runs/<env>-<date>-<time>)")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue the run in --run-dir from its checkpoint (its config is reused)")
+    parser.add_argument("--quiet", action="store_true", help="no progress display")
+    fields = parser.add_argument_group("config fields (override the config and the file)")
+    docs = field_docs()
+    for item in dataclasses.fields(TrainConfig):
+        if item.name in NOT_FLAGS:
+            continue
+        flag = "--" + item.name.replace("_", "-")
+        help_text = f"{docs[item.name]} (default {item.default!r})"
+        if item.type in ("bool", bool):
+            fields.add_argument(flag, dest=item.name, action=argparse.BooleanOptionalAction, help=help_text)
+        else:
+            fields.add_argument(flag, dest=item.name, type=_parser_for(item), help=help_text,
+                                metavar=item.name.upper())
+    parser.set_defaults(run=run_train)
+
+
+def _parser_for(item: dataclasses.Field):
+    kind = type(item.default) if item.default is not None else float
+    if item.name == "value_clip":
+        return lambda text: None if text.lower() == "none" else float(text)
+    return kind
+
+
+def run_train(args) -> int:
+    from warpsim.cli import parse_env_settings
+    from warpsim.train.loop import train
+    flags = {item.name: getattr(args, item.name) for item in dataclasses.fields(TrainConfig)
+             if item.name not in NOT_FLAGS and getattr(args, item.name) is not None}
+    if args.resume:
+        ignored = sorted(set(flags) - {"iterations"}) + (["--set"] if args.set else [])
+        if args.config or args.config_file or ignored:
+            raise ValueError("--resume continues a run with its saved config; only --iterations may be "
+                             f"given with it (got {', '.join(ignored) or '--config/--config-file'})")
+        train(None, args.run_dir, resume=True, iterations=flags.get("iterations"),
+              progress=None if args.quiet else _stderr())
+        return 0
+    layers = [PRESETS[args.config]] if args.config else []
+    if args.config_file:
+        layers.append(read_config_file(args.config_file))
+    layers.append(flags)
+    env_id = next((layer["env"] for layer in reversed(layers) if "env" in layer), TrainConfig.env)
+    layers.append({"env_params": parse_env_settings(env_id, args.set)})
+    config = build_config(*layers)
+    train(config, args.run_dir, progress=None if args.quiet else _stderr())
+    return 0
+
+
+def add_evaluate(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("source", type=Path, help="a run directory or a checkpoint file")
+    parser.add_argument("--episodes", type=int, default=200, help="episodes to finish (default 200)")
+    parser.add_argument("--num-envs", type=int, default=64, help="environments played together (default 64)")
+    parser.add_argument("--random", action="append", default=[], metavar="ROLE",
+                        help="this role acts uniformly at random instead (repeatable)")
+    parser.add_argument("--sample", action="store_true", help="sample actions instead of taking the most likely")
+    parser.add_argument("--compare-random", action="store_true",
+                        help="also play every role uniformly at random on the same seeds, and print the ratios")
+    _add_playing_options(parser)
+    parser.set_defaults(run=run_evaluate)
+
+
+def run_evaluate(args) -> int:
+    from warpsim.train.evaluate import Player, evaluate
+    env, policies, config = _load(args, args.num_envs)
+    player = Player(env, policies, greedy=not args.sample, random_roles=tuple(args.random),
+                    stack_observations=config.stack_observations, seed=args.seed)
+    result = evaluate(player, args.episodes)
+    print(result)
+    if args.compare_random:
+        baseline = evaluate(Player(env, None, seed=args.seed), args.episodes)
+        print(baseline)
+        for name, value in result.counters.items():
+            ratio = value / baseline.counters[name] if baseline.counters[name] else float("inf")
+            print(f"{name} per episode: {ratio:.2f}x the uniformly random policy's")
+    return 0
+
+
+def add_render(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("source", type=Path, help="a run directory or a checkpoint file")
+    parser.add_argument("--out", type=Path, required=True, help="the .gif to write")
+    parser.add_argument("--fps", type=int, default=10, help="frames per second (default 10)")
+    parser.add_argument("--max-steps", type=int, default=1000, help="longest episode drawn (default 1000)")
+    parser.add_argument("--sample", action="store_true", help="sample actions instead of taking the most likely")
+    _add_playing_options(parser)
+    parser.set_defaults(run=run_render)
+
+
+def run_render(args) -> int:
+    from warpsim.train.evaluate import Player
+    from warpsim.train.render import play_episode, write_gif
+    env, policies, config = _load(args, num_envs=1)
+    player = Player(env, policies, greedy=not args.sample, stack_observations=config.stack_observations,
+                    seed=args.seed)
+    frames = play_episode(player, max_steps=args.max_steps)
+    print(f"wrote {len(frames)} frames to {write_gif(frames, env, args.out, fps=args.fps)}")
+    return 0
+
+
+def _add_playing_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--seed", type=int, default=1, help="seeds the starts and any sampling (default 1)")
+    parser.add_argument("--backend", default="auto", help="auto (default), cuda or numpy")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="change an environment parameter that keeps the shapes, e.g. --set episode_length=200")
+
+
+def _load(args, num_envs: int):
+    """The checkpoint's environment (with --set changes), its policies and its config."""
+    from warpsim.cli import parse_env_settings
+    from warpsim.train.policy import RolePolicies, roles_of
+    saved = checkpoint.load(args.source)
+    config = build_config(saved["config"])
+    params = {**config.env_params, **parse_env_settings(config.env, args.set)}
+    if config.env not in registered():
+        raise ValueError(f"checkpoint {saved['path']} is for environment {config.env!r}, which is not "
+                         f"registered here (registered: {', '.join(registered())})")
+    env = make(config.env, num_envs, backend=args.backend, seed=args.seed, checked=False, **params)
+    checkpoint.check_compatible(saved, env, saved["path"])
+    policies = RolePolicies(env.spec, [role.name for role in roles_of(env.spec, env.device)],
+                            config.stack_observations * env.spec.observation_size,
+                            config.hidden_size, config.hidden_layers).to(env.device)
+    policies.load_state_dict(saved["policies"])
+    return env, policies.eval(), config
+
+
+def _stderr():
+    import sys
+    return sys.stderr

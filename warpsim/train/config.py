@@ -1,0 +1,167 @@
+"""The trainer's configuration: a frozen dataclass, one documented field per setting.
+
+Settings come, later ones winning, from the defaults, a named preset, a config file
+(JSON, or TOML) and the command line; a run writes the resolved result to
+``config.json`` in its run directory.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+import json
+import math
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything a training run depends on (see the field docs)."""
+
+    env: str = "tag_continuous"
+    """Registered environment id, e.g. tag_continuous, tag_gridworld."""
+    env_params: dict = field(default_factory=dict)
+    """Environment parameters by name; the ones not given keep the environment's defaults."""
+    num_envs: int = 64
+    """Environments each process steps together (E)."""
+    backend: str = "auto"
+    """Where the environments run: auto (cuda when a GPU is there), cuda or numpy."""
+    seed: int = 0
+    """Seeds the environments, the network initialisation and the action sampling."""
+    iterations: int = 100
+    """PPO iterations (one rollout and one update each)."""
+    rollout_steps: int = 32
+    """Steps every environment takes per rollout (T)."""
+    epochs: int = 4
+    """Passes over each rollout in the update."""
+    minibatches: int = 4
+    """Shuffled minibatches per pass (each role's samples are split this many ways)."""
+    learning_rate: float = 1e-3
+    """Adam step size at the first iteration."""
+    anneal_lr: bool = True
+    """Lower the learning rate linearly to 0 over the iterations."""
+    gamma: float = 0.99
+    """Discount factor."""
+    gae_lambda: float = 0.95
+    """GAE lambda: 0 is one-step TD, 1 is the Monte Carlo return."""
+    clip_coef: float = 0.2
+    """PPO clips the probability ratio to [1 - clip_coef, 1 + clip_coef]."""
+    value_clip: float | None = None
+    """Clip the value change per update to this much (None: no value clipping)."""
+    value_coef: float = 0.5
+    """Weight of the value loss."""
+    entropy_coef: float = 0.01
+    """Weight of the entropy bonus."""
+    max_grad_norm: float = 0.5
+    """Gradients are scaled down to at most this global norm."""
+    normalize_advantages: bool = True
+    """Normalise advantages to zero mean and unit variance in each minibatch."""
+    stack_observations: int = 1
+    """Observations a policy sees at once: the latest and the ones before it (2 shows motion)."""
+    hidden_size: int = 64
+    """Width of each hidden layer of the networks."""
+    hidden_layers: int = 2
+    """Hidden layers of the networks."""
+    precision: str = "auto"
+    """Network precision: auto (bf16 autocast on CUDA, fp32 on CPU), fp32, bf16, or fp16 (CUDA, with a gradient scaler)."""
+    log_every: int = 10
+    """Iterations between metric reads (the trainer's only host synchronisations) and progress lines."""
+    checkpoint_every: int = 50
+    """Iterations between checkpoints (one is also written at the end)."""
+
+    def __post_init__(self):
+        def need(ok: bool, name: str, allowed: str):
+            if not ok:
+                raise ValueError(f"config field {name}={getattr(self, name)!r} is not allowed; {allowed}")
+
+        for name in ("num_envs", "iterations", "rollout_steps", "epochs", "minibatches",
+                     "stack_observations", "hidden_size", "hidden_layers", "log_every", "checkpoint_every"):
+            value = getattr(self, name)
+            need(_is_int(value) and value >= 1, name, "give an integer >= 1")
+        need(_is_int(self.seed) and self.seed >= 0, "seed", "give an integer >= 0")
+        for name in ("learning_rate", "max_grad_norm", "clip_coef"):
+            need(_is_real(getattr(self, name)) and getattr(self, name) > 0, name, "give a number > 0")
+        for name in ("gamma", "gae_lambda"):
+            need(_is_real(getattr(self, name)) and 0 <= getattr(self, name) <= 1, name, "give a number in [0, 1]")
+        for name in ("value_coef", "entropy_coef"):
+            need(_is_real(getattr(self, name)) and getattr(self, name) >= 0, name, "give a number >= 0")
+        need(self.value_clip is None or (_is_real(self.value_clip) and self.value_clip > 0),
+             "value_clip", "give a number > 0, or None for no clipping")
+        for name in ("anneal_lr", "normalize_advantages"):
+            need(isinstance(getattr(self, name), bool), name, "give true or false")
+        need(self.precision in PRECISIONS, "precision", f"choose one of {', '.join(PRECISIONS)}")
+        need(self.backend in ("auto", "cuda", "numpy"), "backend", "choose auto, cuda or numpy")
+        need(isinstance(self.env, str) and bool(self.env), "env", "give a registered environment id")
+        need(isinstance(self.env_params, dict) and all(isinstance(k, str) for k in self.env_params),
+             "env_params", "give a mapping of parameter names to values")
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_real(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def field_names() -> list[str]:
+    return [f.name for f in dataclasses.fields(TrainConfig)]
+
+
+def field_docs(cls: type = TrainConfig) -> dict[str, str]:
+    """The docstring under each field of a dataclass, by field name (for --help)."""
+    body = ast.parse(inspect.getsource(cls)).body[0].body
+    docs = {}
+    for statement, following in zip(body, body[1:]):
+        if (isinstance(statement, ast.AnnAssign) and isinstance(following, ast.Expr)
+                and isinstance(following.value, ast.Constant) and isinstance(following.value.value, str)):
+            docs[statement.target.id] = following.value.value
+    return docs
+
+
+def build_config(*layers: dict) -> TrainConfig:
+    """A TrainConfig from mappings of settings, later layers winning; ``env_params`` merge.
+
+    Unknown fields raise ValueError naming them and the valid ones.
+    """
+    settings: dict = {}
+    env_params: dict = {}
+    valid = field_names()
+    for layer in layers:
+        unknown = sorted(set(layer) - set(valid))
+        if unknown:
+            raise ValueError(f"unknown config field(s) {', '.join(unknown)}; valid: {', '.join(valid)}")
+        if "env" in layer and layer["env"] != settings.get("env", layer["env"]):
+            env_params = {}  # another environment's parameters do not carry over
+        settings.update(layer)
+        env_params.update(layer.get("env_params") or {})
+    settings["env_params"] = env_params
+    return TrainConfig(**settings)
+
+
+def read_config_file(path: Path) -> dict:
+    """Settings from a JSON or TOML file (by its suffix)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"config file {path} does not exist")
+    text = path.read_text()
+    try:
+        if path.suffix == ".toml":
+            settings = tomllib.loads(text)
+        elif path.suffix == ".json":
+            settings = json.loads(text)
+        else:
+            raise ValueError(f"config file {path}: unknown suffix {path.suffix!r}; use .json or .toml")
+    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as error:
+        raise ValueError(f"config file {path} cannot be read: {error}") from None
+    if not isinstance(settings, dict):
+        raise ValueError(f"config file {path} must hold a table of settings, not {type(settings).__name__}")
+    return settings

@@ -1,0 +1,115 @@
+"""The training run: a Trainer driven through its iterations with a run directory,
+progress, periodic checkpoints, resume, and a stop on a non-finite loss."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+from warpsim.train import checkpoint
+from warpsim.train.config import TrainConfig
+from warpsim.train.distributed import World
+from warpsim.train.progress import ProgressBar
+from warpsim.train.run_dir import RunDirectory
+from warpsim.train.trainer import Trainer, TrainingDiverged
+
+
+def default_run_dir(config: TrainConfig) -> Path:
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return Path("runs") / f"{config.env}-{stamp}"
+
+
+def train(config: TrainConfig | None, run_dir: Path | str | None = None, *, resume: bool = False,
+          iterations: int | None = None, world: World | None = None, stop_after: int | None = None,
+          progress=sys.stderr) -> Trainer:
+    """Trains to ``config.iterations`` (or ``iterations`` when resuming), writing ``run_dir``.
+
+    With ``resume``, the config comes from ``run_dir`` and training continues from its
+    checkpoint exactly where it was. ``stop_after`` ends this call after that many
+    iterations (a checkpoint is written then). ``progress`` is a text stream, or None.
+    """
+    if resume and run_dir is None:
+        raise ValueError("--resume needs the run directory to continue")
+    if config is None and not resume:
+        raise ValueError("give a config, or resume a run directory")
+    directory = RunDirectory(run_dir or default_run_dir(config), resume=resume)
+    saved = checkpoint.load(directory.checkpoint_path) if resume else None
+    if resume:
+        config = directory.saved_config()
+        if iterations is not None:
+            config = TrainConfig(**{**config.to_dict(), "iterations": iterations})
+    uses_gpu = _uses_gpu(config)
+    if not uses_gpu and "OMP_NUM_THREADS" not in os.environ:
+        # The networks are small: on a CPU, extra threads mostly wait on each other.
+        torch.set_num_threads(1)
+    world = world or World.from_environment(uses_gpu=uses_gpu)
+    trainer = Trainer(config, world)
+    if saved is not None:
+        checkpoint.check_compatible(saved, trainer.env, directory.checkpoint_path)
+        trainer.load_state_dict(saved)
+    if world.is_writer:
+        directory.start(config)
+    bar = ProgressBar(config.iterations, progress, trainer.iteration) if world.is_writer and progress else None
+    try:
+        _iterate(trainer, directory, bar, stop_after)
+    except KeyboardInterrupt:
+        if bar:
+            bar.message(f"interrupted; the last checkpoint is in {directory.path}: continue with "
+                        f"warpsim train --resume --run-dir {directory.path}")
+        raise
+    finally:
+        directory.close()
+    return trainer
+
+
+def _iterate(trainer: Trainer, directory: RunDirectory, bar, stop_after: int | None) -> None:
+    config, world = trainer.config, trainer.world
+    last = config.iterations if stop_after is None else min(config.iterations, trainer.iteration + stop_after)
+    started, steps_at_start = time.perf_counter(), trainer.env_steps
+    window_start, window_steps = started, trainer.env_steps
+    while trainer.iteration < last:
+        trainer.iterate()
+        at_end = trainer.iteration == last
+        if trainer.iteration % config.log_every == 0 or at_end:
+            metrics = trainer.read_metrics()
+            now = time.perf_counter()
+            metrics["steps_per_second"] = (trainer.env_steps - window_steps) * world.size / (now - window_start)
+            metrics["elapsed_seconds"] = now - started
+            window_start, window_steps = now, trainer.env_steps
+            _stop_if_diverged(trainer, directory)
+            if world.is_writer:
+                directory.log(metrics)
+                if bar:
+                    bar.update(trainer.iteration, metrics)
+        if trainer.iteration % config.checkpoint_every == 0 or at_end:
+            _stop_if_diverged(trainer, directory)
+            state = trainer.state_dict()
+            if world.is_writer:
+                checkpoint.save(directory.checkpoint_path, state)
+    if bar:
+        rate = (trainer.env_steps - steps_at_start) * world.size / (time.perf_counter() - started)
+        bar.message(f"done: iteration {trainer.iteration}, {rate:,.0f} env-steps/s overall; "
+                    f"run directory {directory.path}")
+
+
+def _stop_if_diverged(trainer: Trainer, directory: RunDirectory) -> None:
+    flag = trainer.nonfinite.to(torch.int32)
+    if trainer.world.size > 1:
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+    if int(flag):
+        kept = (f"the last good checkpoint, {directory.checkpoint_path}, is kept"
+                if directory.checkpoint_path.exists() else "no checkpoint had been written yet")
+        raise TrainingDiverged(
+            f"the loss became NaN or infinite by iteration {trainer.iteration}; training stopped and "
+            f"{kept}. A lower learning_rate or max_grad_norm usually helps")
+
+
+def _uses_gpu(config: TrainConfig) -> bool:
+    from warpsim.device import resolve_placement
+    return resolve_placement(config.backend).torch_device.type == "cuda"

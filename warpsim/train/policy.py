@@ -1,0 +1,95 @@
+"""One actor-critic network per agent role, shared by the agents of that role."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from warpsim.environment import EnvSpec
+
+
+class ActorCritic(nn.Module):
+    """An MLP trunk with a multi-discrete policy head and a value head.
+
+    forward(observations float[B, D]) -> (logits float[B, sum(action_levels)], value float[B]).
+    """
+
+    def __init__(self, observation_size: int, action_levels: tuple[int, ...],
+                 hidden_size: int, hidden_layers: int):
+        super().__init__()
+        layers, width = [], observation_size
+        for _ in range(hidden_layers):
+            layers += [_orthogonal(nn.Linear(width, hidden_size), gain=2 ** 0.5), nn.Tanh()]
+            width = hidden_size
+        self.trunk = nn.Sequential(*layers)
+        # Small initial logits make the first policy nearly uniform (CleanRL's choice).
+        self.policy_head = _orthogonal(nn.Linear(width, sum(action_levels)), gain=0.01)
+        self.value_head = _orthogonal(nn.Linear(width, 1), gain=1.0)
+
+    def forward(self, observations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        features = self.trunk(observations)
+        return self.policy_head(features), self.value_head(features).squeeze(-1)
+
+
+def _orthogonal(layer: nn.Linear, gain: float) -> nn.Linear:
+    nn.init.orthogonal_(layer.weight, gain)
+    nn.init.zeros_(layer.bias)
+    return layer
+
+
+@dataclass(frozen=True)
+class Role:
+    """The agents of one role: a slice when they are contiguous (a view, no copy), else an index."""
+
+    name: str
+    agents: slice | torch.Tensor
+    count: int
+
+    def of(self, per_agent: torch.Tensor) -> torch.Tensor:
+        """The role's part of a tensor whose dim 1 is the agent, e.g. observations[E, N, D]."""
+        if isinstance(self.agents, slice):
+            return per_agent[:, self.agents]
+        return per_agent.index_select(1, self.agents)
+
+    def write(self, per_agent: torch.Tensor, values: torch.Tensor) -> None:
+        """Writes ``values`` into the role's part of ``per_agent`` in place."""
+        if isinstance(self.agents, slice):
+            per_agent[:, self.agents] = values
+        else:
+            per_agent.index_copy_(1, self.agents, values)
+
+
+def roles_of(spec: EnvSpec, device: torch.device) -> list[Role]:
+    """The roles of an environment that have agents, in ``role_names`` order."""
+    roles = []
+    for index, name in enumerate(spec.role_names):
+        agents = [i for i, role in enumerate(spec.agent_roles) if role == index]
+        if not agents:
+            continue
+        contiguous = agents == list(range(agents[0], agents[-1] + 1))
+        where = slice(agents[0], agents[-1] + 1) if contiguous else torch.tensor(agents, device=device)
+        roles.append(Role(name, where, len(agents)))
+    return roles
+
+
+class RolePolicies(nn.Module):
+    """The networks of every role; forward runs each on its role's observations.
+
+    forward(list of float[B_r, D]) -> list of (logits, value), in role order.
+    """
+
+    def __init__(self, spec: EnvSpec, role_names: list[str], input_size: int, hidden_size: int,
+                 hidden_layers: int):
+        super().__init__()
+        self.role_names = list(role_names)
+        self.networks = nn.ModuleList(
+            ActorCritic(input_size, spec.action_levels, hidden_size, hidden_layers) for _ in role_names)
+
+    def forward(self, observations: list[torch.Tensor]):
+        return [network(batch) for network, batch in zip(self.networks, observations)]
+
+    def networks_for(self, role_names: list[str], observations: list[torch.Tensor]):
+        """Runs only the named roles' networks, on their observations."""
+        return [self.networks[self.role_names.index(name)](batch) for name, batch in zip(role_names, observations)]

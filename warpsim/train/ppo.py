@@ -1,0 +1,92 @@
+"""The pieces of PPO, on tensors: advantages, the clipped losses, action sampling.
+
+Shapes: ``T`` rollout steps, ``B`` any batch of agents. Everything here is float32
+(log-probabilities, ratios, advantages, returns) whatever precision the networks run in.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def gae(rewards: torch.Tensor, values: torch.Tensor, ended: torch.Tensor, next_value: torch.Tensor,
+        gamma: float, lam: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Generalised advantage estimates and returns of one rollout.
+
+    rewards, values float32[T, ...]; ended bool/float[T, ...]: the episode ended on
+    step t, so step t+1 starts a new one and nothing flows back across it;
+    next_value float32[...]: the value of the observation after the last step.
+    Returns (advantages, returns), float32[T, ...].
+    """
+    advantages = torch.empty_like(rewards)
+    running = torch.zeros_like(next_value)
+    following = next_value
+    for t in reversed(range(rewards.shape[0])):
+        continues = 1.0 - ended[t].to(rewards.dtype)
+        delta = rewards[t] + gamma * following * continues - values[t]
+        running = delta + gamma * lam * continues * running
+        advantages[t] = running
+        following = values[t]
+    return advantages, advantages + values
+
+
+def policy_loss(new_log_prob: torch.Tensor, old_log_prob: torch.Tensor, advantages: torch.Tensor,
+                clip: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """The clipped surrogate objective, as a loss to minimise, and the ratios.
+
+    new_log_prob, old_log_prob, advantages float32[B]. Returns (loss scalar, ratio[B]).
+    """
+    ratio = torch.exp(new_log_prob - old_log_prob)
+    unclipped = advantages * ratio
+    clipped = advantages * torch.clamp(ratio, 1.0 - clip, 1.0 + clip)
+    return -torch.min(unclipped, clipped).mean(), ratio
+
+
+def value_loss(new_value: torch.Tensor, old_value: torch.Tensor, returns: torch.Tensor,
+               clip: float | None) -> torch.Tensor:
+    """Half the mean squared error to the returns; with ``clip``, the pessimistic
+    maximum of the plain and the clipped (around the rollout's value) errors."""
+    error = (new_value - returns) ** 2
+    if clip is not None:
+        clipped = old_value + torch.clamp(new_value - old_value, -clip, clip)
+        error = torch.max(error, (clipped - returns) ** 2)
+    return 0.5 * error.mean()
+
+
+def normalize(advantages: torch.Tensor) -> torch.Tensor:
+    """Zero mean, unit standard deviation (the epsilon keeps a constant batch finite)."""
+    return (advantages - advantages.mean()) / (advantages.std(unbiased=False) + 1e-8)
+
+
+def split_heads(logits: torch.Tensor, action_levels: tuple[int, ...]) -> tuple[torch.Tensor, ...]:
+    """float[B, sum(levels)] into one float32 log-softmax[B, levels[k]] per action component."""
+    return tuple(torch.log_softmax(head.float(), dim=-1) for head in logits.split(action_levels, dim=-1))
+
+
+def log_prob(log_probs: tuple[torch.Tensor, ...], actions: torch.Tensor) -> torch.Tensor:
+    """Joint log-probability float32[B] of ``actions`` int[B, A]: the components are
+    independent, so it is the sum of theirs."""
+    total = log_probs[0].gather(1, actions[:, :1].long()).squeeze(1)
+    for k in range(1, len(log_probs)):
+        total = total + log_probs[k].gather(1, actions[:, k:k + 1].long()).squeeze(1)
+    return total
+
+
+def entropy(log_probs: tuple[torch.Tensor, ...]) -> torch.Tensor:
+    """Joint entropy float32[B]: the sum of the components' entropies."""
+    return sum(-(head.exp() * head).sum(dim=1) for head in log_probs)
+
+
+def sample(log_probs: tuple[torch.Tensor, ...], generator: torch.Generator | None,
+           greedy: bool = False) -> torch.Tensor:
+    """One action per component, int32[B, A]: by the Gumbel-max trick (no host sync,
+    reproducible from ``generator``), or the most likely one when ``greedy``."""
+    chosen = []
+    for head in log_probs:
+        if greedy:
+            chosen.append(head.argmax(dim=1))
+            continue
+        uniform = torch.rand(head.shape, device=head.device, generator=generator)
+        gumbel = -torch.log(-torch.log(uniform.clamp_(1e-20, 1.0 - 1e-7)))
+        chosen.append((head + gumbel).argmax(dim=1))
+    return torch.stack(chosen, dim=1).to(torch.int32)

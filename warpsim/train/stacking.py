@@ -1,0 +1,59 @@
+"""The policy's input: the latest k observations of each agent, newest first.
+
+With k = 1 it is the environment's observation buffer itself. With k > 1 a memoryless
+policy sees motion (in tag_continuous, for instance, how the others' relative
+positions change tells an agent its own heading, which no single observation holds).
+At an episode's first step the missing older observations repeat the first one.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from warpsim.environment import Environment
+
+
+class ObservationStack:
+    """float32[E, N, k*D] inputs built from ``env.observations`` without host synchronisation."""
+
+    def __init__(self, env: Environment, depth: int):
+        self.env = env
+        self.depth = depth
+        self.size = env.spec.observation_size
+        self.history = torch.zeros(env.num_envs, env.num_agents, depth * self.size, device=env.device)
+        self.fresh = torch.ones(env.num_envs, dtype=torch.bool, device=env.device)
+
+    @property
+    def input_size(self) -> int:
+        return self.depth * self.size
+
+    def peek(self) -> torch.Tensor:
+        """The input for the current observations, without moving the history on."""
+        observations = self.env.observations
+        if self.depth == 1:
+            return observations
+        shifted = torch.cat([observations, self.history[..., :-self.size]], dim=-1)
+        return torch.where(self.fresh[:, None, None], observations.repeat(1, 1, self.depth), shifted)
+
+    def advance(self) -> torch.Tensor:
+        """The input for the current observations, which become part of the history."""
+        stacked = self.peek()
+        if self.depth > 1:
+            self.history.copy_(stacked)
+            stacked = self.history
+        return stacked
+
+    def stepped(self) -> None:
+        """Call after ``env.step()``: environments that ended start their history anew."""
+        self.fresh.copy_(self.env.done)
+
+    def restart(self) -> None:
+        """Call after ``env.reset()``."""
+        self.fresh.fill_(True)
+
+    def state_dict(self) -> dict:
+        return {"history": self.history.cpu(), "fresh": self.fresh.cpu()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.history.copy_(state["history"])
+        self.fresh.copy_(state["fresh"])

@@ -1,0 +1,234 @@
+"""PPO on the device: rollouts through the environment's own buffers, then clipped updates.
+
+One iteration is a rollout of T steps of every environment (observations read from
+and actions written into the environment's buffers, with no host synchronisation)
+and an update of ``epochs`` passes of shuffled minibatches. Networks run under
+autocast in the configured precision; log-probabilities, ratios, advantages and
+returns stay float32, stored actions int32.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import torch
+from torch.nn.parallel import DistributedDataParallel
+
+from warpsim.registry import make
+from warpsim.train import ppo
+from warpsim.train.checkpoint import signature
+from warpsim.train.config import TrainConfig
+from warpsim.train.distributed import World
+from warpsim.train.episodes import EpisodeStats
+from warpsim.train.policy import RolePolicies, roles_of
+from warpsim.train.stacking import ObservationStack
+
+UPDATE_STATS = ("ratio_deviation", "clip_fraction", "approx_kl", "policy_loss", "value_loss", "entropy")
+"""Columns of ``Trainer.update_stats``, one row per minibatch of the last update."""
+
+
+class TrainingDiverged(RuntimeError):
+    """The loss became NaN or infinite."""
+
+
+class Trainer:
+    """Owns the environment, the role policies, the optimizer and the rollout storage."""
+
+    def __init__(self, config: TrainConfig, world: World | None = None):
+        self.config = config
+        self.world = world or World()
+        device = self.world.local_rank if config.backend == "cuda" and self.world.size > 1 else None
+        self.env = make(config.env, config.num_envs, backend=config.backend, device=device,
+                        seed=config.seed + self.world.rank, checked=False, **config.env_params)
+        self.device = self.env.device
+        self.precision = resolve_precision(config.precision, self.device)
+        self.roles = roles_of(self.env.spec, self.device)
+        self.inputs = ObservationStack(self.env, config.stack_observations)
+        torch.manual_seed(config.seed)  # the same initial networks on every rank
+        self.policies = RolePolicies(self.env.spec, [r.name for r in self.roles], self.inputs.input_size,
+                                     config.hidden_size, config.hidden_layers).to(self.device)
+        self.model = self.policies
+        if self.world.size > 1:
+            self.model = DistributedDataParallel(self.policies)
+        self.optimizer = torch.optim.Adam(self.policies.parameters(), lr=config.learning_rate, eps=1e-5)
+        self.scaler = torch.amp.GradScaler(self.device.type) if self.precision == "fp16" else None
+        self.generator = torch.Generator(self.device).manual_seed(config.seed + self.world.rank)
+        self.stats = EpisodeStats(self.env, self.roles)
+        self.iteration = 0
+        self.env_steps = 0
+        self.nonfinite = torch.zeros((), dtype=torch.bool, device=self.device)
+        self._allocate_rollout()
+        minibatches = config.epochs * config.minibatches
+        self.update_stats = torch.zeros(minibatches, len(UPDATE_STATS), device=self.device)
+
+    def _allocate_rollout(self) -> None:
+        t, e, spec = self.config.rollout_steps, self.env.num_envs, self.env.spec
+        d, a = self.inputs.input_size, len(spec.action_levels)
+        zeros = lambda *shape, dtype=torch.float32: torch.zeros(shape, dtype=dtype, device=self.device)
+        self.observations = [zeros(t, e, r.count, d) for r in self.roles]
+        self.actions = [zeros(t, e, r.count, a, dtype=torch.int32) for r in self.roles]
+        self.log_probs = [zeros(t, e, r.count) for r in self.roles]
+        self.values = [zeros(t, e, r.count) for r in self.roles]
+        self.rewards = [zeros(t, e, r.count) for r in self.roles]
+        self.ended = zeros(t, e, 1)
+
+    def autocast(self):
+        if self.precision == "fp32":
+            return contextlib.nullcontext()
+        dtype = torch.bfloat16 if self.precision == "bf16" else torch.float16
+        return torch.autocast(self.device.type, dtype=dtype)
+
+    # ----- one iteration ------------------------------------------------------------
+    def iterate(self) -> None:
+        """Collects one rollout and updates the policies on it."""
+        if self.config.anneal_lr:
+            remaining = 1.0 - self.iteration / self.config.iterations
+            for group in self.optimizer.param_groups:
+                group["lr"] = self.config.learning_rate * max(remaining, 0.0)
+        next_values = self.collect()
+        self.update(next_values)
+        self.iteration += 1
+        self.env_steps += self.config.rollout_steps * self.env.num_envs
+
+    @torch.no_grad()
+    def collect(self) -> list[torch.Tensor]:
+        """Steps every environment T times; returns each role's value of the final observations."""
+        env, levels = self.env, self.env.spec.action_levels
+        for t in range(self.config.rollout_steps):
+            inputs = self.inputs.advance()
+            batches = []
+            for r, role in enumerate(self.roles):
+                self.observations[r][t].copy_(role.of(inputs))
+                batches.append(self.observations[r][t].flatten(0, 1))
+            with self.autocast():
+                outputs = self.policies(batches)
+            for r, (role, (logits, values)) in enumerate(zip(self.roles, outputs)):
+                heads = ppo.split_heads(logits, levels)
+                actions = ppo.sample(heads, self.generator)
+                self.log_probs[r][t].copy_(ppo.log_prob(heads, actions).view(env.num_envs, role.count))
+                self.values[r][t].copy_(values.float().view(env.num_envs, role.count))
+                self.actions[r][t].copy_(actions.view(env.num_envs, role.count, -1))
+                role.write(env.actions, self.actions[r][t])
+            env.step()
+            self.inputs.stepped()
+            for r, role in enumerate(self.roles):
+                self.rewards[r][t].copy_(role.of(env.rewards))
+            self.ended[t, :, 0].copy_(env.done)
+            self.stats.record()
+        inputs = self.inputs.peek()
+        with self.autocast():
+            outputs = self.policies([role.of(inputs).flatten(0, 1) for role in self.roles])
+        return [values.float().view(env.num_envs, role.count) for role, (_, values) in zip(self.roles, outputs)]
+
+    def update(self, next_values: list[torch.Tensor]) -> None:
+        """``epochs`` passes of clipped PPO over the rollout, in shuffled minibatches."""
+        c = self.config
+        samples = []
+        for r in range(len(self.roles)):
+            advantages, returns = ppo.gae(self.rewards[r], self.values[r], self.ended, next_values[r],
+                                          c.gamma, c.gae_lambda)
+            samples.append(tuple(x.flatten(0, 2) for x in (
+                self.observations[r], self.actions[r], self.log_probs[r], self.values[r], advantages, returns)))
+        row = 0
+        for _ in range(c.epochs):
+            orders = [torch.randperm(s[0].shape[0], device=self.device, generator=self.generator)
+                      .tensor_split(c.minibatches) for s in samples]
+            for m in range(c.minibatches):
+                picks = [order[m] for order in orders]
+                self._step_on_minibatch([tuple(x[pick] for x in s) for s, pick in zip(samples, picks)], row)
+                row += 1
+
+    def _step_on_minibatch(self, batches, row: int) -> None:
+        c, levels = self.config, self.env.spec.action_levels
+        with self.autocast():
+            outputs = self.model([batch[0] for batch in batches])
+        loss = torch.zeros((), device=self.device)
+        per_role = []
+        for (obs, actions, old_log_prob, old_value, advantages, returns), (logits, value) in zip(batches, outputs):
+            heads = ppo.split_heads(logits, levels)
+            new_log_prob = ppo.log_prob(heads, actions)
+            entropy = ppo.entropy(heads).mean()
+            if c.normalize_advantages:
+                advantages = ppo.normalize(advantages)
+            policy_loss, ratio = ppo.policy_loss(new_log_prob, old_log_prob, advantages, c.clip_coef)
+            value_loss = ppo.value_loss(value.float(), old_value, returns, c.value_clip)
+            loss = loss + policy_loss + c.value_coef * value_loss - c.entropy_coef * entropy
+            with torch.no_grad():
+                deviation = (ratio - 1).abs()
+                # approx_kl: the low-variance estimator E[(r - 1) - log r].
+                per_role.append(torch.stack([
+                    deviation.max(), (deviation > c.clip_coef).float().mean(),
+                    ((ratio - 1) - (new_log_prob - old_log_prob)).mean(), policy_loss, value_loss, entropy]))
+        self.optimizer.zero_grad(set_to_none=True)
+        if self.scaler is None:
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(self.policies.parameters(), c.max_grad_norm)
+            self.optimizer.step()
+        else:
+            self.scaler.scale(loss).backward()
+            self.scaler.unscale_(self.optimizer)
+            torch.nn.utils.clip_grad_norm_(self.policies.parameters(), c.max_grad_norm)
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+        self.nonfinite |= ~torch.isfinite(loss.detach())
+        per_role = torch.stack(per_role)
+        self.update_stats[row, 0] = per_role[:, 0].max()
+        self.update_stats[row, 1:] = per_role[:, 1:].mean(dim=0)
+
+    # ----- reading and saving --------------------------------------------------------
+    def read_metrics(self) -> dict:
+        """Episode statistics since the last read and the last update's means (one sync)."""
+        update = self.update_stats.mean(dim=0).tolist()
+        metrics = {"iteration": self.iteration, "env_steps": self.env_steps * self.world.size,
+                   "learning_rate": self.optimizer.param_groups[0]["lr"]}
+        metrics.update(self.stats.read())
+        metrics.update(zip(UPDATE_STATS, update))
+        metrics["diverged"] = bool(self.nonfinite)
+        return metrics
+
+    def state_dict(self) -> dict:
+        """Everything an exact resume needs; the per-rank parts gathered from every rank."""
+        env = self.env
+        arrays = {"observations": env.observations, "actions": env.actions, "rewards": env.rewards,
+                  "done": env.done, **dict(env.state.items())}
+        own = {"env": {name: tensor.cpu() for name, tensor in arrays.items()},
+               "generator": self.generator.get_state(), "stats": self.stats.state_dict(),
+               "inputs": self.inputs.state_dict()}
+        return {
+            "signature": signature(env), "config": self.config.to_dict(), "world_size": self.world.size,
+            "iteration": self.iteration, "env_steps": self.env_steps,
+            "policies": self.policies.state_dict(), "optimizer": self.optimizer.state_dict(),
+            "scaler": None if self.scaler is None else self.scaler.state_dict(),
+            "ranks": self.world.gather(own),
+        }
+
+    def load_state_dict(self, checkpoint: dict) -> None:
+        """Continues from ``state_dict()``'s result, written by as many ranks as there are now."""
+        if checkpoint["world_size"] != self.world.size:
+            raise ValueError(f"checkpoint {checkpoint.get('path')} was written by {checkpoint['world_size']} "
+                             f"process(es); resume it with as many (now {self.world.size})")
+        self.policies.load_state_dict(checkpoint["policies"])
+        self.optimizer.load_state_dict(checkpoint["optimizer"])
+        if self.scaler is not None and checkpoint["scaler"] is not None:
+            self.scaler.load_state_dict(checkpoint["scaler"])
+        own = checkpoint["ranks"][self.world.rank]
+        env = self.env
+        arrays = {"observations": env.observations, "actions": env.actions, "rewards": env.rewards,
+                  "done": env.done, **dict(env.state.items())}
+        for name, tensor in arrays.items():
+            tensor.copy_(own["env"][name])
+        self.generator.set_state(own["generator"])
+        self.stats.load_state_dict(own["stats"])
+        self.inputs.load_state_dict(own["inputs"])
+        self.iteration = checkpoint["iteration"]
+        self.env_steps = checkpoint["env_steps"]
+
+
+def resolve_precision(precision: str, device: torch.device) -> str:
+    """``auto`` is bf16 on CUDA and fp32 on the CPU; fp16 needs CUDA."""
+    if precision == "auto":
+        return "bf16" if device.type == "cuda" else "fp32"
+    if precision == "fp16" and device.type != "cuda":
+        raise ValueError(f"precision='fp16' needs a CUDA device (the environments run on {device}); "
+                         f"use fp32 or bf16")
+    return precision
