@@ -77,7 +77,7 @@ def test_command_line_runs_and_saves(tmp_path, capsys):
     (["--set", "num_runerz=3"], "NAME one of"),
     (["--set", "num_runners=abc"], "is not a number"),
     (["--steps", "0"], "steps=0 is not allowed"),
-    (["--backend", "cuda"], "backend='cuda'"),
+    (["--backend", "cuda"], "--backend cuda runs the kernels on the CUDA simulator here"),
 ])
 def test_command_line_errors_are_clear(argv, message, capsys):
     assert main(["bench", "--num-envs", "2", "--no-save", *argv]) == 2
@@ -160,8 +160,17 @@ def test_sweep_points_are_all_checked_before_the_first_runs():
 
 
 def test_no_time_limit_runs_the_requested_size():
-    config = bench.BenchConfig("tag_continuous", 3, TINY.params)
-    assert bench.fit_to_time(config, "numpy", 0, steps=5, repeats=2, warmup_steps=1, max_seconds=math.inf) == (3, 5, 1)
+    assert bench.fit_to_time(3, None, steps=5, repeats=2, warmup_steps=1, max_seconds=math.inf) == (3, 5, 1)
+
+
+def test_time_limit_picks_the_largest_power_of_two_that_fits_then_cuts_steps():
+    def seconds_per_step(num_envs):  # 1 ms per environment and step
+        return 1e-3 * num_envs
+    # 1 + 2 * 5 = 11 steps: E=8 takes 0.088 s, E=16 would take 0.176 s
+    assert bench.fit_to_time(100, seconds_per_step, steps=5, repeats=2, warmup_steps=1, max_seconds=0.1) == (8, 5, 1)
+    assert bench.fit_to_time(6, seconds_per_step, steps=5, repeats=2, warmup_steps=1, max_seconds=1.0) == (6, 5, 1)
+    assert bench.fit_to_time(100, seconds_per_step, steps=50, repeats=2, warmup_steps=10,
+                             max_seconds=0.055) == (1, 25, 5)
 
 
 # ----- the floor ------------------------------------------------------------------
@@ -216,3 +225,41 @@ def test_floor_fields_from_given_device_figures(monkeypatch):
     fields = floor.floor_fields(tag, env_steps_per_second=1e4)
     assert fields["floor_seconds_per_env_step"] == fields["compute_floor_seconds_per_env_step"] == pytest.approx(380e-9)
     assert fields["fraction_of_floor"] == pytest.approx(380e-9 / 1e-4)
+
+
+# ----- the tiers --------------------------------------------------------------------
+SHRUNK = {"tag_continuous": ["num_taggers=2", "num_runners=5", "num_other_agents_observed=3", "episode_length=4"],
+          "tag_gridworld": ["num_taggers=2", "grid_length=4", "episode_length=3"]}
+
+
+@pytest.mark.parametrize("tier", ["sim", "sim+policy", "train"])
+@pytest.mark.parametrize("name", sorted(bench.NAMED_CONFIGS))
+def test_every_tier_of_every_named_config_runs_at_a_tiny_size(name, tier, tmp_path, capsys):
+    named = bench.NAMED_CONFIGS[name]
+    settings = [option for setting in SHRUNK[named.env] for option in ("--set", setting)]
+    assert main(["bench", "--config", name, "--num-envs", "2", *settings, "--tier", tier, "--steps", "5",
+                 "--repeats", "2", "--warmup", "1", "--backend", "numpy", "--results-dir", str(tmp_path)]) == 0
+    [path] = tmp_path.iterdir()
+    [record] = json.loads(path.read_text())
+    assert FIELDS <= set(record)
+    assert (record["tier"], record["env"], record["num_envs"], record["backend"]) == (tier, named.env, 2, "numpy")
+    assert record["precision"] == "fp32" and record["steps_per_repeat"] == 5
+    assert record["agent_steps_per_second"]["median"] > 0
+    if tier != "sim":
+        assert record["networks"]["parameters"] > 0
+    assert f"{tier} tier" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("tier", ["sim", "sim+policy", "train"])
+def test_the_tiers_run_the_kernels_on_the_simulator(tier):
+    from warpsim.bench_policy import run_policy_tier
+    config = bench.BenchConfig("tag_gridworld", 1, dict(num_taggers=2, grid_length=4, episode_length=3))
+    options = dict(backend="cuda", steps=4, repeats=1, warmup_steps=1)
+    record = bench.run_sim(config, **options) if tier == "sim" else run_policy_tier(config, tier, **options)
+    assert (record["backend"], record["device"], record["tier"]) == ("cuda", "CUDA simulator", tier)
+
+
+def test_policy_tiers_reject_an_unknown_precision():
+    from warpsim.bench_policy import run_policy_tier
+    with pytest.raises(ValueError, match="precision='fp8' is not allowed; choose one of auto, fp32, bf16, fp16"):
+        run_policy_tier(TINY, "train", backend="numpy", precision="fp8")

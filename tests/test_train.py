@@ -162,3 +162,8 @@ def test_rollout_and_update_never_wait_for_the_device():
     assert trainer.precision == "bf16"
     assert trainer.log_probs[0].dtype == torch.float32 and trainer.actions[0].dtype == torch.int32
     assert trainer.read_metrics()["iteration"] == 2
+
+
+def test_too_few_samples_for_the_minibatches_is_a_clear_error():
+    with pytest.raises(ValueError, match="a rollout holds 8 samples of role 'runner'.*too few for minibatches=16"):
+        Trainer(TrainConfig(**{**GRID, "num_envs": 1}, minibatches=16))

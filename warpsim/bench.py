@@ -80,68 +80,68 @@ def run_sim(config: BenchConfig, backend: str = "auto", steps: int = 100, repeat
             raise ValueError(f"{name}={value!r} is not allowed; give an integer >= {low}")
     if max_seconds is not None and not max_seconds > 0:
         raise ValueError(f"max_seconds={max_seconds!r} is not allowed; give a number of seconds > 0 (inf: no limit)")
-    if backend == "cuda" and simulator_enabled():
-        raise ValueError("backend='cuda' runs on the CUDA simulator here; it checks kernels, it is "
-                         "not timed (use a GPU, or backend='numpy')")
     if max_seconds is None:
         max_seconds = DEFAULT_MAX_SECONDS.get(resolve_placement(backend).backend, math.inf)
-    requested_steps = steps
-    num_envs, steps, warmup_steps = fit_to_time(config, backend, seed, steps, repeats, warmup_steps, max_seconds)
-    if progress and (num_envs, steps) != (config.num_envs, requested_steps):
-        cut = "" if steps == requested_steps else f", {steps} steps per repeat (of {requested_steps})"
-        progress(f"scaled down to E={num_envs} (of {config.num_envs}){cut} to fit in {max_seconds:g} s")
+    num_envs, steps, warmup_steps = fit_to_time(
+        config.num_envs, lambda e: _seconds_per_step(config, e, backend, seed),
+        steps, repeats, warmup_steps, max_seconds, progress)
     started = time.perf_counter()
     env = _ready_env(config, num_envs, backend, seed)
     startup = time.perf_counter() - started
     for _ in range(warmup_steps):
         env.step()
-    _synchronize(env)
+    synchronize(env)
 
     rates = []
     for repeat in range(repeats):
         begin = time.perf_counter()
         for _ in range(steps):
             env.step()
-        _synchronize(env)
+        synchronize(env)
         rates.append(steps * env.num_envs / (time.perf_counter() - begin))
         if progress:
             progress(f"repeat {repeat + 1}/{repeats}: {rates[-1] * env.num_agents:.3e} agent-steps/s")
-    return _record(config, env, rates, startup, steps, repeats, warmup_steps, max_seconds)
+    return make_record(config, env, rates, startup, steps, repeats, warmup_steps, max_seconds)
 
 
-def fit_to_time(config: BenchConfig, backend: str, seed: int, steps: int, repeats: int, warmup_steps: int,
-                max_seconds: float) -> tuple[int, int, int]:
+def fit_to_time(requested_envs: int, seconds_per_step, steps: int, repeats: int, warmup_steps: int,
+                max_seconds: float, progress=None) -> tuple[int, int, int]:
     """``(E, steps, warmup_steps)`` whose warm-up and timed steps take at most about ``max_seconds``.
 
-    E is the largest of 1, 2, 4, ... (capped at the requested E) whose measured step
-    fits; steps are cut only when even one environment does not fit.
+    ``seconds_per_step(E)`` measures one step of E environments. E is the largest of
+    1, 2, 4, ... (capped at the requested E) whose step fits; steps are cut only when
+    even one environment does not fit.
     """
     if math.isinf(max_seconds):
-        return config.num_envs, steps, warmup_steps
+        return requested_envs, steps, warmup_steps
     total_steps = warmup_steps + repeats * steps
     fitted, num_envs = None, 1
     while True:
-        seconds_per_step = _seconds_per_step(config, num_envs, backend, seed)
-        if seconds_per_step * total_steps > max_seconds:
+        step_seconds = seconds_per_step(num_envs)
+        if step_seconds * total_steps > max_seconds:
             break
         fitted = num_envs
-        if num_envs == config.num_envs:
+        if num_envs == requested_envs:
             break
-        num_envs = min(2 * num_envs, config.num_envs)
+        num_envs = min(2 * num_envs, requested_envs)
+    result = (fitted, steps, warmup_steps)
     if fitted is None:
-        scale = max_seconds / (seconds_per_step * total_steps)
-        return 1, max(1, int(steps * scale)), max(1, int(warmup_steps * scale))
-    return fitted, steps, warmup_steps
+        scale = max_seconds / (step_seconds * total_steps)
+        result = (1, max(1, int(steps * scale)), max(1, int(warmup_steps * scale)))
+    if progress and result[:2] != (requested_envs, steps):
+        cut = "" if result[1] == steps else f", {result[1]} steps per repeat (of {steps})"
+        progress(f"scaled down to E={result[0]} (of {requested_envs}){cut} to fit in {max_seconds:g} s")
+    return result
 
 
 def _seconds_per_step(config: BenchConfig, num_envs: int, backend: str, seed: int, steps: int = 3) -> float:
     env = _ready_env(config, num_envs, backend, seed)
     env.step()  # the first steps after allocation also pay for the memory's first touch
-    _synchronize(env)
+    synchronize(env)
     begin = time.perf_counter()
     for _ in range(steps):
         env.step()
-    _synchronize(env)
+    synchronize(env)
     return (time.perf_counter() - begin) / steps
 
 
@@ -153,11 +153,11 @@ def _ready_env(config: BenchConfig, num_envs: int, backend: str, seed: int):
     random = torch.rand(env.actions.shape, device=env.device, generator=generator)
     env.actions.copy_((random * levels).to(torch.int32))
     env.step()
-    _synchronize(env)
+    synchronize(env)
     return env
 
 
-def _synchronize(env) -> None:
+def synchronize(env) -> None:
     if env.device.type == "cuda":
         torch.cuda.synchronize(env.device)
 
@@ -166,7 +166,8 @@ def _spread(values: list[float]) -> dict:
     return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
 
-def _record(config, env, rates, startup, steps, repeats, warmup_steps, max_seconds) -> dict:
+def make_record(config, env, rates, startup, steps, repeats, warmup_steps, max_seconds,
+            tier: str = "sim", precision: str = "fp32") -> dict:
     params = env.params
     observation = "full"
     if getattr(params, "use_full_observation", True) is False:
@@ -179,10 +180,10 @@ def _record(config, env, rates, startup, steps, repeats, warmup_steps, max_secon
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "tool": "warpsim",
         "config": config.name,
-        "tier": "sim",
-        "device": device_name(env.placement),
+        "tier": tier,
+        "device": _device_of(env),
         "backend": env.backend,
-        "precision": "fp32",
+        "precision": precision,
         "env": env.name or type(env).__name__,
         "requested_num_envs": config.num_envs,
         "num_envs": env.num_envs,
@@ -200,6 +201,12 @@ def _record(config, env, rates, startup, steps, repeats, warmup_steps, max_secon
         "agent_steps_per_second": _spread([rate * env.num_agents for rate in rates]),
         "floor": floor_fields(env, env_rates["median"]),
     }
+
+
+def _device_of(env) -> str:
+    if env.backend == "cuda" and simulator_enabled():
+        return "CUDA simulator"
+    return device_name(env.placement)
 
 
 def _versions() -> dict:
@@ -234,8 +241,9 @@ def summary(record: dict) -> str:
     agent = record["agent_steps_per_second"]["median"]
     env_rate = record["env_steps_per_second"]["median"]
     scaled = "" if record["num_envs"] == record["requested_num_envs"] else f" (of {record['requested_num_envs']})"
-    return (f"{record['env']} E={record['num_envs']}{scaled} N={record['num_agents']} {record['observation']} "
-            f"on {record['backend']} ({record['device']}): {agent:.3e} agent-steps/s "
+    return (f"{record['tier']} tier, {record['env']} E={record['num_envs']}{scaled} N={record['num_agents']} "
+            f"{record['observation']} on {record['backend']} ({record['device']}, {record['precision']}): "
+            f"{agent:.3e} agent-steps/s "
             f"({env_rate:.3e} env-steps/s), median of {record['repeats']} x {record['steps_per_repeat']} steps; "
             f"start-up {record['startup_seconds']:.1f} s")
 

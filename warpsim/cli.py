@@ -11,12 +11,14 @@ import sys
 from pathlib import Path
 
 from warpsim import bench
+from warpsim.bench_policy import POLICY_TIERS, run_policy_tier
 from warpsim.check import check
-from warpsim.device import gpu_available, simulator_enabled
+from warpsim.device import gpu_available, resolve_placement, simulator_enabled
 from warpsim.registry import env_class, registered
 from warpsim.sweeps import NAMED_SWEEPS, run_sweep
 from warpsim.train import commands as train_commands
 from warpsim.train import loop as train_loop
+from warpsim.train.config import PRECISIONS
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -56,7 +58,17 @@ def _add_bench(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="an environment parameter, e.g. --set num_runners=100 (repeatable)")
     parser.add_argument("--backend", default="auto", help="auto (default), cuda or numpy")
-    parser.add_argument("--steps", type=int, default=100, help="steps per timed repeat (default 100)")
+    parser.add_argument("--tier", action="append", choices=("sim",) + POLICY_TIERS,
+                        help="what is timed (repeatable; default sim): sim = steps with fixed random actions, "
+                             "sim+policy = rollouts with the policies acting, train = PPO iterations")
+    parser.add_argument("--precision", action="append", choices=PRECISIONS,
+                        help="network precision of the policy tiers (repeatable; default auto: bf16 on CUDA, "
+                             "fp32 on a CPU)")
+    parser.add_argument("--no-baseline", action="store_true",
+                        help="on a GPU, skip the NumPy backend run of the same config that is otherwise "
+                             "timed next to each figure")
+    parser.add_argument("--steps", type=int, default=100,
+                        help="steps per timed repeat (default 100); in the policy tiers, the rollout length")
     parser.add_argument("--repeats", type=int, default=5, help="timed repeats (default 5)")
     parser.add_argument("--warmup", type=int, default=10, help="untimed steps after start-up (default 10)")
     parser.add_argument("--max-seconds", type=float,
@@ -71,6 +83,9 @@ def _add_bench(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_bench(args) -> int:
+    if simulator_enabled() and resolve_placement(args.backend).backend == "cuda":
+        raise ValueError(f"--backend {args.backend} runs the kernels on the CUDA simulator here: it checks "
+                         f"them, it is not timed (use a GPU, or --backend numpy)")
     options = dict(backend=args.backend, steps=args.steps, repeats=args.repeats, warmup_steps=args.warmup,
                    seed=args.seed, max_seconds=args.max_seconds, progress=bench.print_progress)
     if args.config in NAMED_SWEEPS:
@@ -83,12 +98,33 @@ def _run_bench(args) -> int:
         raise ValueError(f"--values gives the points of a sweep; use it with --config "
                          f"{' or '.join(sorted(NAMED_SWEEPS))}")
     else:
-        records = [bench.run_sim(_bench_config(args), **options)]
+        records = _run_tiers(_bench_config(args), args, options)
     for record in records:
         print(bench.summary(record), flush=True)
         if not args.no_save:
             print(f"appended to {bench.append_result(record, args.results_dir)}", flush=True)
     return 0
+
+
+def _run_tiers(config: bench.BenchConfig, args, options: dict):
+    """Each asked tier (and precision), each followed on a GPU by the NumPy baseline and the ratio."""
+    for tier in args.tier or ["sim"]:
+        for precision in (["fp32"] if tier == "sim" else args.precision or ["auto"]):
+            record = _run_tier(config, tier, precision, options)
+            yield record
+            if record["backend"] == "cuda" and not args.no_baseline and not simulator_enabled():
+                baseline = _run_tier(config, tier, precision, {**options, "backend": "numpy", "max_seconds": None})
+                yield baseline
+                ratio = (record["agent_steps_per_second"]["median"]
+                         / baseline["agent_steps_per_second"]["median"])
+                print(f"{tier} {record['precision']}: GPU / NumPy = {ratio:,.1f}x per agent-step", flush=True)
+
+
+def _run_tier(config: bench.BenchConfig, tier: str, precision: str, options: dict) -> dict:
+    if tier == "sim":
+        return bench.run_sim(config, **options)
+    policy_options = {**options, "warmup_steps": 1}
+    return run_policy_tier(config, tier, precision=precision, **policy_options)
 
 
 def _bench_config(args) -> bench.BenchConfig:

@@ -4,7 +4,6 @@ progress, periodic checkpoints, resume, and a stop on a non-finite loss."""
 from __future__ import annotations
 
 import datetime
-import os
 import sys
 import time
 from pathlib import Path
@@ -44,11 +43,7 @@ def train(config: TrainConfig | None, run_dir: Path | str | None = None, *, resu
         config = directory.saved_config()
         if iterations is not None:
             config = TrainConfig(**{**config.to_dict(), "iterations": iterations})
-    uses_gpu = _uses_gpu(config)
-    if not uses_gpu and "OMP_NUM_THREADS" not in os.environ:
-        # The networks are small: on a CPU, extra threads mostly wait on each other.
-        torch.set_num_threads(1)
-    world = world or World.from_environment(uses_gpu=uses_gpu)
+    world = world or World.from_environment(uses_gpu=_uses_gpu(config))
     trainer = Trainer(config, world)
     if saved is not None:
         checkpoint.check_compatible(saved, trainer.env, directory.checkpoint_path)

@@ -10,6 +10,7 @@ returns stay float32, stored actions int32.
 from __future__ import annotations
 
 import contextlib
+import os
 
 import torch
 from torch.nn.parallel import DistributedDataParallel
@@ -41,8 +42,17 @@ class Trainer:
         self.env = make(config.env, config.num_envs, backend=config.backend, device=device,
                         seed=config.seed + self.world.rank, checked=False, **config.env_params)
         self.device = self.env.device
+        if self.device.type == "cpu" and "OMP_NUM_THREADS" not in os.environ:
+            # The networks are small: on a CPU, more threads mostly wait on each other.
+            torch.set_num_threads(1)
         self.precision = resolve_precision(config.precision, self.device)
         self.roles = roles_of(self.env.spec, self.device)
+        for role in self.roles:
+            samples = config.rollout_steps * config.num_envs * role.count
+            if samples < config.minibatches:
+                raise ValueError(f"a rollout holds {samples} samples of role {role.name!r} (rollout_steps x "
+                                 f"num_envs x its {role.count} agents), too few for minibatches="
+                                 f"{config.minibatches}; raise rollout_steps or num_envs, or lower minibatches")
         self.inputs = ObservationStack(self.env, config.stack_observations)
         torch.manual_seed(config.seed)  # the same initial networks on every rank
         self.policies = RolePolicies(self.env.spec, [r.name for r in self.roles], self.inputs.input_size,

@@ -1,0 +1,85 @@
+"""The sim+policy and train tiers of BENCHMARKS.md, timed through the trainer itself.
+
+* ``sim+policy``: rollouts of T steps: the policies' forward pass and action sampling
+  on the device, the actions written into the environment's buffer, the step, and
+  the rollout storage (``Trainer.collect``).
+* ``train``: whole PPO iterations, rollout and update (``Trainer.iterate``), counting
+  the environment steps collected per second of wall time.
+
+A timed repeat is one rollout (or iteration) of ``steps`` steps of every environment;
+the networks run in the given precision (``auto``: bf16 on CUDA, fp32 on a CPU).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+from warpsim.bench import DEFAULT_MAX_SECONDS, BenchConfig, fit_to_time, make_record, synchronize
+from warpsim.device import resolve_placement
+from warpsim.train.config import PRECISIONS, TrainConfig
+from warpsim.train.trainer import Trainer
+
+POLICY_TIERS = ("sim+policy", "train")
+
+
+def run_policy_tier(config: BenchConfig, tier: str, backend: str = "auto", precision: str = "auto",
+                    steps: int = 32, repeats: int = 5, warmup_steps: int = 1, seed: int = 0,
+                    max_seconds: float | None = None, progress=None) -> dict:
+    """Times ``tier`` of ``config``; returns one result record like ``run_sim``'s.
+
+    ``warmup_steps`` counts untimed rollouts (or iterations) after start-up.
+    """
+    if tier not in POLICY_TIERS:
+        raise ValueError(f"tier={tier!r} is not a policy tier; allowed: {', '.join(POLICY_TIERS)}")
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision={precision!r} is not allowed; choose one of {', '.join(PRECISIONS)}")
+    for name, value in (("steps", steps), ("repeats", repeats), ("warmup_steps", warmup_steps)):
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name}={value!r} is not allowed; give an integer >= 1")
+    if max_seconds is None:
+        max_seconds = DEFAULT_MAX_SECONDS.get(resolve_placement(backend).backend, math.inf)
+
+    def trainer_for(num_envs: int) -> Trainer:
+        return Trainer(TrainConfig(env=config.env, env_params=dict(config.params), num_envs=num_envs,
+                                   backend=backend, precision=precision, rollout_steps=steps,
+                                   iterations=1_000_000, seed=seed, anneal_lr=False))
+
+    run_once = (lambda trainer: trainer.collect()) if tier == "sim+policy" else Trainer.iterate
+
+    def seconds_per_step(num_envs: int) -> float:
+        trainer = trainer_for(num_envs)
+        run_once(trainer)
+        synchronize(trainer.env)
+        begin = time.perf_counter()
+        run_once(trainer)
+        synchronize(trainer.env)
+        return (time.perf_counter() - begin) / steps
+
+    # A repeat is one rollout of ``steps`` steps: the time budget is counted in rollouts.
+    num_envs, _, _ = fit_to_time(config.num_envs, lambda e: seconds_per_step(e) * steps,
+                                 1, repeats, warmup_steps, max_seconds, progress)
+    started = time.perf_counter()
+    trainer = trainer_for(num_envs)
+    run_once(trainer)
+    synchronize(trainer.env)
+    startup = time.perf_counter() - started
+    for _ in range(warmup_steps):
+        run_once(trainer)
+    synchronize(trainer.env)
+    rates = []
+    for repeat in range(repeats):
+        begin = time.perf_counter()
+        run_once(trainer)
+        synchronize(trainer.env)
+        rates.append(steps * num_envs / (time.perf_counter() - begin))
+        if progress:
+            progress(f"{tier} repeat {repeat + 1}/{repeats}: {rates[-1] * trainer.env.num_agents:.3e} agent-steps/s")
+    record = make_record(config, trainer.env, rates, startup, steps, repeats, warmup_steps, max_seconds,
+                     tier=tier, precision=trainer.precision)
+    record["networks"] = {"hidden_size": trainer.config.hidden_size, "hidden_layers": trainer.config.hidden_layers,
+                          "parameters": sum(p.numel() for p in trainer.policies.parameters())}
+    if tier == "train":
+        record["update"] = {"epochs": trainer.config.epochs, "minibatches": trainer.config.minibatches}
+    return record
+
