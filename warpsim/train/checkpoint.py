@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from pathlib import Path
 
@@ -55,10 +54,3 @@ def load(path: Path | str) -> dict:
     checkpoint["path"] = str(path)
     return checkpoint
 
-
-def env_params_of(checkpoint: dict) -> dict:
-    return dict(checkpoint["config"]["env_params"])
-
-
-def asdict(params) -> dict:
-    return dataclasses.asdict(params)

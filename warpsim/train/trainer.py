@@ -15,6 +15,7 @@ import os
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
+from warpsim.device import gpu_available, resolve_placement
 from warpsim.registry import make
 from warpsim.train import ppo
 from warpsim.train.checkpoint import signature
@@ -38,7 +39,8 @@ class Trainer:
     def __init__(self, config: TrainConfig, world: World | None = None):
         self.config = config
         self.world = world or World()
-        device = self.world.local_rank if config.backend == "cuda" and self.world.size > 1 else None
+        on_gpu = resolve_placement(config.backend).backend == "cuda" and gpu_available()
+        device = self.world.local_rank if on_gpu and self.world.size > 1 else None  # one GPU per rank
         self.env = make(config.env, config.num_envs, backend=config.backend, device=device,
                         seed=config.seed + self.world.rank, checked=False, **config.env_params)
         self.device = self.env.device
