@@ -21,6 +21,7 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from warpsim.bench import NAMED_CONFIGS
+from warpsim.peers import ratio_table
 from warpsim.sweeps import NAMED_SWEEPS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,8 +29,9 @@ RESULTS_DIR = ROOT / "benchmarks" / "results"
 DOCS_DIR = ROOT / "docs"
 TEMPLATE = Path(__file__).with_name("report_template.md")
 TABLE_CONFIGS = ("headline", "train-ref", "grid")
+CPU_BASELINE_PREFIX = "cpu-baseline-N"
 TIERS = ("sim", "sim+policy", "train")
-PRECISIONS = ("fp32", "bf16")
+PRECISIONS = ("fp32", "bf16", "fp64")
 REQUIRED = ("date", "device", "num_envs", "num_agents", "agent_steps_per_second")
 
 
@@ -186,6 +188,14 @@ def floor_table(records: list[dict]) -> str:
                    "FP32 rate", "memory floor", "compute floor", "measured", "of the floor"], rows)
 
 
+def cpu_baseline_table(records: list[dict]) -> str:
+    """warpsim's NumPy backend against today's tools, per N, from the newest ``cpu_baseline.py`` run."""
+    chosen = [r for r in latest(records) if str(r["config"]).startswith(CPU_BASELINE_PREFIX)]
+    if not chosen:
+        return "No CPU baseline records yet."
+    return ratio_table(chosen)
+
+
 def missing_gpu_figures(records: list[dict]) -> list[str]:
     """Named configs and sweeps without a single warpsim GPU record."""
     with_gpu = {r["config"] for r in records if r["tool"] == "warpsim" and on_gpu(r)}
@@ -273,6 +283,7 @@ def render(results_dir: Path = RESULTS_DIR, docs_dir: Path = DOCS_DIR) -> Path:
         sources=", ".join(f"`{name}`" for name in sources) or "no files",
         record_count=len(records),
         config_table=config_table(records),
+        cpu_table=cpu_baseline_table(records),
         sweep_E=sweeps["E"],
         sweep_N=sweeps["N"],
         floor_table=floor_table(records),

@@ -90,3 +90,18 @@ def test_a_record_with_an_unknown_tier_is_refused(results, tmp_path):
 def test_the_command_line_writes_the_page(results, tmp_path, capsys):
     assert load_report().main(["--results-dir", str(results), "--docs-dir", str(tmp_path / "out")]) == 0
     assert (tmp_path / "out" / "benchmarks.md").exists() and "wrote" in capsys.readouterr().out
+
+
+def test_the_cpu_baseline_table_compares_the_newest_run_with_each_tool(tmp_path):
+    report = load_report()
+    newer = "2026-12-02T10:00:00+00:00"
+    records = [record("cpu-baseline-N110", "numpy", 1e6, num_envs=256, num_agents=110, date=newer),
+               record("cpu-baseline-N110", "numpy", 1e3, num_envs=256, num_agents=110),  # an older run
+               record("cpu-baseline-N110", "cpu", 1e4, num_envs=1024, num_agents=110, tool="vmas", date=newer),
+               record("cpu-baseline-N110", "cpu", 2e2, num_envs=1, num_agents=110, tool="mpe2", precision="fp64",
+                      date=newer)]
+    (tmp_path / "cpu.json").write_text(json.dumps(records))
+    table = report.cpu_baseline_table(report.load_records(tmp_path))
+    assert "| 110 | vmas | cpu | 1024 |" in table and "100.0x" in table
+    assert "5,000.0x" in table, "mpe2 computes in float64, which the report accepts"
+    assert "1.000e+03" not in table, "only the newest run is shown"
