@@ -131,7 +131,8 @@ def ratio_table(records: list[dict]) -> str:
     ``records`` mixes warpsim's records (``tool`` "warpsim" or absent) and peers'
     records; a peer that could not run shows its status instead of a rate.
     """
-    header = ["N", "tool", "backend", "E", "observation", "agent-steps/s", "env-steps/s", "warpsim / tool", "status"]
+    header = ["N", "tool", "backend", "E", "observation", "agent-steps/s", "env-steps/s", "warpsim / tool", "status",
+              "device"]
     rows = []
     for num_agents in sorted({record["num_agents"] for record in records}):
         group = sorted((r for r in records if r["num_agents"] == num_agents),
@@ -147,7 +148,7 @@ def ratio_table(records: list[dict]) -> str:
                     ratio = f"{speedup:,.1f}x"
             rows.append([str(num_agents), _tool(record), record.get("backend", "-"),
                          str(record.get("num_envs", "-")), record.get("observation", "-"), agent_rate, env_rate,
-                         ratio, record.get("status", "ok")])
+                         ratio, record.get("status", "ok"), record.get("device", "-")])
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
 
