@@ -1,4 +1,4 @@
-"""Sim-tier benchmark (BENCHMARKS.md): ``python benchmarks/sim_tier.py --config headline``.
+"""Sim-tier benchmark (docs/benchmarks.md): ``python benchmarks/sim_tier.py --config headline``.
 
 Same options as ``warpsim bench``; results are appended to benchmarks/results/<device>.json.
 """

@@ -52,3 +52,15 @@ def test_cupy_sees_the_same_device_memory():
     before = observations.copy()
     env.step()
     assert not bool(cupy.all(before == observations))
+
+
+def test_reset_with_a_mask_starts_only_those_environments_anew():
+    env = warpsim.make("tag_gridworld", 3, backend="numpy", seed=4, num_taggers=2, episode_length=50)
+    for _ in range(3):
+        env.step(torch.ones_like(env.actions))
+    before = env.state.t.clone()
+    env.reset(torch.tensor([False, True, False]))
+    assert env.state.t.tolist() == [before[0].item(), 0, before[2].item()]
+    assert env.state.episode.tolist() == [1, 2, 1]
+    with pytest.raises(ValueError, match=r"reset mask has shape \(2,\).*expected bool\[3\]"):
+        env.reset(torch.tensor([True, False]))

@@ -1,8 +1,10 @@
-"""A non-editable wheel installs warpsim.kernels and warpsim.envs and imports outside the repo."""
+"""A non-editable wheel installs warpsim.kernels, warpsim.envs and the py.typed marker, and imports
+outside the repo."""
 
 import os
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -13,6 +15,8 @@ def test_wheel_installs_the_mapped_packages(tmp_path):
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(REPO)],
                    check=True, timeout=600)
     (wheel,) = wheels.glob("warpsim-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        assert "warpsim/py.typed" in archive.namelist(), "type checkers need the py.typed marker"
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target),
                     str(wheel)], check=True, timeout=600)
     outside = tmp_path / "elsewhere"

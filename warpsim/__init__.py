@@ -1,13 +1,14 @@
 """warpsim: multi-agent reinforcement-learning environments stepped on the GPU."""
 
-from warpsim.environment import EnvSpec, Environment, Frame, StateArray
-from warpsim.registry import make, register, registered
 from warpsim.check import check
+from warpsim.environment import EnvSpec, Environment, Frame, StateArray
 from warpsim.envs import Beacon, TagContinuous, TagGridworld
+from warpsim.registry import make, register, registered
 
 register("tag_continuous", TagContinuous)
 register("tag_gridworld", TagGridworld)
 register("beacon", Beacon)
 
 __version__ = "0.1.0"
-__all__ = ["Beacon", "EnvSpec", "Environment", "Frame", "StateArray", "TagContinuous", "check", "make", "register", "registered"]
+__all__ = ["Beacon", "EnvSpec", "Environment", "Frame", "StateArray", "TagContinuous", "TagGridworld", "check",
+           "make", "register", "registered"]

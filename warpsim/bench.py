@@ -1,4 +1,4 @@
-"""The sim tier of BENCHMARKS.md: step + observations + rewards + auto-reset.
+"""The sim tier of docs/benchmarks.md: step + observations + rewards + auto-reset.
 
 Random actions are drawn once, on the device, and stay in the action buffer; the
 timed loop is nothing but ``env.step()``. Start-up (allocation, kernel compilation
@@ -24,6 +24,7 @@ import re
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -31,20 +32,24 @@ from pathlib import Path
 import torch
 
 from warpsim.device import THREADS_PER_BLOCK, device_name, resolve_placement, simulator_enabled
+from warpsim.environment import Environment
 from warpsim.floor import floor_fields
 from warpsim.registry import make
+
+Progress = Callable[[str], None]
+"""Receives one line of progress, e.g. :func:`print_progress`."""
 
 RESULTS_DIR = Path("benchmarks") / "results"
 DEFAULT_MAX_SECONDS = {"numpy": 60.0}
 """Time budget of one run per backend when none is given: the CPU baseline is scaled
-down to about a minute (BENCHMARKS.md); GPU runs take the E they are given."""
+down to about a minute (docs/benchmarks.md); GPU runs take the E they are given."""
 
 
 @dataclass(frozen=True)
 class BenchConfig:
     """One benchmark configuration: an environment, its batch size and parameters."""
 
-    env: str | type
+    env: str | type[Environment]
     """A registered id or an Environment subclass."""
     num_envs: int
     params: dict = field(default_factory=dict)
@@ -65,12 +70,13 @@ NAMED_CONFIGS = {
     "grid": BenchConfig("tag_gridworld", 2000, dict(num_taggers=4, grid_length=100, episode_length=100,
                                                     tag_penalty_for_runner=5.0, use_full_observation=True), "grid"),
 }
-"""The fixed-size named configs of BENCHMARKS.md (train-ref and grid use the reference training rules)."""
+"""The fixed-size named configs of docs/benchmarks.md (train-ref and grid use the reference training rules)."""
 
 
 def run_sim(config: BenchConfig, backend: str = "auto", steps: int = 100, repeats: int = 5,
-            warmup_steps: int = 10, seed: int = 0, max_seconds: float | None = None, progress=None) -> dict:
-    """Times the sim tier of ``config``; returns one result record (see BENCHMARKS.md).
+            warmup_steps: int = 10, seed: int = 0, max_seconds: float | None = None,
+            progress: Progress | None = None) -> dict:
+    """Times the sim tier of ``config``; returns one result record (see docs/benchmarks.md).
 
     ``max_seconds`` (None: DEFAULT_MAX_SECONDS of the backend, ``math.inf``: no limit)
     bounds the warm-up and timed steps by scaling E down (see the module docstring).
@@ -104,8 +110,8 @@ def run_sim(config: BenchConfig, backend: str = "auto", steps: int = 100, repeat
     return make_record(config, env, rates, startup, steps, repeats, warmup_steps, max_seconds)
 
 
-def fit_to_time(requested_envs: int, seconds_per_step, steps: int, repeats: int, warmup_steps: int,
-                max_seconds: float, progress=None) -> tuple[int, int, int]:
+def fit_to_time(requested_envs: int, seconds_per_step: Callable[[int], float], steps: int, repeats: int,
+                warmup_steps: int, max_seconds: float, progress: Progress | None = None) -> tuple[int, int, int]:
     """``(E, steps, warmup_steps)`` whose warm-up and timed steps take at most about ``max_seconds``.
 
     ``seconds_per_step(E)`` measures one step of E environments. E is the largest of
@@ -124,10 +130,11 @@ def fit_to_time(requested_envs: int, seconds_per_step, steps: int, repeats: int,
         if num_envs == requested_envs:
             break
         num_envs = min(2 * num_envs, requested_envs)
-    result = (fitted, steps, warmup_steps)
     if fitted is None:
         scale = max_seconds / (step_seconds * total_steps)
         result = (1, max(1, int(steps * scale)), max(1, int(warmup_steps * scale)))
+    else:
+        result = (fitted, steps, warmup_steps)
     if progress and result[:2] != (requested_envs, steps):
         cut = "" if result[1] == steps else f", {result[1]} steps per repeat (of {steps})"
         progress(f"scaled down to E={result[0]} (of {requested_envs}){cut} to fit in {max_seconds:g} s")
@@ -145,7 +152,7 @@ def _seconds_per_step(config: BenchConfig, num_envs: int, backend: str, seed: in
     return (time.perf_counter() - begin) / steps
 
 
-def _ready_env(config: BenchConfig, num_envs: int, backend: str, seed: int):
+def _ready_env(config: BenchConfig, num_envs: int, backend: str, seed: int) -> Environment:
     """The environment with random actions in its action buffer, stepped once (kernels compiled)."""
     env = make(config.env, num_envs, backend=backend, seed=seed, checked=False, **config.params)
     levels = torch.tensor(env.spec.action_levels, device=env.device)
@@ -157,7 +164,7 @@ def _ready_env(config: BenchConfig, num_envs: int, backend: str, seed: int):
     return env
 
 
-def synchronize(env) -> None:
+def synchronize(env: Environment) -> None:
     if env.device.type == "cuda":
         torch.cuda.synchronize(env.device)
 
@@ -166,8 +173,9 @@ def _spread(values: list[float]) -> dict:
     return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
 
-def make_record(config, env, rates, startup, steps, repeats, warmup_steps, max_seconds,
-            tier: str = "sim", precision: str = "fp32") -> dict:
+def make_record(config: BenchConfig, env: Environment, rates: list[float], startup: float, steps: int,
+                repeats: int, warmup_steps: int, max_seconds: float, tier: str = "sim",
+                precision: str = "fp32") -> dict:
     params = env.params
     observation = "full"
     if getattr(params, "use_full_observation", True) is False:
@@ -203,14 +211,14 @@ def make_record(config, env, rates, startup, steps, repeats, warmup_steps, max_s
     }
 
 
-def _device_of(env) -> str:
+def _device_of(env: Environment) -> str:
     if env.backend == "cuda" and simulator_enabled():
         return "CUDA simulator"
     return device_name(env.placement)
 
 
 def _versions() -> dict:
-    versions = {"python": platform.python_version()}
+    versions: dict[str, str | None] = {"python": platform.python_version()}
     for package in ("warpsim", "numba", "numba-cuda", "torch", "numpy"):
         try:
             versions[package] = metadata.version(package)

@@ -1,4 +1,4 @@
-"""The sim+policy and train tiers of BENCHMARKS.md, timed through the trainer itself.
+"""The sim+policy and train tiers of docs/benchmarks.md, timed through the trainer itself.
 
 * ``sim+policy``: rollouts of T steps: the policies' forward pass and action sampling
   on the device, the actions written into the environment's buffer, the step, and
@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import time
 
-from warpsim.bench import DEFAULT_MAX_SECONDS, BenchConfig, fit_to_time, make_record, synchronize
+from warpsim.bench import DEFAULT_MAX_SECONDS, BenchConfig, Progress, fit_to_time, make_record, synchronize
 from warpsim.device import resolve_placement
 from warpsim.train.config import PRECISIONS, TrainConfig
 from warpsim.train.trainer import Trainer
@@ -25,7 +25,7 @@ POLICY_TIERS = ("sim+policy", "train")
 
 def run_policy_tier(config: BenchConfig, tier: str, backend: str = "auto", precision: str = "auto",
                     steps: int = 32, repeats: int = 5, warmup_steps: int = 1, seed: int = 0,
-                    max_seconds: float | None = None, progress=None) -> dict:
+                    max_seconds: float | None = None, progress: Progress | None = None) -> dict:
     """Times ``tier`` of ``config``; returns one result record like ``run_sim``'s.
 
     ``warmup_steps`` counts untimed rollouts (or iterations) after start-up.
@@ -34,6 +34,10 @@ def run_policy_tier(config: BenchConfig, tier: str, backend: str = "auto", preci
         raise ValueError(f"tier={tier!r} is not a policy tier; allowed: {', '.join(POLICY_TIERS)}")
     if precision not in PRECISIONS:
         raise ValueError(f"precision={precision!r} is not allowed; choose one of {', '.join(PRECISIONS)}")
+    env_id = config.env
+    if not isinstance(env_id, str):
+        raise ValueError(f"the {tier} tier runs the trainer, which takes a registered environment id; "
+                         f"register {env_id.__name__} with warpsim.register first")
     for name, value in (("steps", steps), ("repeats", repeats), ("warmup_steps", warmup_steps)):
         if not isinstance(value, int) or value < 1:
             raise ValueError(f"{name}={value!r} is not allowed; give an integer >= 1")
@@ -41,7 +45,7 @@ def run_policy_tier(config: BenchConfig, tier: str, backend: str = "auto", preci
         max_seconds = DEFAULT_MAX_SECONDS.get(resolve_placement(backend).backend, math.inf)
 
     def trainer_for(num_envs: int) -> Trainer:
-        return Trainer(TrainConfig(env=config.env, env_params=dict(config.params), num_envs=num_envs,
+        return Trainer(TrainConfig(env=env_id, env_params=dict(config.params), num_envs=num_envs,
                                    backend=backend, precision=precision, rollout_steps=steps,
                                    iterations=1_000_000, seed=seed, anneal_lr=False))
 

@@ -14,7 +14,9 @@ reported with the array, the index (environment, agent, element) and both values
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -26,7 +28,7 @@ PROGRESS_EVERY = 10
 """Steps between two progress messages."""
 BASE_ARRAY_DIMS = {"observations": ("E", "N", "D"), "rewards": ("E", "N"), "done": ("E",), "episode": ("E",)}
 """Dims of the arrays every environment has (the others are declared in ``env.spec.state``)."""
-AXIS_NAMES = {"E": "env", "N": "agent"}
+AXIS_NAMES: dict[str | int, str] = {"E": "env", "N": "agent"}
 """How an index along a dim is named in a report; any other dim is an 'element'."""
 
 
@@ -117,7 +119,8 @@ class CheckReport:
 
 
 def check(env: str | type[Environment], num_envs: int = 2, steps: int = 64, seed: int = 0, *,
-          rtol: float = 1e-5, atol: float = 1e-6, progress=None, **params) -> CheckReport:
+          rtol: float = 1e-5, atol: float = 1e-6, progress: Callable[[str], None] | None = None,
+          **params: Any) -> CheckReport:
     """Steps ``env`` on the kernels and on the NumPy reference side by side.
 
     ``env`` is a registered id or an Environment subclass; ``params`` are its parameters.

@@ -14,6 +14,7 @@ from warpsim import bench
 from warpsim.bench_policy import POLICY_TIERS, run_policy_tier
 from warpsim.check import check
 from warpsim.device import gpu_available, resolve_placement, simulator_enabled
+from warpsim.environment import Environment
 from warpsim.registry import env_class, registered
 from warpsim.sweeps import NAMED_SWEEPS, run_sweep
 from warpsim.train import commands as train_commands
@@ -22,6 +23,19 @@ from warpsim.train.config import PRECISIONS
 
 
 def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return args.run(args)
+    except (ValueError, TypeError, MemoryError, RuntimeError) as error:
+        print(f"warpsim {args.command}: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line: one subparser per subcommand (the docs test parses the docs' commands)."""
     parser = argparse.ArgumentParser(prog="warpsim", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     _add_bench(commands.add_parser(
@@ -37,20 +51,12 @@ def main(argv: list[str] | None = None) -> int:
         "evaluate", help="play a checkpoint for some episodes and report returns and counters (e.g. tags)"))
     train_commands.add_render(commands.add_parser(
         "render", help="draw one episode played by a checkpoint into a GIF"))
-    args = parser.parse_args(argv)
-    args.argv = list(sys.argv[1:] if argv is None else argv)
-    try:
-        return args.run(args)
-    except (ValueError, TypeError, MemoryError, RuntimeError) as error:
-        print(f"warpsim {args.command}: error: {error}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 130
+    return parser
 
 
 def _add_bench(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", choices=sorted(bench.NAMED_CONFIGS) + sorted(NAMED_SWEEPS),
-                        help="a named config or sweep of BENCHMARKS.md (other options override a config)")
+                        help="a named config or sweep of docs/benchmarks.md (other options override a config)")
     parser.add_argument("--values", type=_integer_list, metavar="V1,V2,...",
                         help="the points of a sweep instead of its own, e.g. --values 1,4,16")
     parser.add_argument("--env", help=f"environment id (registered: {', '.join(registered())})")
@@ -92,7 +98,7 @@ def _run_bench(args) -> int:
         for option, given in (("--env", args.env), ("--set", args.set)):
             if given:
                 raise ValueError(f"{option} does not combine with --config {args.config}: a sweep runs the "
-                                 f"config of BENCHMARKS.md (vary one with --config train-ref or headline)")
+                                 f"config of docs/benchmarks.md (vary one with --config train-ref or headline)")
         records = run_sweep(NAMED_SWEEPS[args.config], args.values, args.num_envs, **options)
     elif args.values:
         raise ValueError(f"--values gives the points of a sweep; use it with --config "
@@ -168,7 +174,7 @@ def _run_check(args) -> int:
     return 0 if report.consistent else 1
 
 
-def parse_env_settings(env_id: str, settings: list[str]) -> dict:
+def parse_env_settings(env_id: str | type[Environment], settings: list[str]) -> dict:
     """``NAME=VALUE`` pairs into parameters; values are Python literals (10, 0.5, False)."""
     fields = {f.name for f in dataclasses.fields(env_class(env_id).Params)}
     params = {}

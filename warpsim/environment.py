@@ -19,7 +19,7 @@ launches and auto-resets finished environments, the same way for every environme
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -41,12 +41,12 @@ class StateArray:
 
     name: str
     dtype: type
-    dims: tuple
+    dims: tuple[str | int, ...]
     doc: str = ""
 
     def shape(self, num_envs: int, num_agents: int) -> tuple[int, ...]:
         sizes = {"E": num_envs, "N": num_agents}
-        return tuple(sizes.get(dim, dim) for dim in self.dims)
+        return tuple(sizes[dim] if isinstance(dim, str) else dim for dim in self.dims)
 
 
 @dataclass(frozen=True)
@@ -92,6 +92,11 @@ class ArrayNamespace:
         for name, array in arrays.items():
             object.__setattr__(self, name, array)
 
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for names that are not arrays; the annotation lets type checkers
+        # accept ``state.loc_x`` for any environment's arrays.
+        raise AttributeError(f"no array named '{name}'; arrays: {', '.join(self.__dict__.get('_arrays', ()))}")
+
     def __setattr__(self, name, value):
         raise AttributeError(
             f"cannot rebind '{name}': write into the array in place, e.g. state.{name}[...] = value")
@@ -115,8 +120,10 @@ class Environment:
 
     name: ClassVar[str] = ""
     Params: ClassVar[type]
+    params: Any
+    """The ``Params`` instance the environments were made with."""
 
-    def __init__(self, num_envs: int, params=None, *, backend: str = "auto",
+    def __init__(self, num_envs: int, params: Any = None, *, backend: str = "auto",
                  device: str | int | None = None, seed: int = 0, checked: bool = True):
         if params is None:
             params = self.Params()
@@ -150,6 +157,8 @@ class Environment:
         self._every_env = torch.ones(self.num_envs, dtype=torch.bool, device=device_)
         self.every_env = kernel_view(self._every_env)
         """bool[E], all True: the mask for kernels that concern every environment."""
+        self._reset_mask = torch.zeros(self.num_envs, dtype=torch.bool, device=device_)
+        self._reset_mask_view = kernel_view(self._reset_mask)
         self.launch = Launcher(self.placement)
         self._constants: list[torch.Tensor] = []
         self.setup()
@@ -167,6 +176,12 @@ class Environment:
         """Optional: the agents of environment ``env_index`` as a Frame, for rendering."""
         raise NotImplementedError(f"{type(self).__name__} does not define frame(), which rendering needs")
 
+    def game_over(self) -> torch.Tensor:
+        """Optional: bool[E], environments whose state is terminal under their rules (the
+        game is over whatever the clock says). Read after ``step(auto_reset=False)``, it
+        tells an episode that ended by the rules from one cut by a time limit."""
+        raise NotImplementedError(f"{type(self).__name__} does not define game_over()")
+
     def reset_numpy(self, envs: np.ndarray) -> None:
         """Resets environments ``envs`` (int64[R]) on ``self.views``, observations included."""
         raise NotImplementedError
@@ -175,7 +190,7 @@ class Environment:
         """Steps every environment on ``self.views``: state, observations, rewards, done."""
         raise NotImplementedError
 
-    def reset_cuda(self, mask) -> None:
+    def reset_cuda(self, mask: Any) -> None:
         """Launches the kernels resetting environments where ``mask`` (bool[E]) is set."""
         raise NotImplementedError
 
@@ -192,31 +207,44 @@ class Environment:
     def device(self) -> torch.device:
         return self.placement.torch_device
 
-    def constant(self, values: np.ndarray):
+    def constant(self, values: np.ndarray) -> Any:
         """Copies a small constant array to the device once; returns its kernel view."""
         tensor = torch.as_tensor(np.ascontiguousarray(values), device=self.device)
         self._constants.append(tensor)
         return kernel_view(tensor)
 
-    def reset(self) -> torch.Tensor:
-        """Starts a new episode in every environment; returns ``observations``."""
-        if self.placement.runs_kernels:
-            self.reset_cuda(self.every_env)
-            self.launch(count_resets, self.num_envs, self.every_env, self.views.episode)
+    def reset(self, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """Starts a new episode in every environment, or in those where ``mask``
+        (bool[E], on any device) is set; returns ``observations``."""
+        if mask is None:
+            self._reset_mask.fill_(True)
         else:
-            every_env = np.arange(self.num_envs)
-            self.reset_numpy(every_env)
-            self.views.episode[every_env] += 1
-        self.done.zero_()
+            mask = torch.as_tensor(mask)
+            if tuple(mask.shape) != (self.num_envs,) or mask.dtype != torch.bool:
+                raise ValueError(f"reset mask has shape {tuple(mask.shape)} and dtype {mask.dtype}; "
+                                 f"expected bool[{self.num_envs}] (one flag per environment)")
+            self._reset_mask.copy_(mask)
+        if self.placement.runs_kernels:
+            self.reset_cuda(self._reset_mask_view)
+            self.launch(count_resets, self.num_envs, self._reset_mask_view, self.views.episode)
+        else:
+            envs = np.flatnonzero(self._reset_mask_view)
+            if envs.size:
+                self.reset_numpy(envs)
+                self.views.episode[envs] += 1
+        self.done.masked_fill_(self._reset_mask, False)
         return self.observations
 
-    def step(self, actions=None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def step(self, actions: torch.Tensor | np.ndarray | None = None, *,
+             auto_reset: bool = True) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """One step of every environment, then an in-place reset of those that ended.
 
         ``actions`` (int[E, N, A]), if given, is copied into ``self.actions`` first;
         otherwise the step uses what is already there. Returns the same
         ``(observations, rewards, done)`` tensors every time; the observations of an
-        environment that ended are the first of its next episode.
+        environment that ended are the first of its next episode. With
+        ``auto_reset=False`` environments that ended keep their final state and
+        observations (adapters report them); call ``reset()`` before stepping again.
         """
         if actions is not None:
             self._write_actions(actions)
@@ -224,12 +252,13 @@ class Environment:
             self._check_action_range()
         if self.placement.runs_kernels:
             self.step_cuda()
-            self.reset_cuda(self.views.done)
-            self.launch(count_resets, self.num_envs, self.views.done, self.views.episode)
+            if auto_reset:
+                self.reset_cuda(self.views.done)
+                self.launch(count_resets, self.num_envs, self.views.done, self.views.episode)
         else:
             self.step_numpy()
             finished = np.flatnonzero(self.views.done)
-            if finished.size:
+            if auto_reset and finished.size:
                 self.reset_numpy(finished)
                 self.views.episode[finished] += 1
         return self.observations, self.rewards, self.done

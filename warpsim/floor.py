@@ -94,22 +94,29 @@ def measure_device(device: torch.device) -> dict:
 
 
 def _time_on_gpu(device: torch.device) -> tuple[float, float]:
+    # One function per measurement: its buffers are freed before the next one allocates.
+    copy_seconds = _gpu_copy_seconds(device)
+    matmul_seconds = _gpu_matmul_seconds(device)
+    torch.cuda.empty_cache()
+    return copy_seconds, matmul_seconds
+
+
+def _gpu_copy_seconds(device: torch.device) -> float:
     source = torch.ones(COPY_BYTES["cuda"] // 4, dtype=torch.float32, device=device)
     target = torch.empty_like(source)
-    copy_seconds = _median_cuda_seconds(lambda: target.copy_(source), device)
-    del source, target
+    return _median_cuda_seconds(lambda: target.copy_(source), device)
+
+
+def _gpu_matmul_seconds(device: torch.device) -> float:
     size = MATMUL_SIZE["cuda"]
     a = torch.rand(size, size, device=device)
     b = torch.rand(size, size, device=device)
     precision = torch.get_float32_matmul_precision()
     torch.set_float32_matmul_precision("highest")  # full FP32, not TF32
     try:
-        matmul_seconds = _median_cuda_seconds(lambda: torch.mm(a, b), device)
+        return _median_cuda_seconds(lambda: torch.mm(a, b), device)
     finally:
         torch.set_float32_matmul_precision(precision)
-    del a, b
-    torch.cuda.empty_cache()
-    return copy_seconds, matmul_seconds
 
 
 def _median_cuda_seconds(operation, device: torch.device) -> float:
@@ -127,15 +134,21 @@ def _median_cuda_seconds(operation, device: torch.device) -> float:
 
 
 def _time_on_cpu() -> tuple[float, float]:
+    return _host_copy_seconds(), _host_matmul_seconds()
+
+
+def _host_copy_seconds() -> float:
     source = np.ones(COPY_BYTES["cpu"] // 4, dtype=np.float32)
     target = np.empty_like(source)
-    copy_seconds = _median_host_seconds(lambda: np.copyto(target, source))
-    del source, target
+    return _median_host_seconds(lambda: np.copyto(target, source))
+
+
+def _host_matmul_seconds() -> float:
     size = MATMUL_SIZE["cpu"]
     generator = np.random.default_rng(0)
     a = generator.random((size, size), dtype=np.float32)
     b = generator.random((size, size), dtype=np.float32)
-    return copy_seconds, _median_host_seconds(lambda: a @ b)
+    return _median_host_seconds(lambda: a @ b)
 
 
 def _median_host_seconds(operation) -> float:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from warpsim.environment import Environment
 
@@ -39,7 +40,7 @@ def env_class(env: str | type[Environment]) -> type[Environment]:
     raise TypeError(f"make() takes an environment id or a warpsim.Environment subclass, got {env!r}")
 
 
-def make(env: str | type[Environment], num_envs: int = 1, **kwargs) -> Environment:
+def make(env: str | type[Environment], num_envs: int = 1, **kwargs: Any) -> Environment:
     """Builds ``num_envs`` copies of an environment.
 
     ``kwargs`` are the environment's parameters (fields of its ``Params``) and the

@@ -1,4 +1,4 @@
-"""The sweeps of BENCHMARKS.md: one named config run at a series of E or N.
+"""The sweeps of docs/benchmarks.md: one named config run at a series of E or N.
 
 ``sweep-E`` is train-ref (tag_continuous, 10 taggers + 100 runners, partial K=10, the
 reference training rules) at E = 1, 4, 16, ..., 16384; ``sweep-N`` is tag_continuous
@@ -8,9 +8,11 @@ K = min(10, N - 1), since an agent has only N - 1 others to observe.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
+from typing import Any
 
-from warpsim.bench import NAMED_CONFIGS, BenchConfig, run_sim
+from warpsim.bench import NAMED_CONFIGS, BenchConfig, Progress, run_sim
 
 AGENTS_PER_TAGGER = 20
 """sweep-N makes one agent in this many a tagger (at least one)."""
@@ -59,7 +61,8 @@ NAMED_SWEEPS = {
 """sweep-E: E = 1 .. 16384 in powers of 4 at N = 110; sweep-N: N = 10 .. 4096 at E = 256."""
 
 
-def run_sweep(sweep: Sweep, values=None, num_envs: int | None = None, progress=None, **run_options):
+def run_sweep(sweep: Sweep, values: Iterable[int] | None = None, num_envs: int | None = None,
+              progress: Progress | None = None, **run_options: Any) -> Iterator[dict]:
     """Yields one sim-tier record per point of ``sweep`` (``values`` replaces its own).
 
     ``num_envs`` replaces E of a sweep over N; ``run_options`` go to :func:`run_sim`.
@@ -73,5 +76,9 @@ def run_sweep(sweep: Sweep, values=None, num_envs: int | None = None, progress=N
     configs = [sweep.point(value) for value in values]
     for index, (value, config) in enumerate(zip(values, configs)):
         where = f"{sweep.name} point {index + 1}/{len(configs)} ({sweep.symbol}={value})"
-        report = (lambda message: progress(f"{where}: {message}")) if progress else None
-        yield run_sim(config, progress=report, **run_options)
+        yield run_sim(config, progress=_prefixed(progress, where) if progress else None, **run_options)
+
+
+def _prefixed(progress: Progress, prefix: str) -> Progress:
+    """``progress`` with ``prefix`` before every message."""
+    return lambda message: progress(f"{prefix}: {message}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import torch
 
 from warpsim.environment import EnvSpec, Environment, Frame, StateArray
 from warpsim.envs.tag_continuous import kernels, reference
@@ -59,6 +60,10 @@ class TagContinuous(Environment):
         positions = np.stack([s.loc_x[env_index].cpu().numpy(), s.loc_y[env_index].cpu().numpy()], axis=1)
         return Frame(positions, s.still_in_game[env_index].cpu().numpy() == 1,
                      self.params.grid_length, int(s.t[env_index]))
+
+    def game_over(self) -> torch.Tensor:
+        """bool[E]: every runner has been tagged out (only when tagged runners leave)."""
+        return self.state.num_runners_left == 0
 
     def reset_numpy(self, envs: np.ndarray) -> None:
         reference.reset(self.views, self.params, self.constants, self.seed, envs)

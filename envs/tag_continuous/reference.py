@@ -11,8 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from warpsim.envs.tag_continuous.nearest import nearest_in_game
-from warpsim.envs.tag_continuous.params import (
-    DRAWS_PER_AGENT, HALF_PI, TWO_PI, ZERO, Constants, TagContinuousParams)
+from warpsim.envs.tag_continuous.params import DRAWS_PER_AGENT, HALF_PI, TWO_PI, ZERO, Constants, TagContinuousParams
 from warpsim.kernels.random import uniform
 
 PAIRWISE_CHUNK = 1 << 22

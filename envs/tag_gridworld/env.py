@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
+import torch
 
 from warpsim.environment import EnvSpec, Environment, Frame, StateArray
 from warpsim.envs.tag_gridworld import kernels, reference
-from warpsim.envs.tag_gridworld.params import (
-    MOVE_X, MOVE_Y, NUM_ACTIONS, RUNNER, TAGGER, Constants, TagGridworldParams)
+from warpsim.envs.tag_gridworld.params import MOVE_X, MOVE_Y, NUM_ACTIONS, RUNNER, TAGGER, Constants, TagGridworldParams
 
 
 class TagGridworld(Environment):
@@ -51,6 +51,13 @@ class TagGridworld(Environment):
         positions = np.stack([s.loc_x[env_index].cpu().numpy(), s.loc_y[env_index].cpu().numpy()], axis=1)
         return Frame(positions.astype(np.float32), np.ones(self.num_agents, bool),
                      float(self.params.grid_length), int(s.t[env_index]))
+
+    def game_over(self) -> torch.Tensor:
+        """bool[E]: a tagger stands on the runner's cell (the runner is tagged)."""
+        s, taggers = self.state, self.params.num_taggers
+        on_runner = ((s.loc_x[:, :taggers] == s.loc_x[:, taggers:])
+                     & (s.loc_y[:, :taggers] == s.loc_y[:, taggers:]))
+        return on_runner.any(dim=1)
 
     def reset_numpy(self, envs: np.ndarray) -> None:
         reference.reset(self.views, self.params, self.constants, self.seed, envs)

@@ -11,7 +11,14 @@ from __future__ import annotations
 import numpy as np
 
 from warpsim.envs.tag_gridworld.params import (
-    DRAWS_PER_AGENT, MOVE_X, MOVE_Y, NUM_ACTIONS, ZERO, Constants, TagGridworldParams)
+    DRAWS_PER_AGENT,
+    MOVE_X,
+    MOVE_Y,
+    NUM_ACTIONS,
+    ZERO,
+    Constants,
+    TagGridworldParams,
+)
 from warpsim.kernels.random import uniform
 
 

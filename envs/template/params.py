@@ -20,7 +20,8 @@ class BeaconParams:
 
     def __post_init__(self):
         for name, value, ok, allowed in (
-            ("num_agents", self.num_agents, isinstance(self.num_agents, int) and self.num_agents >= 1, "an integer >= 1"),
+            ("num_agents", self.num_agents,
+             isinstance(self.num_agents, int) and self.num_agents >= 1, "an integer >= 1"),
             ("grid_length", self.grid_length, self.grid_length > 0, "a number > 0"),
             ("episode_length", self.episode_length,
              isinstance(self.episode_length, int) and self.episode_length >= 1, "an integer >= 1"),

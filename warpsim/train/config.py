@@ -12,9 +12,14 @@ import dataclasses
 import inspect
 import json
 import math
-import tomllib
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # tomllib is new in Python 3.11; tomli is the same parser (a dependency on 3.10)
+    import tomli as tomllib
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 
@@ -68,7 +73,7 @@ class TrainConfig:
     hidden_layers: int = 2
     """Hidden layers of the networks."""
     precision: str = "auto"
-    """Network precision: auto (bf16 autocast on CUDA, fp32 on CPU), fp32, bf16, or fp16 (CUDA, with a gradient scaler)."""
+    """Network precision: auto (bf16 autocast on CUDA, fp32 on CPU), fp32, bf16, or fp16 (CUDA, gradient scaler)."""
     log_every: int = 10
     """Iterations between metric reads (the trainer's only host synchronisations) and progress lines."""
     checkpoint_every: int = 50
@@ -118,10 +123,13 @@ def field_names() -> list[str]:
 
 def field_docs(cls: type = TrainConfig) -> dict[str, str]:
     """The docstring under each field of a dataclass, by field name (for --help)."""
-    body = ast.parse(inspect.getsource(cls)).body[0].body
+    (definition,) = ast.parse(inspect.getsource(cls)).body
+    assert isinstance(definition, ast.ClassDef)
+    body = definition.body
     docs = {}
     for statement, following in zip(body, body[1:]):
-        if (isinstance(statement, ast.AnnAssign) and isinstance(following, ast.Expr)
+        if (isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)
+                and isinstance(following, ast.Expr)
                 and isinstance(following.value, ast.Constant) and isinstance(following.value.value, str)):
             docs[statement.target.id] = following.value.value
     return docs

@@ -57,7 +57,7 @@ class EpisodeStats:
         self.totals.zero_()
         episodes = int(round(values[0]))
         mean = (lambda total: total / episodes) if episodes else (lambda total: math.nan)
-        report = {"episodes": episodes}
+        report: dict[str, float] = {"episodes": episodes}
         roles = len(self.role_names)
         for name, total in zip(self.role_names, values[1:1 + roles]):
             report[f"return_{name}"] = mean(total)

@@ -74,7 +74,7 @@ class Player:
         """Acts, steps the environment, and keeps the observation history."""
         env, inputs = self.env, self.inputs.advance()
         acting = [role for role in self.roles if role.name not in self.random_roles]
-        if acting:
+        if acting and self.policies is not None:  # roles act on their own only when there are policies
             outputs = self.policies.networks_for([role.name for role in acting],
                                                  [role.of(inputs).flatten(0, 1) for role in acting])
             for role, (logits, _) in zip(acting, outputs):

@@ -33,16 +33,19 @@ def train(config: TrainConfig | None, run_dir: Path | str | None = None, *, resu
     checkpoint exactly where it was. ``stop_after`` ends this call after that many
     iterations (a checkpoint is written then). ``progress`` is a text stream, or None.
     """
-    if resume and run_dir is None:
-        raise ValueError("--resume needs the run directory to continue")
-    if config is None and not resume:
-        raise ValueError("give a config, or resume a run directory")
-    directory = RunDirectory(run_dir or default_run_dir(config), resume=resume)
-    saved = checkpoint.load(directory.checkpoint_path) if resume else None
     if resume:
+        if run_dir is None:
+            raise ValueError("--resume needs the run directory to continue")
+        directory = RunDirectory(run_dir, resume=True)
+        saved = checkpoint.load(directory.checkpoint_path)
         config = directory.saved_config()
         if iterations is not None:
             config = TrainConfig(**{**config.to_dict(), "iterations": iterations})
+    elif config is None:
+        raise ValueError("give a config, or resume a run directory")
+    else:
+        directory = RunDirectory(run_dir or default_run_dir(config), resume=False)
+        saved = None
     world = world or World.from_environment(uses_gpu=_uses_gpu(config))
     trainer = Trainer(config, world)
     if saved is not None:

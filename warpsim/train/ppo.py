@@ -74,7 +74,7 @@ def log_prob(log_probs: tuple[torch.Tensor, ...], actions: torch.Tensor) -> torc
 
 def entropy(log_probs: tuple[torch.Tensor, ...]) -> torch.Tensor:
     """Joint entropy float32[B]: the sum of the components' entropies."""
-    return sum(-(head.exp() * head).sum(dim=1) for head in log_probs)
+    return torch.stack([-(head.exp() * head).sum(dim=1) for head in log_probs]).sum(dim=0)
 
 
 def sample(log_probs: tuple[torch.Tensor, ...], generator: torch.Generator | None,

@@ -1,5 +1,5 @@
 """Named training configs: small ones that learn in about a minute on a CPU, and the
-reference configs of BENCHMARKS.md."""
+reference configs of docs/benchmarks.md."""
 
 from __future__ import annotations
 

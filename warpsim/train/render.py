@@ -59,7 +59,7 @@ def write_gif(frames: list[Frame], env: Environment, path: Path | str, fps: int 
     def draw(index: int):
         frame = frames[index]
         points.set_offsets(frame.positions)
-        points.set_alpha(np.where(frame.active, 1.0, 0.15))
+        points.set_alpha(np.where(frame.active, 1.0, 0.15).tolist())
         title.set_text(f"{env.name}  t = {frame.time}")
         return points, title
 

@@ -12,9 +12,13 @@ import json
 import math
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from warpsim.train.checkpoint import FILE_NAME
 from warpsim.train.config import TrainConfig, build_config
+
+if TYPE_CHECKING:
+    from torch.utils.tensorboard import SummaryWriter
 
 CONFIG_FILE = "config.json"
 METRICS_FILE = "metrics.jsonl"
@@ -33,7 +37,7 @@ class RunDirectory:
         if not resume and self.config_path.exists():
             raise ValueError(f"{self.path} already holds a run; continue it with --resume, or "
                              f"choose another run directory (nothing was written)")
-        self._tensorboard = None
+        self._tensorboard: SummaryWriter | None = None
 
     def saved_config(self) -> TrainConfig:
         return build_config(json.loads(self.config_path.read_text()))

@@ -59,7 +59,7 @@ class Trainer:
         torch.manual_seed(config.seed)  # the same initial networks on every rank
         self.policies = RolePolicies(self.env.spec, [r.name for r in self.roles], self.inputs.input_size,
                                      config.hidden_size, config.hidden_layers).to(self.device)
-        self.model = self.policies
+        self.model: torch.nn.Module = self.policies
         if self.world.size > 1:
             self.model = DistributedDataParallel(self.policies)
         self.optimizer = torch.optim.Adam(self.policies.parameters(), lr=config.learning_rate, eps=1e-5)
@@ -76,7 +76,10 @@ class Trainer:
     def _allocate_rollout(self) -> None:
         t, e, spec = self.config.rollout_steps, self.env.num_envs, self.env.spec
         d, a = self.inputs.input_size, len(spec.action_levels)
-        zeros = lambda *shape, dtype=torch.float32: torch.zeros(shape, dtype=dtype, device=self.device)
+
+        def zeros(*shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+            return torch.zeros(shape, dtype=dtype, device=self.device)
+
         self.observations = [zeros(t, e, r.count, d) for r in self.roles]
         self.actions = [zeros(t, e, r.count, a, dtype=torch.int32) for r in self.roles]
         self.log_probs = [zeros(t, e, r.count) for r in self.roles]
@@ -156,7 +159,7 @@ class Trainer:
             outputs = self.model([batch[0] for batch in batches])
         loss = torch.zeros((), device=self.device)
         per_role = []
-        for (obs, actions, old_log_prob, old_value, advantages, returns), (logits, value) in zip(batches, outputs):
+        for (_obs, actions, old_log_prob, old_value, advantages, returns), (logits, value) in zip(batches, outputs):
             heads = ppo.split_heads(logits, levels)
             new_log_prob = ppo.log_prob(heads, actions)
             entropy = ppo.entropy(heads).mean()
@@ -183,9 +186,9 @@ class Trainer:
             self.scaler.step(self.optimizer)
             self.scaler.update()
         self.nonfinite |= ~torch.isfinite(loss.detach())
-        per_role = torch.stack(per_role)
-        self.update_stats[row, 0] = per_role[:, 0].max()
-        self.update_stats[row, 1:] = per_role[:, 1:].mean(dim=0)
+        stats = torch.stack(per_role)
+        self.update_stats[row, 0] = stats[:, 0].max()
+        self.update_stats[row, 1:] = stats[:, 1:].mean(dim=0)
 
     # ----- reading and saving --------------------------------------------------------
     def read_metrics(self) -> dict:

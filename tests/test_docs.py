@@ -1,0 +1,142 @@
+"""The docs cannot rot: their Python blocks run, their file blocks are the repository's files,
+every warpsim command line in their shell blocks parses with the real command line, and
+their links lead somewhere."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from doc_blocks import SHELL_LANGUAGES, DocBlockError, command_error, parse_blocks, run_python, warpsim_commands
+from warpsim.cli import build_parser
+
+REPO = Path(__file__).resolve().parents[1]
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+TEMPLATE_FILES = {f"envs/template/{name}.py" for name in ("params", "reference", "kernels", "env")}
+CODE_BLOCK = re.compile(r"^```.*?^```", re.DOTALL | re.MULTILINE)
+LINK = re.compile(r"\]\((?P<target>[^)\s]+)\)")
+
+
+def page_name(path: Path) -> str:
+    return str(path.relative_to(REPO))
+
+
+def blocks_of(path: Path):
+    return parse_blocks(path.read_text(), page_name(path))
+
+
+def every_block():
+    return [block for path in PAGES for block in blocks_of(path)]
+
+
+def prose(path: Path) -> str:
+    return CODE_BLOCK.sub("", path.read_text())
+
+
+@pytest.mark.parametrize("path", PAGES, ids=page_name)
+def test_the_python_blocks_of_a_page_run_in_order(path, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    run_python(blocks_of(path))
+
+
+def test_file_blocks_are_the_repository_files():
+    shown = [block for block in every_block() if block.file]
+    assert TEMPLATE_FILES <= {block.file for block in shown if block.page == "docs/custom_envs.md"}
+    for block in shown:
+        assert block.code == (REPO / block.file).read_text(), f"{block.where} shows an outdated {block.file}"
+
+
+def test_every_warpsim_command_in_the_docs_parses():
+    parser = build_parser()
+    commands = [(block, arguments) for block in every_block() if block.language in SHELL_LANGUAGES
+                for arguments in warpsim_commands(block)]
+    assert ["train", "--config", "tag-small"] in [arguments for _, arguments in commands]  # README's first command
+    errors = [f"{block.where}: warpsim {' '.join(arguments)}: {error}" for block, arguments in commands
+              if (error := command_error(parser, arguments))]
+    assert not errors, "\n".join(errors)
+
+
+def heading_anchors(path: Path) -> set[str]:
+    """GitHub's anchors of a page's headings: lower case, punctuation dropped, spaces to hyphens."""
+    headings = re.findall(r"^#+ (.+)$", prose(path), re.MULTILINE)
+    return {re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-") for heading in headings}
+
+
+def test_relative_links_lead_to_files_and_headings():
+    broken = []
+    for path in PAGES:
+        for target in LINK.findall(prose(path)):
+            if re.match(r"[a-z]+:", target):
+                continue  # https:, mailto:
+            file, _, anchor = target.partition("#")
+            linked = (path.parent / file) if file else path
+            if not linked.exists() or (anchor and anchor not in heading_anchors(linked)):
+                broken.append(f"{page_name(path)}: {target}")
+    assert not broken, "broken links: " + ", ".join(broken)
+
+
+def test_every_block_names_its_language():
+    # An unlabelled block would be neither run nor parsed; 'text' marks output and other prose.
+    unlabelled = [block.where for block in every_block() if not block.language]
+    assert not unlabelled, f"give these blocks a language (python, bash, text, ...): {', '.join(unlabelled)}"
+
+
+def test_blocks_marked_skip_are_listed():
+    skipped = [f"{block.where}: {block.skip}" for block in every_block() if block.skip]
+    if skipped:
+        pytest.skip("not run: " + "; ".join(skipped))
+
+
+# ----- the checks catch planted errors --------------------------------------------------------
+PLANTED = '''# A page
+
+```python
+value = 2
+```
+
+<!-- skip: needs a GPU -->
+```python
+raise RuntimeError("never run")
+```
+
+```python
+assert value == 2  # the namespace carries over
+missing_function(value)
+```
+
+```bash
+warpsim train --config tag-small --no-such-flag
+warpsim trian --config tag-small
+.venv/bin/warpsim bench --config nowhere   # a comment
+./install.sh && NUMBA_ENABLE_CUDASIM=1 warpsim check beacon --steps 8
+```
+'''
+
+
+def test_a_failing_block_is_named_by_its_page_and_number():
+    with pytest.raises(DocBlockError, match=r"planted\.md python block 3 \(line 12\) failed: NameError: "
+                                             r"name 'missing_function' is not defined"):
+        run_python(parse_blocks(PLANTED, "planted.md"))
+
+
+def test_a_block_marked_skip_is_returned_not_run():
+    blocks = parse_blocks(PLANTED, "planted.md")
+    (skipped,) = run_python([block for block in blocks if block.number < 3])
+    assert skipped.number == 2 and skipped.skip == "needs a GPU"
+
+
+def test_an_unknown_subcommand_flag_or_value_is_caught():
+    (shell,) = [b for b in parse_blocks(PLANTED, "planted.md") if b.language == "bash"]
+    commands = warpsim_commands(shell)
+    assert commands[3] == ["check", "beacon", "--steps", "8"]
+    errors = [command_error(build_parser(), arguments) for arguments in commands]
+    assert "unrecognized arguments: --no-such-flag" in errors[0]
+    assert "invalid choice: 'trian'" in errors[1]
+    assert "invalid choice: 'nowhere'" in errors[2]
+    assert errors[3] is None
+
+
+def test_a_marker_away_from_its_block_is_refused():
+    stray = "<!-- skip: needs a GPU -->\nSome prose.\n\n```python\npass\n```\n"
+    with pytest.raises(ValueError, match="stray.md line 2: a <!-- skip: ... --> comment must come right before"):
+        parse_blocks(stray, "stray.md")

@@ -1,0 +1,288 @@
+"""PettingZoo adapter: one environment of a warpsim batch as a PettingZoo ``ParallelEnv``.
+
+``parallel_env("tag_continuous", num_runners=3)`` makes a one-environment batch (NumPy
+backend by default) and wraps it; ``WarpsimParallelEnv(env, index)`` wraps environment
+``index`` of any batch and ``parallel_envs(env)`` wraps each of them.
+
+Stepping one environment of a batch. warpsim steps a whole batch at once; it has no
+per-environment step. A view makes its own ``step()`` and ``reset()`` change only its
+environment: it runs the batch-wide operation and then puts the other environments'
+rows back (every state array declared with an ``E`` dimension, the observations,
+rewards, done flags and episode counters). So each view behaves as an independent
+environment, stepped in any order and at its own pace, and a view's trajectory does
+not depend on the others. The price: each view step is one batch step plus copies, so
+E views cost E batch steps per round. The adapter is for PettingZoo tools and tests;
+for throughput use the batch API or ``warpsim train``. A one-environment batch (the
+common case) copies nothing.
+
+Agents are named by role and their index within it (``tagger_0``, ``runner_3``).
+An agent leaves ``agents``, terminated, on the step the environment's ``frame()``
+first shows it out of the game (tag_continuous: a tagged runner that exits). When the
+episode ends (``done``) the remaining agents are terminated if the environment's
+``game_over()`` says its rules ended it, else truncated (a time limit). Environments
+without ``game_over()``: an end before ``params.episode_length`` (read from their ``t``
+state) is a termination, one at the limit a truncation; without either, every end is a
+termination. The adapter steps with ``auto_reset=False``, so the last step's
+observations are the true final ones; ``reset()`` starts the next episode.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import torch
+
+import warpsim
+from warpsim.environment import EnvSpec, Environment, Frame
+from warpsim.kernels.random import seed_to_uint64
+from warpsim.train.render import ROLE_COLOURS
+
+try:
+    from gymnasium import spaces
+    from pettingzoo import ParallelEnv
+except ImportError as error:
+    raise ImportError("the PettingZoo adapter needs pettingzoo: pip install 'warpsim[pettingzoo]'") from error
+
+__all__ = ["WarpsimParallelEnv", "agent_names", "parallel_env", "parallel_envs"]
+
+RENDER_MODES = ("rgb_array",)
+RENDER_INCHES, RENDER_DPI = 4, 80
+"""render() draws a 320 x 320 pixel image."""
+
+
+def agent_names(spec: EnvSpec) -> list[str]:
+    """One name per agent, in agent order: its role's name and its index within the role."""
+    seen: Counter[int] = Counter()
+    names = []
+    for role in spec.agent_roles:
+        names.append(f"{spec.role_names[role]}_{seen[role]}")
+        seen[role] += 1
+    return names
+
+
+class WarpsimParallelEnv(ParallelEnv):
+    """Environment ``index`` of the warpsim batch ``env`` as a PettingZoo ``ParallelEnv``.
+
+    See the module docstring for how a view steps one environment of a batch, names its
+    agents and tells terminations from truncations. ``reset(seed=s)`` starts the
+    environment's random stream over from ``s`` (the same start as
+    ``warpsim.make(..., seed=s)`` gives environment ``index``); ``reset()`` continues it,
+    and a view's first ``reset()`` starts it from the batch's seed. ``render_mode``
+    ``"rgb_array"`` makes ``render()`` return uint8[H, W, 3] drawn from ``env.frame(index)``.
+    Make one view per environment: two views of one environment would share its state.
+    """
+
+    metadata = {"name": "warpsim", "render_modes": list(RENDER_MODES)}
+
+    def __init__(self, env: Environment, index: int = 0, render_mode: str | None = None):
+        if not isinstance(env, Environment):
+            raise TypeError(f"WarpsimParallelEnv wraps a warpsim.Environment (e.g. warpsim.make(...)), got {env!r}")
+        if not isinstance(index, (int, np.integer)) or isinstance(index, bool) or not 0 <= index < env.num_envs:
+            raise ValueError(f"index={index!r} is not allowed; give an integer in [0, {env.num_envs - 1}] "
+                             f"(the batch has num_envs={env.num_envs})")
+        if render_mode is not None and render_mode not in RENDER_MODES:
+            raise ValueError(f"render_mode={render_mode!r} is not allowed; give None or one of {RENDER_MODES}")
+        self.env = env
+        self.index = int(index)
+        self.render_mode = render_mode
+        self.metadata = {"name": env.name or type(env).__name__, "render_modes": list(RENDER_MODES)}
+        self.possible_agents = agent_names(env.spec)
+        self.agents: list[str] = []
+        self._agent_ids = {name: i for i, name in enumerate(self.possible_agents)}
+        levels = env.spec.action_levels
+        # one space object per agent, as PettingZoo asks: seeding one must not seed another
+        self._observation_spaces = {
+            name: spaces.Box(-np.inf, np.inf, (env.spec.observation_size,), np.float32)
+            for name in self.possible_agents}
+        self._action_spaces = {
+            name: spaces.Discrete(levels[0]) if len(levels) == 1 else spaces.MultiDiscrete(list(levels))
+            for name in self.possible_agents}
+        self._restart_stream_from: np.uint64 | None = env.seed
+        self._seed = env.seed
+        self._canvas: _FrameCanvas | None = None
+
+    def observation_space(self, agent: str) -> spaces.Box:
+        return self._observation_spaces[self._checked_name(agent)]
+
+    def action_space(self, agent: str) -> spaces.Discrete | spaces.MultiDiscrete:
+        return self._action_spaces[self._checked_name(agent)]
+
+    def reset(self, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[dict[str, np.ndarray], dict[str, dict]]:
+        """Starts a new episode; ``options`` are accepted and unused."""
+        if seed is not None:
+            self._restart_stream_from = seed_to_uint64(seed)
+        if self._restart_stream_from is not None:
+            self._seed = self._restart_stream_from
+            self._restart_stream_from = None
+            self.env.state.episode[self.index] = 0  # the stream's counter: its first start comes next
+        batch_seed = self.env.seed
+        self.env.seed = self._seed  # the batch's resets read env.seed; this view may have its own
+        try:
+            with _only_environment(self.env, self.index):
+                self.env.reset()
+        finally:
+            self.env.seed = batch_seed
+        in_game = self._in_game()
+        self.agents = [name for name in self.possible_agents if in_game[self._agent_ids[name]]]
+        return self._observations(self.agents), {name: {} for name in self.agents}
+
+    def step(self, actions: dict[str, Any]) -> tuple[dict[str, np.ndarray], dict[str, float],
+                                                     dict[str, bool], dict[str, bool], dict[str, dict]]:
+        """One step of this environment. ``actions`` maps every live agent (``agents``) to an
+        action of its ``action_space``; actions of agents that already left are ignored."""
+        if not self.agents:
+            raise RuntimeError("no live agents: call reset() before the first step and after an episode ends")
+        acting = list(self.agents)
+        self.env.actions[self.index].copy_(torch.from_numpy(self._action_rows(actions)))
+        with _only_environment(self.env, self.index):
+            self.env.step(auto_reset=False)
+        ended = bool(self.env.done[self.index])
+        ended_by_rules = ended and self._game_over()
+        in_game = self._in_game()
+        terminations, truncations = {}, {}
+        for name in acting:
+            left = not in_game[self._agent_ids[name]]
+            terminations[name] = left or ended_by_rules
+            truncations[name] = ended and not terminations[name]
+        rewards = self.env.rewards[self.index].cpu().numpy()
+        self.agents = [] if ended else [name for name in acting if not terminations[name]]
+        return (self._observations(acting), {name: float(rewards[self._agent_ids[name]]) for name in acting},
+                terminations, truncations, {name: {} for name in acting})
+
+    def render(self) -> np.ndarray:
+        """uint8[H, W, 3]: the agents of this environment, coloured by role (out of the game: faded)."""
+        if self.render_mode != "rgb_array":
+            raise ValueError(f"render() draws with render_mode='rgb_array'; this view has "
+                             f"render_mode={self.render_mode!r} (give it when making the view)")
+        if self._canvas is None:
+            self._canvas = _FrameCanvas(self.env)
+        return self._canvas.draw(self.env.frame(self.index))
+
+    def close(self) -> None:
+        self._canvas = None
+
+    def _checked_name(self, agent: str) -> str:
+        if agent not in self._agent_ids:
+            raise KeyError(f"unknown agent {agent!r}; agents: {', '.join(self.possible_agents)}")
+        return agent
+
+    def _action_rows(self, actions: dict[str, Any]) -> np.ndarray:
+        """int32[N, A]: the actions of the live agents; 0 ('no change' or 'stay') for the rest."""
+        unknown = [name for name in actions if name not in self._agent_ids]
+        if unknown:
+            raise ValueError(f"actions for unknown agent(s) {', '.join(map(repr, unknown))}; "
+                             f"agents: {', '.join(self.possible_agents)}")
+        missing = [name for name in self.agents if name not in actions]
+        if missing:
+            raise ValueError(f"no action for live agent(s) {', '.join(missing)}; give one for every agent "
+                             f"in agents")
+        rows = np.zeros((self.env.num_agents, len(self.env.spec.action_levels)), np.int32)
+        for name in self.agents:
+            space = self._action_spaces[name]
+            if not space.contains(actions[name]):
+                raise ValueError(f"action {actions[name]!r} of agent {name} is not in its action space {space}")
+            rows[self._agent_ids[name]] = np.asarray(actions[name]).reshape(-1)
+        return rows
+
+    def _observations(self, names: list[str]) -> dict[str, np.ndarray]:
+        # a copy: the next step overwrites the environment's buffer in place
+        rows = self.env.observations[self.index].cpu().numpy().copy()
+        return {name: rows[self._agent_ids[name]] for name in names}
+
+    def _in_game(self) -> np.ndarray:
+        """bool[N]: the agents still in the game, as the environment's frame() shows them."""
+        if type(self.env).frame is Environment.frame:
+            return np.ones(self.env.num_agents, bool)
+        return np.asarray(self.env.frame(self.index).active, bool)
+
+    def _game_over(self) -> bool:
+        """Whether the episode that just ended was ended by the rules (else by a time limit)."""
+        env = self.env
+        if type(env).game_over is not Environment.game_over:
+            return bool(env.game_over()[self.index])
+        limit = getattr(env.params, "episode_length", None)
+        if limit is None or "t" not in env.state:
+            return True
+        return int(env.state.t[self.index]) < limit
+
+
+def parallel_envs(env: Environment, render_mode: str | None = None) -> list[WarpsimParallelEnv]:
+    """Every environment of the batch ``env`` as its own ParallelEnv (index 0 .. E-1).
+
+    Each steps and resets on its own (see the module docstring for what that costs).
+    """
+    return [WarpsimParallelEnv(env, index, render_mode) for index in range(env.num_envs)]
+
+
+def parallel_env(env_id: str | type[Environment], render_mode: str | None = None,
+                 backend: str = "numpy", **params) -> WarpsimParallelEnv:
+    """A one-environment batch of ``env_id`` as a ParallelEnv; ``params`` go to ``warpsim.make``
+    (the environment's parameters and ``seed``, ``device``, ``checked``)."""
+    return WarpsimParallelEnv(warpsim.make(env_id, 1, backend=backend, **params), 0, render_mode)
+
+
+@contextmanager
+def _only_environment(env: Environment, index: int) -> Iterator[None]:
+    """Runs a batch-wide step or reset so that only environment ``index`` changes: the other
+    environments' rows of every per-environment array are saved and put back afterwards."""
+    if env.num_envs == 1:
+        yield
+        return
+    arrays = _per_environment_arrays(env)
+    saved = [array.clone() for array, _ in arrays]
+    others = torch.tensor([e for e in range(env.num_envs) if e != index], dtype=torch.long, device=env.device)
+    try:
+        yield
+    finally:
+        for (array, axis), copy in zip(arrays, saved):
+            array.index_copy_(axis, others, copy.index_select(axis, others))
+
+
+def _per_environment_arrays(env: Environment) -> list[tuple[torch.Tensor, int]]:
+    """(tensor, axis of E) for every array that holds one slice per environment."""
+    arrays = [(env.observations, 0), (env.rewards, 0), (env.done, 0), (env.state.episode, 0)]
+    for declared in env.spec.state:
+        if "E" in declared.dims:
+            arrays.append((getattr(env.state, declared.name), declared.dims.index("E")))
+    return arrays
+
+
+class _FrameCanvas:
+    """A matplotlib figure (Agg, no window) that draws Frames of one environment."""
+
+    def __init__(self, env: Environment):
+        try:
+            from matplotlib.backends.backend_agg import FigureCanvasAgg
+            from matplotlib.figure import Figure
+        except ImportError:
+            raise RuntimeError("rendering needs matplotlib: pip install 'warpsim[plots]'") from None
+        roles = np.array(env.spec.agent_roles)
+        figure = Figure(figsize=(RENDER_INCHES, RENDER_INCHES), dpi=RENDER_DPI)
+        self.canvas = FigureCanvasAgg(figure)
+        self.axes = figure.add_subplot()
+        self.axes.set_aspect("equal")
+        self.axes.set_xticks([])
+        self.axes.set_yticks([])
+        for role, name in enumerate(env.spec.role_names):
+            if (roles == role).any():
+                self.axes.scatter([], [], c=ROLE_COLOURS[role % len(ROLE_COLOURS)], label=name, s=25)
+        self.axes.legend(loc="upper right", fontsize=7)
+        colours = [ROLE_COLOURS[role % len(ROLE_COLOURS)] for role in roles]
+        self.points = self.axes.scatter(np.zeros(len(roles)), np.zeros(len(roles)), c=colours, s=25)
+        self.title = self.axes.set_title("", fontsize=8)
+        self.name = env.name or type(env).__name__
+
+    def draw(self, frame: Frame) -> np.ndarray:
+        margin = 0.03 * frame.extent
+        self.axes.set_xlim(-margin, frame.extent + margin)
+        self.axes.set_ylim(-margin, frame.extent + margin)
+        self.points.set_offsets(frame.positions)
+        self.points.set_alpha(np.where(frame.active, 1.0, 0.15).tolist())
+        self.title.set_text(f"{self.name}  t = {frame.time}")
+        self.canvas.draw()
+        return np.asarray(self.canvas.buffer_rgba())[:, :, :3].copy()

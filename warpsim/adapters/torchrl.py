@@ -1,0 +1,143 @@
+"""TorchRL adapter: a whole warpsim batch as one TorchRL environment of batch size [E].
+
+Agents are grouped by role, as TorchRL's multi-agent environments do; with G a role
+name, n_G its number of agents, D the observation size and A the action components:
+
+* ``(G, "observation")``  float32[E, n_G, D]
+* ``(G, "action")``       int32[E, n_G] (``Categorical``) when A == 1, else
+  int32[E, n_G, A] (``MultiCategorical``, one index per component)
+* ``(G, "reward")``       float32[E, n_G, 1]
+* ``"done"``, ``"terminated"``, ``"truncated"``  bool[E, 1], per environment
+
+Episode ends. ``Environment.step()`` resets finished environments at once, which would
+put the first observation of the next episode where TorchRL expects the last one of the
+episode that ended. The adapter steps with ``auto_reset=False`` instead, so
+``("next", ...)`` holds the true final observation, and resets the environments that
+TorchRL names in ``"_reset"`` (``rollout`` and the collectors do so after every step that
+ends an episode). An environment that defines ``game_over()`` tells which ends are
+terminal; otherwise an end before its ``episode_length`` (read from its ``t`` state) is
+terminated and one at the limit truncated, so an end by the rules on the very last step
+counts as truncated. Environments with neither only terminate.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from warpsim.environment import Environment
+from warpsim.kernels.random import seed_to_uint64
+from warpsim.train.policy import Role, roles_of
+
+try:
+    from tensordict import TensorDict, TensorDictBase
+    from torchrl.data import Categorical, Composite, MultiCategorical, Unbounded
+    from torchrl.envs import EnvBase
+except ImportError as error:
+    raise ImportError("the TorchRL adapter needs torchrl: pip install 'warpsim[torchrl]'") from error
+
+DONE_KEYS = ("done", "terminated", "truncated")
+
+
+class TorchRLEnv(EnvBase):
+    """Wraps a warpsim ``Environment`` as a TorchRL ``EnvBase`` (see the module docstring).
+
+    The data stays on ``env.device``. Actions are copied once per step into
+    ``env.actions``; observations, rewards and done flags are returned as copies of the
+    environment's buffers, because TorchRL keeps every step's tensordict (``rollout``,
+    collectors, replay buffers) and the next step overwrites the buffers in place.
+    """
+
+    def __init__(self, env: Environment):
+        if not isinstance(env, Environment):
+            raise TypeError(f"TorchRLEnv wraps a warpsim.Environment (e.g. warpsim.make(...)), got {env!r}")
+        super().__init__(device=env.device, batch_size=torch.Size([env.num_envs]))
+        self.env = env
+        self.roles = roles_of(env.spec, env.device)
+        clashes = [role.name for role in self.roles if role.name in (*DONE_KEYS, "_reset")]
+        if clashes:
+            raise ValueError(f"role name(s) {clashes} of {type(env).__name__} clash with TorchRL's keys "
+                             f"{', '.join(DONE_KEYS)}, _reset; rename the roles")
+        # The clock, for environments that do not define game_over().
+        self._time_limit = getattr(env.params, "episode_length", None)
+        has_time = "t" in env.state and tuple(env.state.t.shape) == (env.num_envs,)
+        self._time = env.state.t if has_time and self._time_limit is not None else None
+        self._make_specs()
+
+    def _make_specs(self) -> None:
+        spec, e, device = self.env.spec, self.env.num_envs, self.device  # TorchRL's form: 'cuda:0', not 'cuda'
+        levels = spec.action_levels
+
+        def group(n: int, **entries) -> Composite:
+            return Composite(entries, shape=(e, n), device=device)
+
+        def action(n: int):
+            if len(levels) == 1:
+                return Categorical(levels[0], shape=(e, n), dtype=torch.int32, device=device)
+            return MultiCategorical(levels, shape=(e, n, len(levels)), dtype=torch.int32, device=device)
+
+        self.full_observation_spec = Composite(
+            {r.name: group(r.count, observation=Unbounded((e, r.count, spec.observation_size),
+                                                          dtype=torch.float32, device=device))
+             for r in self.roles}, shape=(e,), device=device)
+        self.full_action_spec = Composite(
+            {r.name: group(r.count, action=action(r.count)) for r in self.roles}, shape=(e,), device=device)
+        self.full_reward_spec = Composite(
+            {r.name: group(r.count, reward=Unbounded((e, r.count, 1), dtype=torch.float32, device=device))
+             for r in self.roles}, shape=(e,), device=device)
+        self.full_done_spec = Composite(
+            {key: Categorical(2, shape=(e, 1), dtype=torch.bool, device=device) for key in DONE_KEYS},
+            shape=(e,), device=device)
+
+    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        env = self.env
+        for role in self.roles:
+            action = tensordict.get((role.name, "action"))
+            role.write(env.actions, action.unsqueeze(-1) if len(env.spec.action_levels) == 1 else action)
+        env.step(auto_reset=False)
+        done = env.done.unsqueeze(-1)
+        terminated = done & self._game_over().unsqueeze(-1)
+        return self._output(done.clone(), terminated, done & ~terminated, rewards=True)
+
+    def _game_over(self) -> torch.Tensor:
+        """bool[E]: environments in a terminal state by their rules, whatever the clock says."""
+        env = self.env
+        if type(env).game_over is not Environment.game_over:
+            return env.game_over()
+        if self._time is None:
+            return env.done
+        return self._time < self._time_limit
+
+    def _reset(self, tensordict: TensorDictBase | None = None, **kwargs) -> TensorDictBase:
+        env = self.env
+        reset = None if tensordict is None else tensordict.get("_reset", None)
+        if reset is None:
+            env.reset()
+        else:
+            env.reset(reset.reshape(env.num_envs))
+        not_done = torch.zeros((env.num_envs, 1), dtype=torch.bool, device=env.device)
+        return self._output(not_done, not_done.clone(), not_done.clone(), rewards=False)
+
+    def _output(self, done: torch.Tensor, terminated: torch.Tensor, truncated: torch.Tensor,
+                rewards: bool) -> TensorDictBase:
+        env = self.env
+        groups = {}
+        for role in self.roles:
+            entries = {"observation": _fresh(role.of(env.observations), role)}
+            if rewards:
+                entries["reward"] = _fresh(role.of(env.rewards), role).unsqueeze(-1)
+            groups[role.name] = TensorDict(entries, batch_size=(env.num_envs, role.count), device=self.device)
+        return TensorDict({**groups, "done": done, "terminated": terminated, "truncated": truncated},
+                          batch_size=self.batch_size, device=self.device)
+
+    def _set_seed(self, seed: int | None) -> None:
+        """Gives the environment a new seed: the next reset starts as ``warpsim.make(..., seed=seed)``
+        would. ``None`` keeps the current seed."""
+        if seed is None:
+            return
+        self.env.seed = seed_to_uint64(seed)
+        self.env.state.episode.zero_()
+
+
+def _fresh(part: torch.Tensor, role: Role) -> torch.Tensor:
+    """``part`` as a tensor of its own: a contiguous role's part is a view, which gets copied."""
+    return part.clone() if isinstance(role.agents, slice) else part
