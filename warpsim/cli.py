@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import ast
-import dataclasses
 import os
 import subprocess
 import sys
@@ -14,8 +12,7 @@ from warpsim import bench
 from warpsim.bench_policy import POLICY_TIERS, run_policy_tier
 from warpsim.check import check
 from warpsim.device import gpu_available, resolve_placement, simulator_enabled
-from warpsim.environment import Environment
-from warpsim.registry import env_class, registered
+from warpsim.registry import parse_env_settings, registered
 from warpsim.sweeps import NAMED_SWEEPS, run_sweep
 from warpsim.train import commands as train_commands
 from warpsim.train import loop as train_loop
@@ -172,21 +169,6 @@ def _run_check(args) -> int:
     report = check(args.env, args.num_envs, args.steps, args.seed, progress=bench.print_progress, **params)
     print(report)
     return 0 if report.consistent else 1
-
-
-def parse_env_settings(env_id: str | type[Environment], settings: list[str]) -> dict:
-    """``NAME=VALUE`` pairs into parameters; values are Python literals (10, 0.5, False)."""
-    fields = {f.name for f in dataclasses.fields(env_class(env_id).Params)}
-    params = {}
-    for setting in settings:
-        name, sep, text = setting.partition("=")
-        if not sep or name not in fields:
-            raise ValueError(f"--set {setting!r}: expected NAME=VALUE with NAME one of {', '.join(sorted(fields))}")
-        try:
-            params[name] = ast.literal_eval(text)
-        except (ValueError, SyntaxError):
-            raise ValueError(f"--set {setting!r}: {text!r} is not a number, True/False or a quoted string") from None
-    return params
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 from typing import Any
 
@@ -55,3 +56,18 @@ def make(env: str | type[Environment], num_envs: int = 1, **kwargs: Any) -> Envi
                         f"parameters: {', '.join(param_names)}; runtime options: {', '.join(RUNTIME_OPTIONS)}")
     options = {name: kwargs.pop(name) for name in RUNTIME_OPTIONS if name in kwargs}
     return cls(num_envs, cls.Params(**kwargs), **options)
+
+
+def parse_env_settings(env_id: str | type[Environment], settings: list[str]) -> dict:
+    """``NAME=VALUE`` pairs into parameters; values are Python literals (10, 0.5, False)."""
+    fields = {f.name for f in dataclasses.fields(env_class(env_id).Params)}
+    params = {}
+    for setting in settings:
+        name, sep, text = setting.partition("=")
+        if not sep or name not in fields:
+            raise ValueError(f"--set {setting!r}: expected NAME=VALUE with NAME one of {', '.join(sorted(fields))}")
+        try:
+            params[name] = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            raise ValueError(f"--set {setting!r}: {text!r} is not a number, True/False or a quoted string") from None
+    return params

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
 from pathlib import Path
 
-from warpsim.registry import make, registered
+from warpsim.registry import make, parse_env_settings, registered
 from warpsim.train import checkpoint
 from warpsim.train.config import TrainConfig, build_config, field_docs, read_config_file
+from warpsim.train.evaluate import Player, evaluate
+from warpsim.train.loop import train
+from warpsim.train.policy import RolePolicies, roles_of
 from warpsim.train.presets import PRESETS
+from warpsim.train.render import play_episode, write_gif
 
 NOT_FLAGS = ("env_params",)
 
@@ -47,8 +52,6 @@ def _parser_for(item: dataclasses.Field):
 
 
 def run_train(args) -> int:
-    from warpsim.cli import parse_env_settings
-    from warpsim.train.loop import train
     flags = {item.name: getattr(args, item.name) for item in dataclasses.fields(TrainConfig)
              if item.name not in NOT_FLAGS and getattr(args, item.name) is not None}
     if args.resume:
@@ -57,7 +60,7 @@ def run_train(args) -> int:
             raise ValueError("--resume continues a run with its saved config; only --iterations may be "
                              f"given with it (got {', '.join(ignored) or '--config/--config-file'})")
         train(None, args.run_dir, resume=True, iterations=flags.get("iterations"),
-              progress=None if args.quiet else _stderr())
+              progress=None if args.quiet else sys.stderr)
         return 0
     layers = [PRESETS[args.config]] if args.config else []
     if args.config_file:
@@ -66,7 +69,7 @@ def run_train(args) -> int:
     env_id = next((layer["env"] for layer in reversed(layers) if "env" in layer), TrainConfig.env)
     layers.append({"env_params": parse_env_settings(env_id, args.set)})
     config = build_config(*layers)
-    train(config, args.run_dir, progress=None if args.quiet else _stderr())
+    train(config, args.run_dir, progress=None if args.quiet else sys.stderr)
     return 0
 
 
@@ -84,7 +87,6 @@ def add_evaluate(parser: argparse.ArgumentParser) -> None:
 
 
 def run_evaluate(args) -> int:
-    from warpsim.train.evaluate import Player, evaluate
     env, policies, config = _load(args, args.num_envs)
     player = Player(env, policies, greedy=not args.sample, random_roles=tuple(args.random),
                     stack_observations=config.stack_observations, seed=args.seed)
@@ -110,8 +112,6 @@ def add_render(parser: argparse.ArgumentParser) -> None:
 
 
 def run_render(args) -> int:
-    from warpsim.train.evaluate import Player
-    from warpsim.train.render import play_episode, write_gif
     env, policies, config = _load(args, num_envs=1)
     player = Player(env, policies, greedy=not args.sample, stack_observations=config.stack_observations,
                     seed=args.seed)
@@ -129,8 +129,6 @@ def _add_playing_options(parser: argparse.ArgumentParser) -> None:
 
 def _load(args, num_envs: int):
     """The checkpoint's environment (with --set changes), its policies and its config."""
-    from warpsim.cli import parse_env_settings
-    from warpsim.train.policy import RolePolicies, roles_of
     saved = checkpoint.load(args.source)
     config = build_config(saved["config"])
     params = {**config.env_params, **parse_env_settings(config.env, args.set)}
@@ -145,7 +143,3 @@ def _load(args, num_envs: int):
     policies.load_state_dict(saved["policies"])
     return env, policies.eval(), config
 
-
-def _stderr():
-    import sys
-    return sys.stderr

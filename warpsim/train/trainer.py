@@ -192,13 +192,13 @@ class Trainer:
 
     # ----- reading and saving --------------------------------------------------------
     def read_metrics(self) -> dict:
-        """Episode statistics since the last read and the last update's means (one sync)."""
-        update = self.update_stats.mean(dim=0).tolist()
+        """Episode statistics since the last read and the last update's means (two host reads)."""
+        *update, nonfinite = torch.cat([self.update_stats.mean(dim=0), self.nonfinite.float()[None]]).tolist()
         metrics = {"iteration": self.iteration, "env_steps": self.env_steps * self.world.size,
                    "learning_rate": self.optimizer.param_groups[0]["lr"]}
         metrics.update(self.stats.read())
         metrics.update(zip(UPDATE_STATS, update))
-        metrics["diverged"] = bool(self.nonfinite)
+        metrics["diverged"] = nonfinite > 0
         return metrics
 
     def state_dict(self) -> dict:
