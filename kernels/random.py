@@ -14,6 +14,8 @@ NumPy uint64 arrays.
 import numpy as np
 from numba import cuda
 
+from warpsim.errors import InvalidValueError
+
 _LOW32 = np.uint64(0xFFFFFFFF)
 _SHIFT_8 = np.uint64(8)
 _SHIFT_15 = np.uint64(15)
@@ -61,5 +63,5 @@ def uniform(seed, stream, counter, lane):
 def seed_to_uint64(seed: int) -> np.uint64:
     """Checks a user's seed and returns it as the RNG's key."""
     if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or not 0 <= seed < 2**32:
-        raise ValueError(f"seed={seed!r} is not allowed; give an integer in [0, 2**32)")
+        raise InvalidValueError(f"seed={seed!r} is not allowed; give an integer in [0, 2**32)")
     return np.uint64(seed)

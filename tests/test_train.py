@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from warpsim.cli import main
+from warpsim.errors import RunFileError
 from warpsim.train import TrainConfig, Trainer, TrainingDiverged, checkpoint
 from warpsim.train.config import build_config, field_docs
 from warpsim.train.loop import train
@@ -58,7 +59,7 @@ def test_run_directory_holding_a_run_is_not_overwritten(tmp_path):
     config = TrainConfig(**GRID, iterations=1)
     train(config, tmp_path, progress=None)
     before = {path.name: path.read_bytes() for path in tmp_path.iterdir() if path.is_file()}
-    with pytest.raises(ValueError, match="already holds a run; continue it with --resume"):
+    with pytest.raises(RunFileError, match="already holds a run; continue it with --resume"):
         train(config, tmp_path, progress=None)
     assert {path.name: path.read_bytes() for path in tmp_path.iterdir() if path.is_file()} == before
 

@@ -3,6 +3,7 @@
 from warpsim.check import check
 from warpsim.environment import EnvSpec, Environment, Frame, StateArray
 from warpsim.envs import Beacon, TagContinuous, TagGridworld
+from warpsim.errors import WarpsimError
 from warpsim.registry import make, register, registered
 
 register("tag_continuous", TagContinuous)
@@ -11,4 +12,4 @@ register("beacon", Beacon)
 
 __version__ = "0.1.0"
 __all__ = ["Beacon", "EnvSpec", "Environment", "Frame", "StateArray", "TagContinuous", "TagGridworld", "check",
-           "make", "register", "registered"]
+           "WarpsimError", "make", "register", "registered"]

@@ -33,6 +33,7 @@ import torch
 
 from warpsim.device import THREADS_PER_BLOCK, device_name, resolve_placement, simulator_enabled
 from warpsim.environment import Environment
+from warpsim.errors import InvalidValueError
 from warpsim.floor import floor_fields
 from warpsim.registry import make
 
@@ -83,9 +84,10 @@ def run_sim(config: BenchConfig, backend: str = "auto", steps: int = 100, repeat
     """
     for name, value, low in (("steps", steps, 1), ("repeats", repeats, 1), ("warmup_steps", warmup_steps, 1)):
         if not isinstance(value, int) or value < low:
-            raise ValueError(f"{name}={value!r} is not allowed; give an integer >= {low}")
+            raise InvalidValueError(f"{name}={value!r} is not allowed; give an integer >= {low}")
     if max_seconds is not None and not max_seconds > 0:
-        raise ValueError(f"max_seconds={max_seconds!r} is not allowed; give a number of seconds > 0 (inf: no limit)")
+        raise InvalidValueError(
+            f"max_seconds={max_seconds!r} is not allowed; give a number of seconds > 0 (inf: no limit)")
     if max_seconds is None:
         max_seconds = DEFAULT_MAX_SECONDS.get(resolve_placement(backend).backend, math.inf)
     num_envs, steps, warmup_steps = fit_to_time(

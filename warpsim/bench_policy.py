@@ -17,6 +17,7 @@ import time
 
 from warpsim.bench import DEFAULT_MAX_SECONDS, BenchConfig, Progress, fit_to_time, make_record, synchronize
 from warpsim.device import resolve_placement
+from warpsim.errors import InvalidValueError
 from warpsim.train.config import PRECISIONS, TrainConfig
 from warpsim.train.trainer import Trainer
 
@@ -31,16 +32,16 @@ def run_policy_tier(config: BenchConfig, tier: str, backend: str = "auto", preci
     ``warmup_steps`` counts untimed rollouts (or iterations) after start-up.
     """
     if tier not in POLICY_TIERS:
-        raise ValueError(f"tier={tier!r} is not a policy tier; allowed: {', '.join(POLICY_TIERS)}")
+        raise InvalidValueError(f"tier={tier!r} is not a policy tier; allowed: {', '.join(POLICY_TIERS)}")
     if precision not in PRECISIONS:
-        raise ValueError(f"precision={precision!r} is not allowed; choose one of {', '.join(PRECISIONS)}")
+        raise InvalidValueError(f"precision={precision!r} is not allowed; choose one of {', '.join(PRECISIONS)}")
     env_id = config.env
     if not isinstance(env_id, str):
-        raise ValueError(f"the {tier} tier runs the trainer, which takes a registered environment id; "
+        raise InvalidValueError(f"the {tier} tier runs the trainer, which takes a registered environment id; "
                          f"register {env_id.__name__} with warpsim.register first")
     for name, value in (("steps", steps), ("repeats", repeats), ("warmup_steps", warmup_steps)):
         if not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name}={value!r} is not allowed; give an integer >= 1")
+            raise InvalidValueError(f"{name}={value!r} is not allowed; give an integer >= 1")
     if max_seconds is None:
         max_seconds = DEFAULT_MAX_SECONDS.get(resolve_placement(backend).backend, math.inf)
 

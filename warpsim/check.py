@@ -22,6 +22,7 @@ import numpy as np
 
 from warpsim.device import device_name, gpu_available, simulator_enabled
 from warpsim.environment import Environment
+from warpsim.errors import InvalidTypeError, InvalidValueError, UnavailableError
 from warpsim.registry import RUNTIME_OPTIONS, env_class, make
 
 PROGRESS_EVERY = 10
@@ -131,7 +132,7 @@ def check(env: str | type[Environment], num_envs: int = 2, steps: int = 64, seed
     cls = env_class(env)
     _check_options(steps, rtol, atol, params)
     if not (simulator_enabled() or gpu_available()):
-        raise RuntimeError(
+        raise UnavailableError(
             "checking the kernels needs a CUDA GPU, and none was found; to run them on Numba's "
             "CUDA simulator instead, set NUMBA_ENABLE_CUDASIM=1 in the environment before Python "
             "starts (e.g. NUMBA_ENABLE_CUDASIM=1 warpsim check ...) and keep num_envs x agents small")
@@ -173,13 +174,13 @@ def _plural(count: int, noun: str) -> str:
 
 def _check_options(steps, rtol, atol, params) -> None:
     if not isinstance(steps, (int, np.integer)) or isinstance(steps, bool) or steps < 1:
-        raise ValueError(f"steps={steps!r} is not allowed; give an integer >= 1")
+        raise InvalidValueError(f"steps={steps!r} is not allowed; give an integer >= 1")
     for name, value in (("rtol", rtol), ("atol", atol)):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value) and value >= 0):
-            raise ValueError(f"{name}={value!r} is not allowed; give a finite number >= 0")
+            raise InvalidValueError(f"{name}={value!r} is not allowed; give a finite number >= 0")
     runtime = [name for name in params if name in RUNTIME_OPTIONS]
     if runtime:
-        raise TypeError(f"check() sets the runtime options itself (both backends, one seed); "
+        raise InvalidTypeError(f"check() sets the runtime options itself (both backends, one seed); "
                         f"remove {', '.join(map(repr, runtime))}")
 
 

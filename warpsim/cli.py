@@ -12,6 +12,7 @@ from warpsim import bench
 from warpsim.bench_policy import POLICY_TIERS, run_policy_tier
 from warpsim.check import check
 from warpsim.device import gpu_available, resolve_placement, simulator_enabled
+from warpsim.errors import InvalidValueError, WarpsimError
 from warpsim.registry import parse_env_settings, registered
 from warpsim.sweeps import NAMED_SWEEPS, run_sweep
 from warpsim.train import commands as train_commands
@@ -24,7 +25,8 @@ def main(argv: list[str] | None = None) -> int:
     args.argv = list(sys.argv[1:] if argv is None else argv)
     try:
         return args.run(args)
-    except (ValueError, TypeError, MemoryError, RuntimeError) as error:
+    except (WarpsimError, OSError) as error:
+        # A user's error (or a file the system refused) is one line; anything else is a bug and keeps its traceback.
         print(f"warpsim {args.command}: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -87,18 +89,18 @@ def _add_bench(parser: argparse.ArgumentParser) -> None:
 
 def _run_bench(args) -> int:
     if simulator_enabled() and resolve_placement(args.backend).backend == "cuda":
-        raise ValueError(f"--backend {args.backend} runs the kernels on the CUDA simulator here: it checks "
+        raise InvalidValueError(f"--backend {args.backend} runs the kernels on the CUDA simulator here: it checks "
                          f"them, it is not timed (use a GPU, or --backend numpy)")
     options = dict(backend=args.backend, steps=args.steps, repeats=args.repeats, warmup_steps=args.warmup,
                    seed=args.seed, max_seconds=args.max_seconds, progress=bench.print_progress)
     if args.config in NAMED_SWEEPS:
         for option, given in (("--env", args.env), ("--set", args.set)):
             if given:
-                raise ValueError(f"{option} does not combine with --config {args.config}: a sweep runs the "
+                raise InvalidValueError(f"{option} does not combine with --config {args.config}: a sweep runs the "
                                  f"config of docs/benchmarks.md (vary one with --config train-ref or headline)")
         records = run_sweep(NAMED_SWEEPS[args.config], args.values, args.num_envs, **options)
     elif args.values:
-        raise ValueError(f"--values gives the points of a sweep; use it with --config "
+        raise InvalidValueError(f"--values gives the points of a sweep; use it with --config "
                          f"{' or '.join(sorted(NAMED_SWEEPS))}")
     else:
         records = _run_tiers(_bench_config(args), args, options)

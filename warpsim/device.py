@@ -18,6 +18,8 @@ import numpy as np
 import torch
 from numba import cuda
 
+from warpsim.errors import InvalidValueError, UnavailableError
+
 BACKENDS = ("auto", "cuda", "numpy")
 THREADS_PER_BLOCK = 128
 """Threads per block of the one-thread-per-item kernels on a GPU. Several environments
@@ -55,23 +57,23 @@ class Placement:
 def resolve_placement(backend: str, device: str | int | None = None) -> Placement:
     """Turns a backend name (``auto``, ``cuda`` or ``numpy``) into a placement."""
     if backend not in BACKENDS:
-        raise ValueError(f"backend={backend!r} is not known; allowed: {', '.join(BACKENDS)}")
+        raise InvalidValueError(f"backend={backend!r} is not known; allowed: {', '.join(BACKENDS)}")
     if backend == "auto":
         backend = "cuda" if gpu_available() else "numpy"
     if backend == "numpy":
         if device is not None and torch.device(device).type != "cpu":
-            raise ValueError(f"device={device!r} with backend='numpy'; the numpy backend runs on 'cpu' only")
+            raise InvalidValueError(f"device={device!r} with backend='numpy'; the numpy backend runs on 'cpu' only")
         return Placement("numpy", torch.device("cpu"))
     if simulator_enabled():
         return Placement("cuda", torch.device("cpu"))
     if not gpu_available():
-        raise RuntimeError(
+        raise UnavailableError(
             "backend='cuda' needs a CUDA GPU visible to torch and Numba, and none was found; "
             "use backend='numpy' (or 'auto'), or set NUMBA_ENABLE_CUDASIM=1 before importing "
             "numba to run the kernels on the CUDA simulator")
     torch_device = torch.device("cuda" if device is None else device)
     if torch_device.type != "cuda":
-        raise ValueError(f"device={device!r} with backend='cuda'; give a CUDA device such as 'cuda:0'")
+        raise InvalidValueError(f"device={device!r} with backend='cuda'; give a CUDA device such as 'cuda:0'")
     return Placement("cuda", torch_device)
 
 

@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from warpsim.device import Launcher, available_bytes, kernel_view, resolve_placement
+from warpsim.errors import DoesNotFitError, InvalidTypeError, InvalidValueError
 from warpsim.kernels.random import seed_to_uint64
 from warpsim.kernels.reset import count_resets
 
@@ -128,9 +129,9 @@ class Environment:
         if params is None:
             params = self.Params()
         if not isinstance(params, self.Params):
-            raise TypeError(f"params must be a {self.Params.__name__}, got {type(params).__name__}")
+            raise InvalidTypeError(f"params must be a {self.Params.__name__}, got {type(params).__name__}")
         if not isinstance(num_envs, (int, np.integer)) or isinstance(num_envs, bool) or num_envs < 1:
-            raise ValueError(f"num_envs={num_envs!r} is not allowed; give an integer >= 1")
+            raise InvalidValueError(f"num_envs={num_envs!r} is not allowed; give an integer >= 1")
         self.params = params
         self.num_envs = int(num_envs)
         self.seed = seed_to_uint64(seed)
@@ -221,7 +222,7 @@ class Environment:
         else:
             mask = torch.as_tensor(mask)
             if tuple(mask.shape) != (self.num_envs,) or mask.dtype != torch.bool:
-                raise ValueError(f"reset mask has shape {tuple(mask.shape)} and dtype {mask.dtype}; "
+                raise InvalidValueError(f"reset mask has shape {tuple(mask.shape)} and dtype {mask.dtype}; "
                                  f"expected bool[{self.num_envs}] (one flag per environment)")
             self._reset_mask.copy_(mask)
         if self.placement.runs_kernels:
@@ -277,27 +278,27 @@ class Environment:
             shapes[array.name] = (array.shape(e, n), torch_dtype(array.dtype))
         for name in spec.counters:
             if shapes.get(name) != ((e,), torch.int32):
-                raise ValueError(f"{type(self).__name__} names {name!r} as a counter; a counter must be "
+                raise InvalidValueError(f"{type(self).__name__} names {name!r} as a counter; a counter must be "
                                  f"one of its state arrays with dtype int32 and dims ('E',)")
         return shapes
 
     def _check_declaration(self, array: StateArray, taken) -> None:
         where = f"{type(self).__name__} declares state array {array.name!r}"
         if not isinstance(array.name, str) or not array.name.isidentifier():
-            raise ValueError(f"{where}: its name must be a Python identifier")
+            raise InvalidValueError(f"{where}: its name must be a Python identifier")
         if array.name in taken:
-            raise ValueError(f"{where}, a name already in use; taken: {', '.join(taken)}")
+            raise InvalidValueError(f"{where}, a name already in use; taken: {', '.join(taken)}")
         try:
             dtype = np.dtype(array.dtype).name
         except TypeError:
             dtype = repr(array.dtype)
         if dtype not in STATE_DTYPES:
-            raise ValueError(f"{where} with dtype {dtype}; allowed: {', '.join(STATE_DTYPES)}")
+            raise InvalidValueError(f"{where} with dtype {dtype}; allowed: {', '.join(STATE_DTYPES)}")
         dims_ok = isinstance(array.dims, tuple) and all(
             dim in ("E", "N") or (isinstance(dim, int) and not isinstance(dim, bool) and dim >= 1)
             for dim in array.dims)
         if not dims_ok:
-            raise ValueError(f"{where} with dims {array.dims!r}; give a tuple of 'E' (environments), "
+            raise InvalidValueError(f"{where} with dims {array.dims!r}; give a tuple of 'E' (environments), "
                              f"'N' (agents) or positive ints, e.g. ('E', 'N')")
 
     def _check_fits_in_memory(self, shapes) -> None:
@@ -305,7 +306,7 @@ class Environment:
                      for shape, dtype in shapes.values())
         free = available_bytes(self.placement)
         if needed > 0.9 * free:
-            raise MemoryError(
+            raise DoesNotFitError(
                 f"{self.name} with num_envs={self.num_envs}, num_agents={self.num_agents} and "
                 f"observation_size={self.spec.observation_size} needs {needed / 2**30:.2f} GiB for its "
                 f"arrays, but only {free / 2**30:.2f} GiB is free on {self.device} (at most 90% may "
@@ -314,10 +315,10 @@ class Environment:
     def _write_actions(self, actions) -> None:
         actions = torch.as_tensor(actions)
         if tuple(actions.shape) != tuple(self.actions.shape):
-            raise ValueError(f"actions have shape {tuple(actions.shape)}; expected "
+            raise InvalidValueError(f"actions have shape {tuple(actions.shape)}; expected "
                              f"{tuple(self.actions.shape)} (num_envs, num_agents, action components)")
         if actions.dtype.is_floating_point or actions.dtype.is_complex or actions.dtype == torch.bool:
-            raise TypeError(f"actions have dtype {actions.dtype}; expected an integer dtype (int32 is stored)")
+            raise InvalidTypeError(f"actions have dtype {actions.dtype}; expected an integer dtype (int32 is stored)")
         self.actions.copy_(actions)
 
     def _check_action_range(self) -> None:
@@ -325,7 +326,7 @@ class Environment:
         if bool(bad.any()):
             env, agent, component = (int(i) for i in bad.nonzero()[0])
             value = int(self.actions[env, agent, component])
-            raise ValueError(
+            raise InvalidValueError(
                 f"action index {value} of component {component} (env {env}, agent {agent}) is out "
                 f"of range; allowed: 0..{self.spec.action_levels[component] - 1}")
 

@@ -17,6 +17,7 @@ import subprocess
 from pathlib import Path
 
 from warpsim.bench import NAMED_CONFIGS
+from warpsim.errors import InvalidValueError
 
 PEER_SCRIPTS = {"warpdrive": "warpdrive_cpu.py", "vmas": "vmas_tag.py", "mpe2": "mpe2_tag.py"}
 """Peer name (as in ``--peer NAME=PYTHON``) -> its script in ``benchmarks/peers/``."""
@@ -37,7 +38,8 @@ def taggers_and_runners(num_agents: int) -> tuple[int, int]:
     The peer scripts split the same way (``benchmarks/peers/peer_timing.py``).
     """
     if not isinstance(num_agents, int) or num_agents < 2:
-        raise ValueError(f"num_agents={num_agents!r} is not allowed; give an integer >= 2 (a tagger and a runner)")
+        raise InvalidValueError(
+            f"num_agents={num_agents!r} is not allowed; give an integer >= 2 (a tagger and a runner)")
     taggers = min(num_agents - 1, max(1, round(num_agents / 11)))
     return taggers, num_agents - taggers
 
@@ -59,7 +61,7 @@ def parse_peer(text: str) -> tuple[str, Path]:
     """``"vmas=peers-venv/vmas/bin/python"`` -> ``("vmas", Path(...))``, checked."""
     name, separator, python = text.partition("=")
     if not separator or not python:
-        raise ValueError(f"--peer {text!r} is not allowed; give NAME=PYTHON, e.g. "
+        raise InvalidValueError(f"--peer {text!r} is not allowed; give NAME=PYTHON, e.g. "
                          f"vmas=peers-venv/vmas/bin/python (names: {', '.join(PEER_SCRIPTS)})")
     check_peer(name, Path(python))
     return name, Path(python)
@@ -68,9 +70,9 @@ def parse_peer(text: str) -> tuple[str, Path]:
 def check_peer(name: str, python: Path) -> None:
     """Raises ValueError unless ``name`` is a known peer and ``python`` an executable file."""
     if name not in PEER_SCRIPTS:
-        raise ValueError(f"peer {name!r} is not known; allowed: {', '.join(PEER_SCRIPTS)}")
+        raise InvalidValueError(f"peer {name!r} is not known; allowed: {', '.join(PEER_SCRIPTS)}")
     if not python.is_file() or not os.access(python, os.X_OK):
-        raise ValueError(f"peer {name!r}: Python executable {str(python)!r} does not exist or cannot be run; "
+        raise InvalidValueError(f"peer {name!r}: Python executable {str(python)!r} does not exist or cannot be run; "
                          f"create that tool's virtual environment as benchmarks/peers/README.md shows")
 
 
@@ -86,7 +88,7 @@ def run_peer(name: str, python: Path, num_agents: int, num_envs: tuple[int, ...]
     check_peer(name, Path(python))
     script = Path(scripts_dir) / PEER_SCRIPTS[name]
     if not script.is_file():
-        raise ValueError(f"peer script {str(script)!r} not found; peers run from a warpsim source checkout "
+        raise InvalidValueError(f"peer script {str(script)!r} not found; peers run from a warpsim source checkout "
                          f"(benchmarks/peers/)")
     command = [str(python), str(script), "--num-agents", str(num_agents),
                "--num-envs", ",".join(map(str, num_envs)), "--steps", str(steps), "--repeats", str(repeats),
@@ -112,11 +114,11 @@ def peer_record(output: dict, config: str | None = None) -> dict:
     """
     status = output.get("status")
     if not isinstance(status, str):
-        raise ValueError(f"peer output has status={status!r}; expected 'ok' or the reason it could not run")
+        raise InvalidValueError(f"peer output has status={status!r}; expected 'ok' or the reason it could not run")
     if status == "ok":
         missing = [name for name in _NEEDED_WHEN_OK if name not in output]
         if missing:
-            raise ValueError(f"peer output of {output.get('tool')!r} says 'ok' but lacks {', '.join(missing)}")
+            raise InvalidValueError(f"peer output of {output.get('tool')!r} says 'ok' but lacks {', '.join(missing)}")
     record = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
               "config": config, "tier": "sim", "status": status}
     record.update((name, output[name]) for name in _COPIED if name in output)

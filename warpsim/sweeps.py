@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from warpsim.bench import NAMED_CONFIGS, BenchConfig, Progress, run_sim
+from warpsim.errors import InvalidValueError
 
 AGENTS_PER_TAGGER = 20
 """sweep-N makes one agent in this many a tagger (at least one)."""
@@ -40,7 +41,7 @@ class Sweep:
     def point(self, value: int) -> BenchConfig:
         """The config of the point ``value``."""
         if not isinstance(value, int) or isinstance(value, bool) or value < self.smallest:
-            raise ValueError(f"{self.name}: {self.symbol}={value!r} is not allowed; "
+            raise InvalidValueError(f"{self.name}: {self.symbol}={value!r} is not allowed; "
                              f"give an integer >= {self.smallest}")
         if self.swept == "num_envs":
             return BenchConfig(self.base.env, value, self.base.params, self.name)
@@ -70,7 +71,7 @@ def run_sweep(sweep: Sweep, values: Iterable[int] | None = None, num_envs: int |
     """
     if num_envs is not None:
         if sweep.swept == "num_envs":
-            raise ValueError(f"{sweep.name} sweeps E itself; give its points as values, not num_envs")
+            raise InvalidValueError(f"{sweep.name} sweeps E itself; give its points as values, not num_envs")
         sweep = replace(sweep, base=replace(sweep.base, num_envs=num_envs))
     values = sweep.values if values is None else tuple(values)
     configs = [sweep.point(value) for value in values]

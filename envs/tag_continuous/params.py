@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from warpsim.errors import InvalidValueError
+
 MAX_OBSERVED = 64
 """Most neighbours a partial observation may hold (the kernels keep them in registers)."""
 DRAWS_PER_AGENT = 3
@@ -70,7 +72,7 @@ class TagContinuousParams:
     def __post_init__(self):
         def need(ok: bool, field: str, allowed: str):
             if not ok:
-                raise ValueError(f"{field}={getattr(self, field)!r} is not allowed; {allowed}")
+                raise InvalidValueError(f"{field}={getattr(self, field)!r} is not allowed; {allowed}")
 
         for field in ("num_taggers", "num_runners", "episode_length",
                       "num_acceleration_levels", "num_turn_levels"):

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from warpsim.errors import InvalidValueError
+
 NUM_ACTIONS = 5
 """Action indices 0 stay, 1 (+1, 0), 2 (-1, 0), 3 (0, +1), 4 (0, -1)."""
 MOVE_X = np.array([0, 1, -1, 0, 0], np.int32)
@@ -53,7 +55,7 @@ class TagGridworldParams:
     def __post_init__(self):
         def need(ok: bool, field: str, allowed: str):
             if not ok:
-                raise ValueError(f"{field}={getattr(self, field)!r} is not allowed; {allowed}")
+                raise InvalidValueError(f"{field}={getattr(self, field)!r} is not allowed; {allowed}")
 
         need(_is_int(self.num_taggers) and self.num_taggers >= 1, "num_taggers", "give an integer >= 1")
         need(_is_int(self.episode_length) and 1 <= self.episode_length <= MAX_EPISODE_LENGTH,

@@ -2,6 +2,8 @@
 
 from dataclasses import dataclass
 
+from warpsim.errors import InvalidValueError
+
 
 @dataclass(frozen=True)
 class BeaconParams:
@@ -29,4 +31,4 @@ class BeaconParams:
             ("reach_radius", self.reach_radius, self.reach_radius >= 0, "a number >= 0"),
         ):
             if not ok:
-                raise ValueError(f"{name}={value!r} is not allowed; give {allowed}")
+                raise InvalidValueError(f"{name}={value!r} is not allowed; give {allowed}")

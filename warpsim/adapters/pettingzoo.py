@@ -38,6 +38,7 @@ import torch
 
 import warpsim
 from warpsim.environment import EnvSpec, Environment, Frame
+from warpsim.errors import InvalidTypeError, InvalidValueError
 from warpsim.kernels.random import seed_to_uint64
 from warpsim.train.render import ROLE_COLOURS
 
@@ -80,12 +81,13 @@ class WarpsimParallelEnv(ParallelEnv):
 
     def __init__(self, env: Environment, index: int = 0, render_mode: str | None = None):
         if not isinstance(env, Environment):
-            raise TypeError(f"WarpsimParallelEnv wraps a warpsim.Environment (e.g. warpsim.make(...)), got {env!r}")
+            raise InvalidTypeError(
+                f"WarpsimParallelEnv wraps a warpsim.Environment (e.g. warpsim.make(...)), got {env!r}")
         if not isinstance(index, (int, np.integer)) or isinstance(index, bool) or not 0 <= index < env.num_envs:
-            raise ValueError(f"index={index!r} is not allowed; give an integer in [0, {env.num_envs - 1}] "
+            raise InvalidValueError(f"index={index!r} is not allowed; give an integer in [0, {env.num_envs - 1}] "
                              f"(the batch has num_envs={env.num_envs})")
         if render_mode is not None and render_mode not in RENDER_MODES:
-            raise ValueError(f"render_mode={render_mode!r} is not allowed; give None or one of {RENDER_MODES}")
+            raise InvalidValueError(f"render_mode={render_mode!r} is not allowed; give None or one of {RENDER_MODES}")
         self.env = env
         self.index = int(index)
         self.render_mode = render_mode
@@ -157,7 +159,7 @@ class WarpsimParallelEnv(ParallelEnv):
     def render(self) -> np.ndarray:
         """uint8[H, W, 3]: the agents of this environment, coloured by role (out of the game: faded)."""
         if self.render_mode != "rgb_array":
-            raise ValueError(f"render() draws with render_mode='rgb_array'; this view has "
+            raise InvalidValueError(f"render() draws with render_mode='rgb_array'; this view has "
                              f"render_mode={self.render_mode!r} (give it when making the view)")
         if self._canvas is None:
             self._canvas = _FrameCanvas(self.env)
@@ -175,17 +177,17 @@ class WarpsimParallelEnv(ParallelEnv):
         """int32[N, A]: the actions of the live agents; 0 ('no change' or 'stay') for the rest."""
         unknown = [name for name in actions if name not in self._agent_ids]
         if unknown:
-            raise ValueError(f"actions for unknown agent(s) {', '.join(map(repr, unknown))}; "
+            raise InvalidValueError(f"actions for unknown agent(s) {', '.join(map(repr, unknown))}; "
                              f"agents: {', '.join(self.possible_agents)}")
         missing = [name for name in self.agents if name not in actions]
         if missing:
-            raise ValueError(f"no action for live agent(s) {', '.join(missing)}; give one for every agent "
+            raise InvalidValueError(f"no action for live agent(s) {', '.join(missing)}; give one for every agent "
                              f"in agents")
         rows = np.zeros((self.env.num_agents, len(self.env.spec.action_levels)), np.int32)
         for name in self.agents:
             space = self._action_spaces[name]
             if not space.contains(actions[name]):
-                raise ValueError(f"action {actions[name]!r} of agent {name} is not in its action space {space}")
+                raise InvalidValueError(f"action {actions[name]!r} of agent {name} is not in its action space {space}")
             rows[self._agent_ids[name]] = np.asarray(actions[name]).reshape(-1)
         return rows
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import torch
 
 from warpsim.environment import Environment
+from warpsim.errors import InvalidTypeError, InvalidValueError
 from warpsim.kernels.random import seed_to_uint64
 from warpsim.train.policy import Role, roles_of
 
@@ -49,13 +50,13 @@ class TorchRLEnv(EnvBase):
 
     def __init__(self, env: Environment):
         if not isinstance(env, Environment):
-            raise TypeError(f"TorchRLEnv wraps a warpsim.Environment (e.g. warpsim.make(...)), got {env!r}")
+            raise InvalidTypeError(f"TorchRLEnv wraps a warpsim.Environment (e.g. warpsim.make(...)), got {env!r}")
         super().__init__(device=env.device, batch_size=torch.Size([env.num_envs]))
         self.env = env
         self.roles = roles_of(env.spec, env.device)
         clashes = [role.name for role in self.roles if role.name in (*DONE_KEYS, "_reset")]
         if clashes:
-            raise ValueError(f"role name(s) {clashes} of {type(env).__name__} clash with TorchRL's keys "
+            raise InvalidValueError(f"role name(s) {clashes} of {type(env).__name__} clash with TorchRL's keys "
                              f"{', '.join(DONE_KEYS)}, _reset; rename the roles")
         # The clock, for environments that do not define game_over().
         self._time_limit = getattr(env.params, "episode_length", None)

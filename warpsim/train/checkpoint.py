@@ -8,6 +8,7 @@ from pathlib import Path
 import torch
 
 from warpsim.environment import Environment
+from warpsim.errors import InvalidValueError, RunFileError
 
 FORMAT = 1
 FILE_NAME = "checkpoint.pt"
@@ -26,7 +27,7 @@ def check_compatible(checkpoint: dict, env: Environment, source: Path | str) -> 
     differences = [f"{key} {found[key]!r} there, {expected[key]!r} here"
                    for key in expected if found.get(key) != expected[key]]
     if differences:
-        raise ValueError(f"checkpoint {source} was trained on another environment or shape: "
+        raise InvalidValueError(f"checkpoint {source} was trained on another environment or shape: "
                          f"{'; '.join(differences)}")
 
 
@@ -44,13 +45,13 @@ def load(path: Path | str) -> dict:
     if path.is_dir():
         path = path / FILE_NAME
     if not path.is_file():
-        raise ValueError(f"no checkpoint at {path}; give a run directory or a {FILE_NAME} file")
+        raise RunFileError(f"no checkpoint at {path}; give a run directory or a {FILE_NAME} file")
     try:
         checkpoint = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as error:
-        raise ValueError(f"{path} is not a readable warpsim checkpoint: {error}") from None
+        raise RunFileError(f"{path} is not a readable warpsim checkpoint: {error}") from None
     if not isinstance(checkpoint, dict) or checkpoint.get("format") != FORMAT:
-        raise ValueError(f"{path} is not a warpsim checkpoint of format {FORMAT}")
+        raise RunFileError(f"{path} is not a warpsim checkpoint of format {FORMAT}")
     checkpoint["path"] = str(path)
     return checkpoint
 

@@ -7,6 +7,7 @@ import dataclasses
 import sys
 from pathlib import Path
 
+from warpsim.errors import InvalidValueError
 from warpsim.registry import make, parse_env_settings, registered
 from warpsim.train import checkpoint
 from warpsim.train.config import TrainConfig, build_config, field_docs, read_config_file
@@ -57,7 +58,7 @@ def run_train(args) -> int:
     if args.resume:
         ignored = sorted(set(flags) - {"iterations"}) + (["--set"] if args.set else [])
         if args.config or args.config_file or ignored:
-            raise ValueError("--resume continues a run with its saved config; only --iterations may be "
+            raise InvalidValueError("--resume continues a run with its saved config; only --iterations may be "
                              f"given with it (got {', '.join(ignored) or '--config/--config-file'})")
         train(None, args.run_dir, resume=True, iterations=flags.get("iterations"),
               progress=None if args.quiet else sys.stderr)
@@ -133,7 +134,7 @@ def _load(args, num_envs: int):
     config = build_config(saved["config"])
     params = {**config.env_params, **parse_env_settings(config.env, args.set)}
     if config.env not in registered():
-        raise ValueError(f"checkpoint {saved['path']} is for environment {config.env!r}, which is not "
+        raise InvalidValueError(f"checkpoint {saved['path']} is for environment {config.env!r}, which is not "
                          f"registered here (registered: {', '.join(registered())})")
     env = make(config.env, num_envs, backend=args.backend, seed=args.seed, checked=False, **params)
     checkpoint.check_compatible(saved, env, saved["path"])

@@ -16,6 +16,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from warpsim.errors import InvalidValueError, RunFileError
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # tomllib is new in Python 3.11; tomli is the same parser (a dependency on 3.10)
@@ -82,7 +84,7 @@ class TrainConfig:
     def __post_init__(self):
         def need(ok: bool, name: str, allowed: str):
             if not ok:
-                raise ValueError(f"config field {name}={getattr(self, name)!r} is not allowed; {allowed}")
+                raise InvalidValueError(f"config field {name}={getattr(self, name)!r} is not allowed; {allowed}")
 
         for name in ("num_envs", "iterations", "rollout_steps", "epochs", "minibatches",
                      "stack_observations", "hidden_size", "hidden_layers", "log_every", "checkpoint_every"):
@@ -146,7 +148,7 @@ def build_config(*layers: dict) -> TrainConfig:
     for layer in layers:
         unknown = sorted(set(layer) - set(valid))
         if unknown:
-            raise ValueError(f"unknown config field(s) {', '.join(unknown)}; valid: {', '.join(valid)}")
+            raise InvalidValueError(f"unknown config field(s) {', '.join(unknown)}; valid: {', '.join(valid)}")
         if "env" in layer and layer["env"] != settings.get("env", layer["env"]):
             env_params = {}  # another environment's parameters do not carry over
         settings.update(layer)
@@ -159,7 +161,7 @@ def read_config_file(path: Path) -> dict:
     """Settings from a JSON or TOML file (by its suffix)."""
     path = Path(path)
     if not path.is_file():
-        raise ValueError(f"config file {path} does not exist")
+        raise RunFileError(f"config file {path} does not exist")
     text = path.read_text()
     try:
         if path.suffix == ".toml":
@@ -167,9 +169,9 @@ def read_config_file(path: Path) -> dict:
         elif path.suffix == ".json":
             settings = json.loads(text)
         else:
-            raise ValueError(f"config file {path}: unknown suffix {path.suffix!r}; use .json or .toml")
+            raise RunFileError(f"config file {path}: unknown suffix {path.suffix!r}; use .json or .toml")
     except (json.JSONDecodeError, tomllib.TOMLDecodeError) as error:
-        raise ValueError(f"config file {path} cannot be read: {error}") from None
+        raise RunFileError(f"config file {path} cannot be read: {error}") from None
     if not isinstance(settings, dict):
-        raise ValueError(f"config file {path} must hold a table of settings, not {type(settings).__name__}")
+        raise RunFileError(f"config file {path} must hold a table of settings, not {type(settings).__name__}")
     return settings

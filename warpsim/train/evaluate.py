@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import torch
 
 from warpsim.environment import Environment
+from warpsim.errors import InvalidValueError
 from warpsim.train import ppo
 from warpsim.train.episodes import EpisodeStats
 from warpsim.train.policy import RolePolicies, roles_of
@@ -55,9 +56,10 @@ class Player:
         names = [role.name for role in self.roles]
         unknown = sorted(set(random_roles) - set(names))
         if unknown:
-            raise ValueError(f"random roles {unknown} are not roles of {env.name}; its roles: {', '.join(names)}")
+            raise InvalidValueError(
+                f"random roles {unknown} are not roles of {env.name}; its roles: {', '.join(names)}")
         if policies is not None and policies.role_names != names:
-            raise ValueError(f"the policies are for roles {policies.role_names}, the environment has {names}")
+            raise InvalidValueError(f"the policies are for roles {policies.role_names}, the environment has {names}")
         self.random_roles = tuple(names) if policies is None else tuple(random_roles)
         self.policies = policies
         self.greedy = greedy
@@ -93,7 +95,7 @@ class Player:
 def evaluate(player: Player, episodes: int, max_steps: int = 1_000_000) -> Evaluation:
     """Plays from a reset until ``episodes`` episodes have finished; per-episode means."""
     if not isinstance(episodes, int) or episodes < 1:
-        raise ValueError(f"episodes={episodes!r} is not allowed; give an integer >= 1")
+        raise InvalidValueError(f"episodes={episodes!r} is not allowed; give an integer >= 1")
     env = player.env
     player.reset()
     stats = EpisodeStats(env, player.roles)

@@ -11,6 +11,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from warpsim.errors import InvalidValueError
 from warpsim.train import checkpoint
 from warpsim.train.config import TrainConfig
 from warpsim.train.distributed import World
@@ -35,14 +36,14 @@ def train(config: TrainConfig | None, run_dir: Path | str | None = None, *, resu
     """
     if resume:
         if run_dir is None:
-            raise ValueError("--resume needs the run directory to continue")
+            raise InvalidValueError("--resume needs the run directory to continue")
         directory = RunDirectory(run_dir, resume=True)
         saved = checkpoint.load(directory.checkpoint_path)
         config = directory.saved_config()
         if iterations is not None:
             config = TrainConfig(**{**config.to_dict(), "iterations": iterations})
     elif config is None:
-        raise ValueError("give a config, or resume a run directory")
+        raise InvalidValueError("give a config, or resume a run directory")
     else:
         directory = RunDirectory(run_dir or default_run_dir(config), resume=False)
         saved = None

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from warpsim.environment import Environment, Frame
+from warpsim.errors import InvalidValueError, UnavailableError
 from warpsim.train.evaluate import Player
 
 ROLE_COLOURS = ("tab:red", "tab:blue", "tab:green", "tab:orange", "tab:purple")
@@ -33,12 +34,12 @@ def write_gif(frames: list[Frame], env: Environment, path: Path | str, fps: int 
         from matplotlib import pyplot
         from matplotlib.animation import FuncAnimation, PillowWriter
     except ImportError:
-        raise RuntimeError("rendering needs matplotlib: pip install 'warpsim[plots]'") from None
+        raise UnavailableError("rendering needs matplotlib: pip install 'warpsim[plots]'") from None
     path = Path(path)
     if path.suffix.lower() != ".gif":
-        raise ValueError(f"output {path} must end in .gif")
+        raise InvalidValueError(f"output {path} must end in .gif")
     if not frames:
-        raise ValueError("no frames to render")
+        raise InvalidValueError("no frames to render")
     roles = np.array(env.spec.agent_roles)
     colours = np.array([ROLE_COLOURS[r % len(ROLE_COLOURS)] for r in roles])
     figure, axes = pyplot.subplots(figsize=(4, 4), dpi=80)

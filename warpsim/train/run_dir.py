@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from warpsim.errors import RunFileError
 from warpsim.train.checkpoint import FILE_NAME
 from warpsim.train.config import TrainConfig, build_config
 
@@ -33,9 +34,9 @@ class RunDirectory:
         self.checkpoint_path = self.path / FILE_NAME
         self.metrics_path = self.path / METRICS_FILE
         if resume and not self.checkpoint_path.is_file():
-            raise ValueError(f"--resume: {self.path} holds no {FILE_NAME} to continue from")
+            raise RunFileError(f"--resume: {self.path} holds no {FILE_NAME} to continue from")
         if not resume and self.config_path.exists():
-            raise ValueError(f"{self.path} already holds a run; continue it with --resume, or "
+            raise RunFileError(f"{self.path} already holds a run; continue it with --resume, or "
                              f"choose another run directory (nothing was written)")
         self._tensorboard: SummaryWriter | None = None
 

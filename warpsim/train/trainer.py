@@ -16,6 +16,7 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 
 from warpsim.device import gpu_available, resolve_placement
+from warpsim.errors import InvalidValueError, WarpsimError
 from warpsim.registry import make
 from warpsim.train import ppo
 from warpsim.train.checkpoint import signature
@@ -29,7 +30,7 @@ UPDATE_STATS = ("ratio_deviation", "clip_fraction", "approx_kl", "policy_loss", 
 """Columns of ``Trainer.update_stats``, one row per minibatch of the last update."""
 
 
-class TrainingDiverged(RuntimeError):
+class TrainingDiverged(WarpsimError, RuntimeError):
     """The loss became NaN or infinite."""
 
 
@@ -52,7 +53,7 @@ class Trainer:
         for role in self.roles:
             samples = config.rollout_steps * config.num_envs * role.count
             if samples < config.minibatches:
-                raise ValueError(f"a rollout holds {samples} samples of role {role.name!r} (rollout_steps x "
+                raise InvalidValueError(f"a rollout holds {samples} samples of role {role.name!r} (rollout_steps x "
                                  f"num_envs x its {role.count} agents), too few for minibatches="
                                  f"{config.minibatches}; raise rollout_steps or num_envs, or lower minibatches")
         self.inputs = ObservationStack(self.env, config.stack_observations)
@@ -220,7 +221,7 @@ class Trainer:
     def load_state_dict(self, checkpoint: dict) -> None:
         """Continues from ``state_dict()``'s result, written by as many ranks as there are now."""
         if checkpoint["world_size"] != self.world.size:
-            raise ValueError(f"checkpoint {checkpoint.get('path')} was written by {checkpoint['world_size']} "
+            raise InvalidValueError(f"checkpoint {checkpoint.get('path')} was written by {checkpoint['world_size']} "
                              f"process(es); resume it with as many (now {self.world.size})")
         self.policies.load_state_dict(checkpoint["policies"])
         self.optimizer.load_state_dict(checkpoint["optimizer"])
@@ -244,6 +245,6 @@ def resolve_precision(precision: str, device: torch.device) -> str:
     if precision == "auto":
         return "bf16" if device.type == "cuda" else "fp32"
     if precision == "fp16" and device.type != "cuda":
-        raise ValueError(f"precision='fp16' needs a CUDA device (the environments run on {device}); "
+        raise InvalidValueError(f"precision='fp16' needs a CUDA device (the environments run on {device}); "
                          f"use fp32 or bf16")
     return precision
