@@ -283,3 +283,14 @@ def test_near_ties_are_named_and_allowed_only_when_asked(monkeypatch, tmp_path):
     assert allowed.consistent and allowed.steps == 3
     assert [tie.step for tie in allowed.near_ties][:1] == [1] and all(t.array == "rewards" for t in allowed.near_ties)
     assert "\n  allowed rewards[" in str(allowed)
+
+
+@pytest.mark.parametrize("env_id, params", [
+    ("tag_continuous", dict(num_taggers=3, num_runners=9, use_full_observation=False, num_other_agents_observed=4,
+                            episode_length=6, tagging_distance=0.15)),
+    ("tag_gridworld", dict(num_taggers=3, grid_length=3, episode_length=6)),
+    ("beacon", dict(num_agents=3, episode_length=4)),
+])
+def test_shipped_environments_agree_bit_for_bit(env_id, params):
+    report = check(env_id, num_envs=2, steps=12, rtol=0.0, atol=0.0, **params)
+    assert report.consistent, str(report)
