@@ -124,6 +124,18 @@ class Environment:
     params: Any
     """The ``Params`` instance the environments were made with."""
 
+    BUFFERS: ClassVar[tuple[str, ...]] = ("observations", "actions", "rewards", "done")
+    """Tensors the kernels hold views of: bound once, then only written into."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # A new tensor would silently disconnect the caller from the kernels, which keep the old one.
+        if name in self.BUFFERS and name in self.__dict__:
+            how = ("write into it in place, env.actions.copy_(new_actions), or pass env.step(actions)"
+                   if name == "actions" else f"read it, or write into it in place with env.{name}.copy_(...)")
+            raise AttributeError(f"cannot rebind env.{name}: the kernels keep reading and writing the tensor "
+                                 f"allocated with the environment; {how}")
+        object.__setattr__(self, name, value)
+
     def __init__(self, num_envs: int, params: Any = None, *, backend: str = "auto",
                  device: str | int | None = None, seed: int = 0, checked: bool = True):
         if params is None:
