@@ -24,7 +24,7 @@ class WarningOnLaunch:
         self.category, self.message, self.launched = category, message, []
 
     def __getitem__(self, configuration):
-        warnings.warn(self.category(self.message))
+        warnings.warn(self.category(self.message), stacklevel=2)
         return lambda *args: self.launched.append(args)
 
 

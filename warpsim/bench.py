@@ -57,6 +57,10 @@ class BenchConfig:
     name: str | None = None
     """The named config (or sweep) this is, recorded with the result; None for a custom one."""
 
+    def __post_init__(self):
+        if not isinstance(self.num_envs, int) or isinstance(self.num_envs, bool) or self.num_envs < 1:
+            raise InvalidValueError(f"num_envs={self.num_envs!r} is not allowed; give an integer >= 1")
+
 
 _PARTIAL_K10 = dict(use_full_observation=False, num_other_agents_observed=10)
 _TRAINING_RULES = dict(grid_length=20.0, episode_length=500, min_acceleration=-0.1, max_acceleration=0.1,

@@ -60,7 +60,8 @@ def make(env: str | type[Environment], num_envs: int = 1, **kwargs: Any) -> Envi
 
 
 def parse_env_settings(env_id: str | type[Environment], settings: list[str]) -> dict:
-    """``NAME=VALUE`` pairs into parameters; values are Python literals (10, 0.5, False)."""
+    """``NAME=VALUE`` pairs into parameters; values are Python literals (10, 0.5, False), and
+    true/false in any case are booleans."""
     fields = {f.name for f in dataclasses.fields(env_class(env_id).Params)}
     params = {}
     for setting in settings:
@@ -68,9 +69,12 @@ def parse_env_settings(env_id: str | type[Environment], settings: list[str]) -> 
         if not sep or name not in fields:
             raise InvalidValueError(
                 f"--set {setting!r}: expected NAME=VALUE with NAME one of {', '.join(sorted(fields))}")
+        if text.strip().lower() in ("true", "false"):
+            params[name] = text.strip().lower() == "true"
+            continue
         try:
             params[name] = ast.literal_eval(text)
         except (ValueError, SyntaxError):
             raise InvalidValueError(
-                f"--set {setting!r}: {text!r} is not a number, True/False or a quoted string") from None
+                f"--set {setting!r}: {text!r} is not a number, true/false or a quoted string") from None
     return params
