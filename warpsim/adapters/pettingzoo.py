@@ -40,7 +40,7 @@ import warpsim
 from warpsim.environment import EnvSpec, Environment, Frame
 from warpsim.errors import InvalidTypeError, InvalidValueError
 from warpsim.kernels.random import seed_to_uint64
-from warpsim.train.render import ROLE_COLOURS
+from warpsim.train.render import agent_colours, role_colours
 
 try:
     from gymnasium import spaces
@@ -270,11 +270,11 @@ class _FrameCanvas:
         self.axes.set_aspect("equal")
         self.axes.set_xticks([])
         self.axes.set_yticks([])
-        for role, name in enumerate(env.spec.role_names):
+        for role, (name, colour) in enumerate(zip(env.spec.role_names, role_colours(env.spec.role_names))):
             if (roles == role).any():
-                self.axes.scatter([], [], c=ROLE_COLOURS[role % len(ROLE_COLOURS)], label=name, s=25)
+                self.axes.scatter([], [], c=colour, label=name, s=25)
         self.axes.legend(loc="upper right", fontsize=7)
-        colours = [ROLE_COLOURS[role % len(ROLE_COLOURS)] for role in roles]
+        colours = agent_colours(env.spec)
         self.points = self.axes.scatter(np.zeros(len(roles)), np.zeros(len(roles)), c=colours, s=25)
         self.title = self.axes.set_title("", fontsize=8)
         self.name = env.name or type(env).__name__
