@@ -39,6 +39,7 @@ import torch
 import warpsim
 from warpsim.environment import EnvSpec, Environment, Frame
 from warpsim.errors import InvalidTypeError, InvalidValueError
+from warpsim.extras import install_hint
 from warpsim.kernels.random import seed_to_uint64
 from warpsim.train.render import agent_colours, role_colours
 
@@ -46,7 +47,7 @@ try:
     from gymnasium import spaces
     from pettingzoo import ParallelEnv
 except ImportError as error:
-    raise ImportError("the PettingZoo adapter needs pettingzoo: pip install 'warpsim[pettingzoo]'") from error
+    raise ImportError(f"the PettingZoo adapter needs pettingzoo: {install_hint('pettingzoo')}") from error
 
 __all__ = ["WarpsimParallelEnv", "agent_names", "parallel_env", "parallel_envs"]
 
@@ -262,7 +263,7 @@ class _FrameCanvas:
             from matplotlib.backends.backend_agg import FigureCanvasAgg
             from matplotlib.figure import Figure
         except ImportError:
-            raise RuntimeError("rendering needs matplotlib: pip install 'warpsim[plots]'") from None
+            raise RuntimeError(f"rendering needs matplotlib: {install_hint('plots')}") from None
         roles = np.array(env.spec.agent_roles)
         figure = Figure(figsize=(RENDER_INCHES, RENDER_INCHES), dpi=RENDER_DPI)
         self.canvas = FigureCanvasAgg(figure)

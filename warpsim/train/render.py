@@ -8,6 +8,7 @@ import numpy as np
 
 from warpsim.environment import EnvSpec, Environment, Frame
 from warpsim.errors import InvalidValueError, UnavailableError
+from warpsim.extras import install_hint
 from warpsim.train.evaluate import Player
 
 ROLE_COLOURS = {"tagger": "tab:red", "runner": "tab:blue"}
@@ -49,7 +50,7 @@ def write_gif(frames: list[Frame], env: Environment, path: Path | str, fps: int 
         from matplotlib import pyplot
         from matplotlib.animation import FuncAnimation, PillowWriter
     except ImportError:
-        raise UnavailableError("rendering needs matplotlib: pip install 'warpsim[plots]'") from None
+        raise UnavailableError(f"rendering needs matplotlib: {install_hint('plots')}") from None
     path = Path(path)
     if path.suffix.lower() != ".gif":
         raise InvalidValueError(f"output {path} must end in .gif")
