@@ -65,7 +65,8 @@ def _add_bench(parser: argparse.ArgumentParser) -> None:
                         help="a named config or sweep of docs/benchmarks.md (other options override a config)")
     parser.add_argument("--values", type=_integer_list, metavar="V1,V2,...",
                         help="the points of a sweep instead of its own, e.g. --values 1,4,16")
-    parser.add_argument("--env", help=f"environment id (registered: {', '.join(registered())})")
+    parser.add_argument("--env", help=f"environment id (registered: {', '.join(registered())}) "
+                                      f"or package.module:Class")
     parser.add_argument("--num-envs", type=int, help="environments stepped together (E)")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="an environment parameter, e.g. --set num_runners=100 (repeatable)")
@@ -158,7 +159,8 @@ def _integer_list(text: str) -> list[int]:
 
 
 def _add_check(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("env", help=f"environment id (registered: {', '.join(registered())})")
+    parser.add_argument("env", help=f"environment id (registered: {', '.join(registered())}) "
+                                    f"or package.module:Class")
     parser.add_argument("--num-envs", type=int, default=2, help="environments stepped together (E, default 2)")
     parser.add_argument("--steps", type=int, default=64,
                         help="random steps after the reset (default 64); enough for several episodes")

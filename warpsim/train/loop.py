@@ -22,7 +22,7 @@ from warpsim.train.trainer import Trainer, TrainingDiverged
 
 def default_run_dir(config: TrainConfig) -> Path:
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    return Path("runs") / f"{config.env}-{stamp}"
+    return Path("runs") / f"{config.env.replace(':', '.')}-{stamp}"  # package.module:Class too
 
 
 def train(config: TrainConfig | None, run_dir: Path | str | None = None, *, resume: bool = False,
