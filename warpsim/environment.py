@@ -59,7 +59,11 @@ class EnvSpec:
     ``role_names``; agents of one role share a policy in the trainer.
     ``counters`` names int32[E] state arrays that count events (tags, goals, ...)
     since the environment was made, across resets: the trainer and ``warpsim
-    evaluate`` report how many happen per episode.
+    evaluate`` report how many happen per episode. ``observation_label`` and
+    ``distance_evaluations_per_step`` (optional) describe the step to benchmark records:
+    how agents observe (e.g. "full", "partial K=10") and the pairwise distances (dx, dy,
+    dx*dx + dy*dy) one environment step evaluates, for the floor; left None, records say
+    "unknown".
     """
 
     num_agents: int
@@ -69,6 +73,8 @@ class EnvSpec:
     role_names: tuple[str, ...]
     agent_roles: tuple[int, ...]
     counters: tuple[str, ...] = ()
+    observation_label: str | None = None
+    distance_evaluations_per_step: int | None = None
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,10 @@ class TagContinuous(Environment):
             role_names=("runner", "tagger"),
             agent_roles=tuple(TAGGER if i < p.num_taggers else RUNNER for i in range(p.num_agents)),
             counters=("tags",),
+            observation_label="full" if p.use_full_observation else f"partial K={p.num_other_agents_observed}",
+            # Partial: every agent measures all N for its K nearest; always: every runner its nearest tagger.
+            distance_evaluations_per_step=(0 if p.use_full_observation else p.num_agents ** 2)
+            + p.num_runners * p.num_taggers,
         )
 
     def setup(self) -> None:

@@ -37,6 +37,8 @@ class TagGridworld(Environment):
             role_names=("tagger", "runner"),
             agent_roles=tuple(TAGGER if i < p.num_taggers else RUNNER for i in range(p.num_agents)),
             counters=("tags",),
+            observation_label="full" if p.use_full_observation else "partial",
+            distance_evaluations_per_step=0,  # cells are compared as integers
         )
 
     def setup(self) -> None:
