@@ -7,10 +7,16 @@
 # present) also gets the 'cuda' extra: the CUDA compiler libraries Numba needs, and CuPy.
 set -euo pipefail
 cd "$(dirname "$0")"
+step() { echo "[$1/3] $2"; }
+
+step 1 "creating the virtual environment .venv"
 python3 -m venv .venv
 pip=(.venv/bin/python -m pip --disable-pip-version-check -q)
-if ! .venv/bin/python -c "import torch" 2>/dev/null; then
-  "${pip[@]}" install --no-index --no-deps "torch>=2.1" 2>/dev/null || true
+if .venv/bin/python -c "import torch" 2>/dev/null; then
+  step 2 "torch is already in .venv"
+else
+  step 2 "looking for a torch build already on this machine"
+  "${pip[@]}" install --no-index --no-deps "torch>=2.1" 2>/dev/null || echo "      none found: pip will download torch next"
 fi
 extras=("$@")
 if command -v nvidia-smi >/dev/null 2>&1; then
@@ -20,5 +26,6 @@ spec="."
 if [ ${#extras[@]} -gt 0 ]; then
   spec=".[$(IFS=,; echo "${extras[*]}")]"
 fi
+step 3 "installing warpsim${extras[*]:+ with ${extras[*]}} and its dependencies: about a minute, longer if torch is downloaded"
 "${pip[@]}" install -e "$spec"
-echo "warpsim is installed in $(pwd)/.venv"
+echo "warpsim is installed in $(pwd)/.venv (${SECONDS} s)"

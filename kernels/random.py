@@ -1,8 +1,10 @@
 """Counter-based random numbers, bit-identical on the GPU and in NumPy.
 
-A draw is a pure function of ``(seed, stream, counter, lane)``: ``stream`` is the
-environment's index (one stream per environment), ``counter`` its episode number and
-``lane`` tells apart the draws of one reset (agent and coordinate). Nothing is stored
+A draw is a pure function of ``(seed, stream, counter, lane)``, each below 2**32:
+``stream`` is the environment's index (one stream per environment), ``counter`` its
+episode number and ``lane`` tells apart the draws of one episode (agent and coordinate
+at the reset; draws during a step take lanes after the reset's, numbered by step, agent
+and draw: docs/custom_envs.md, "Random numbers during a step"). Nothing is stored
 between draws, so a masked reset of some environments never disturbs the others, and
 the NumPy reference reproduces the kernels' starts exactly.
 

@@ -1,5 +1,6 @@
 """The sim-tier benchmark harness: its record, its JSON file, its sweeps, its floor and its command line."""
 
+import dataclasses
 import json
 import math
 
@@ -9,6 +10,7 @@ import pytest
 from warpsim import EnvSpec, Environment, StateArray, bench, floor, make
 from warpsim.cli import main
 from warpsim.envs.tag_continuous.params import TagContinuousParams
+from warpsim.envs.template import Beacon
 from warpsim.envs.template.params import BeaconParams
 from warpsim.sweeps import NAMED_SWEEPS, run_sweep
 
@@ -199,7 +201,45 @@ def test_bytes_per_env_step_by_hand():
     # read + write x (4 x 4 B), flag (4 x 1 B), clock (4 B); read actions (4 x 2 x 4 B);
     # write observations (4 x 3 x 4 B), rewards (4 x 4 B), done (1 B); kind, table and episode not counted.
     assert floor.bytes_per_env_step(env) == 2 * (16 + 4 + 4) + 32 + 48 + 16 + 1 == 145
-    assert floor.distance_evaluations_per_env_step(env) == 0
+    assert floor.distance_evaluations_per_env_step(env) is None  # not declared: unknown, not 0
+
+
+class NearestWalkers(Beacon):
+    """A custom environment whose agents would observe their K nearest: it declares nothing."""
+
+    name = "nearest_walkers"
+
+    def describe(self):
+        spec = super().describe()
+        return EnvSpec(spec.num_agents, spec.observation_size, spec.action_levels, spec.state, spec.role_names,
+                       spec.agent_roles)
+
+
+class DeclaringWalkers(Beacon):
+    name = "declaring_walkers"
+
+    def describe(self):
+        n = self.params.num_agents
+        return dataclasses.replace(super().describe(), observation_label="partial K=2",
+                                   distance_evaluations_per_step=n * n)
+
+
+def test_a_custom_environment_that_declares_nothing_is_recorded_as_unknown():
+    record = bench.run_sim(bench.BenchConfig(NearestWalkers, 2, dict(num_agents=3)), backend="numpy", steps=1,
+                           repeats=1, warmup_steps=1)
+    assert record["observation"] == "unknown"
+    assert record["floor"]["distance_evaluations_per_env_step"] == "unknown"
+    assert record["floor"]["flops_per_env_step"] == "unknown"
+    assert record["floor"]["compute_floor_seconds_per_env_step"] == "unknown"
+    assert record["floor"]["floor_seconds_per_env_step"] == record["floor"]["memory_floor_seconds_per_env_step"]
+
+
+def test_a_custom_environment_declares_its_observation_and_pairwise_work():
+    record = bench.run_sim(bench.BenchConfig(DeclaringWalkers, 2, dict(num_agents=3)), backend="numpy", steps=1,
+                           repeats=1, warmup_steps=1)
+    assert record["observation"] == "partial K=2"
+    assert record["floor"]["distance_evaluations_per_env_step"] == 9
+    assert record["floor"]["flops_per_env_step"] == 45
 
 
 @pytest.mark.parametrize("full, distances", [(False, 8 * 8 + 6 * 2), (True, 6 * 2)])
@@ -217,7 +257,7 @@ def test_floor_fields_from_given_device_figures(monkeypatch):
     monkeypatch.setattr(floor, "measure_device", lambda device: measured)
     fields = floor.floor_fields(Ledger(2, backend="numpy"), env_steps_per_second=1e8)
     assert fields["memory_floor_seconds_per_env_step"] == pytest.approx(145 / 100e9)
-    assert fields["compute_floor_seconds_per_env_step"] == 0
+    assert fields["compute_floor_seconds_per_env_step"] == "unknown"
     assert fields["run_seconds_per_env_step"] == pytest.approx(1e-8)
     assert fields["fraction_of_floor"] == pytest.approx(1.45e-9 / 1e-8)
     tag = make("tag_continuous", 2, backend="numpy", num_taggers=2, num_runners=6, use_full_observation=False,

@@ -64,3 +64,22 @@ def test_reset_with_a_mask_starts_only_those_environments_anew():
     assert env.state.episode.tolist() == [1, 2, 1]
     with pytest.raises(ValueError, match=r"reset mask has shape \(2,\).*expected bool\[3\]"):
         env.reset(torch.tensor([True, False]))
+
+
+@pytest.mark.parametrize("name", SHARED)
+def test_the_shared_buffers_cannot_be_rebound(name):
+    # Rebinding would leave the kernels on the old buffer while the caller writes a new one.
+    env = warpsim.make("tag_continuous", 1, backend="numpy", num_runners=2)
+    buffer = getattr(env, name)
+    with pytest.raises(AttributeError, match=rf"cannot rebind env\.{name}.*copy_"):
+        setattr(env, name, torch.full_like(buffer, 1))
+    assert getattr(env, name) is buffer
+
+
+def test_actions_are_written_in_place_or_passed_to_step():
+    env = warpsim.make("tag_continuous", 1, backend="numpy", num_runners=2)
+    with pytest.raises(AttributeError, match=r"env\.actions\.copy_\(.*env\.step\(actions\)"):
+        env.actions = torch.full(env.actions.shape, 1)
+    env.actions.copy_(torch.full(env.actions.shape, 9))
+    env.step()
+    assert (env.state.speed > 0).all()

@@ -140,3 +140,23 @@ def test_a_marker_away_from_its_block_is_refused():
     stray = "<!-- skip: needs a GPU -->\nSome prose.\n\n```python\npass\n```\n"
     with pytest.raises(ValueError, match="stray.md line 2: a <!-- skip: ... --> comment must come right before"):
         parse_blocks(stray, "stray.md")
+
+
+# ----- what custom-environment authors asked for is on the tutorial's page -----------------
+@pytest.mark.parametrize("topic, needed", [
+    ("where an environment lives", ["### Where your environment lives", "warpsim.envs.template",
+                                    "from predprey import kernels, reference"]),
+    ("state dtypes", ["STATE_DTYPES =="]),
+    ("registering twice", ["is refused", 'if "beacon_v2" not in warpsim.registered():']),
+    ("command line", ["## 9. Use it from the command line", "package.module:Class",
+                      '[project.entry-points."warpsim.envs"]']),
+    ("Frame fields", ["| `positions` | float[N, 2] |", "| `active` | bool[N] |", "| `extent` | float |",
+                      "| `time` | int |"]),
+    ("random draws in a step", ["## 10. Random numbers during a step", "below 2**32", "np.uint64"]),
+    ("bench declarations", ["observation_label", "distance_evaluations_per_step", '"unknown"']),
+    ("Python numbers in launches", ["refuses a Python float or int"]),
+])
+def test_the_custom_environment_tutorial_covers(topic, needed):
+    page = (REPO / "docs" / "custom_envs.md").read_text()
+    missing = [text for text in needed if text not in page]
+    assert not missing, f"docs/custom_envs.md does not cover {topic}: {missing}"

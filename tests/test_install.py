@@ -30,3 +30,18 @@ def test_wheel_installs_the_mapped_packages(tmp_path):
     location, name = done.stdout.split()
     assert Path(location).is_relative_to(target)
     assert name == "tag_continuous"
+
+
+def test_numpy_is_pinned_below_the_release_numba_cuda_cannot_compile_with():
+    # numba-cuda 0.30.4 calls np.row_stack, which NumPy 2.5 removed; numba itself admits numpy<2.6.
+    import configparser
+
+    from packaging.requirements import Requirement
+
+    setup = configparser.ConfigParser()
+    setup.read(REPO / "setup.cfg")
+    requirements = [Requirement(line) for line in setup["options"]["install_requires"].splitlines()
+                    if line.strip() and not line.strip().startswith("#")]
+    (numpy,) = [r for r in requirements if r.name == "numpy"]
+    assert "2.4.6" in numpy.specifier and "1.26.4" in numpy.specifier
+    assert "2.5.0" not in numpy.specifier and "2.5.2" not in numpy.specifier

@@ -2,6 +2,7 @@
 
 import dataclasses
 import importlib
+import re
 import sys
 
 import pytest
@@ -13,6 +14,7 @@ from torchrl.envs.utils import check_env_specs, step_mdp  # noqa: E402
 
 import warpsim  # noqa: E402
 from warpsim.adapters.torchrl import TorchRLEnv  # noqa: E402
+from warpsim.extras import install_hint  # noqa: E402
 
 EPISODE_LENGTH = 5
 SMALL = {
@@ -140,7 +142,7 @@ def test_missing_torchrl_is_a_clear_import_error(monkeypatch):
     for name in [name for name in sys.modules if name.split(".")[0] == "torchrl"]:
         monkeypatch.setitem(sys.modules, name, None)  # None: "import torchrl..." fails
     monkeypatch.delitem(sys.modules, "warpsim.adapters.torchrl")
-    with pytest.raises(ImportError, match=r"pip install 'warpsim\[torchrl\]'"):
+    with pytest.raises(ImportError, match=re.escape(f"the TorchRL adapter needs torchrl: {install_hint('torchrl')}")):
         importlib.import_module("warpsim.adapters.torchrl")
 
 

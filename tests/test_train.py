@@ -135,7 +135,7 @@ def test_evaluate_and_render_a_trained_checkpoint(tmp_path, capsys):
     assert main(["train", "--config", "grid-small", "--iterations", "2", "--num-envs", "4", "--rollout-steps", "8",
                  "--set", "episode_length=5", "--run-dir", str(tmp_path / "run"), "--backend", "numpy"]) == 0
     progress = capsys.readouterr().err
-    assert "2/2" in progress and "steps/s" in progress and "return tagger" in progress
+    assert "2/2" in progress and "steps/s" in progress and "return runner" in progress and "tagger" in progress
     assert main(["evaluate", str(tmp_path / "run"), "--episodes", "20", "--num-envs", "8", "--random", "runner",
                  "--compare-random", "--backend", "numpy"]) == 0
     out = capsys.readouterr().out

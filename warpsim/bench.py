@@ -34,7 +34,7 @@ import torch
 from warpsim.device import THREADS_PER_BLOCK, device_name, resolve_placement, simulator_enabled
 from warpsim.environment import Environment
 from warpsim.errors import InvalidValueError
-from warpsim.floor import floor_fields
+from warpsim.floor import UNKNOWN, floor_fields
 from warpsim.registry import make
 
 Progress = Callable[[str], None]
@@ -56,6 +56,10 @@ class BenchConfig:
     params: dict = field(default_factory=dict)
     name: str | None = None
     """The named config (or sweep) this is, recorded with the result; None for a custom one."""
+
+    def __post_init__(self):
+        if not isinstance(self.num_envs, int) or isinstance(self.num_envs, bool) or self.num_envs < 1:
+            raise InvalidValueError(f"num_envs={self.num_envs!r} is not allowed; give an integer >= 1")
 
 
 _PARTIAL_K10 = dict(use_full_observation=False, num_other_agents_observed=10)
@@ -179,10 +183,6 @@ def make_record(config: BenchConfig, env: Environment, rates: list[float], start
                 repeats: int, warmup_steps: int, max_seconds: float, tier: str = "sim",
                 precision: str = "fp32") -> dict:
     params = env.params
-    observation = "full"
-    if getattr(params, "use_full_observation", True) is False:
-        observed = getattr(params, "num_other_agents_observed", None)
-        observation = "partial" if observed is None else f"partial K={observed}"
     mapping = (f"one thread per agent, {THREADS_PER_BLOCK} threads per block"
                if env.backend == "cuda" else "NumPy, vectorised over environments and agents")
     env_rates = _spread(rates)
@@ -198,7 +198,7 @@ def make_record(config: BenchConfig, env: Environment, rates: list[float], start
         "requested_num_envs": config.num_envs,
         "num_envs": env.num_envs,
         "num_agents": env.num_agents,
-        "observation": observation,
+        "observation": env.spec.observation_label or UNKNOWN,
         "thread_mapping": mapping,
         "params": dataclasses.asdict(params),
         "versions": _versions(),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -39,13 +40,14 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     _add_bench(commands.add_parser(
         "bench", help="time the sim tier (steps/s) of an environment",
-        description=bench.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter))
+        description=plain_text(bench.__doc__), formatter_class=argparse.RawDescriptionHelpFormatter))
     _add_check(commands.add_parser(
         "check", help="step the kernels and the NumPy reference side by side and compare them",
-        description=sys.modules[check.__module__].__doc__, formatter_class=argparse.RawDescriptionHelpFormatter))
+        description=plain_text(sys.modules[check.__module__].__doc__),
+        formatter_class=argparse.RawDescriptionHelpFormatter))
     train_commands.add_train(commands.add_parser(
         "train", help="train one policy per agent role with PPO",
-        description=train_loop.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter))
+        description=plain_text(train_loop.__doc__), formatter_class=argparse.RawDescriptionHelpFormatter))
     train_commands.add_evaluate(commands.add_parser(
         "evaluate", help="play a checkpoint for some episodes and report returns and counters (e.g. tags)"))
     train_commands.add_render(commands.add_parser(
@@ -53,12 +55,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def plain_text(docstring: str | None) -> str:
+    """A docstring as --help shows it: Sphinx roles (:mod:`x`) and literals (``x``) become x."""
+    return re.sub(r"``(.*?)``", r"\1", re.sub(r":[a-z]+:`([^`]*)`", r"\1", docstring or ""), flags=re.DOTALL)
+
+
 def _add_bench(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", choices=sorted(bench.NAMED_CONFIGS) + sorted(NAMED_SWEEPS),
                         help="a named config or sweep of docs/benchmarks.md (other options override a config)")
     parser.add_argument("--values", type=_integer_list, metavar="V1,V2,...",
                         help="the points of a sweep instead of its own, e.g. --values 1,4,16")
-    parser.add_argument("--env", help=f"environment id (registered: {', '.join(registered())})")
+    parser.add_argument("--env", help=f"environment id (registered: {', '.join(registered())}) "
+                                      f"or package.module:Class")
     parser.add_argument("--num-envs", type=int, help="environments stepped together (E)")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="an environment parameter, e.g. --set num_runners=100 (repeatable)")
@@ -80,7 +88,7 @@ def _add_bench(parser: argparse.ArgumentParser) -> None:
                         help="scale E down until the warm-up and timed steps of a run (a sweep point) fit in "
                              f"this time (default {bench.DEFAULT_MAX_SECONDS['numpy']:g} on numpy, "
                              "no limit on cuda; inf: no limit)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="seeds the starts and the random actions (default 0)")
     parser.add_argument("--results-dir", type=Path, default=bench.RESULTS_DIR,
                         help="where <device>.json is appended (default benchmarks/results)")
     parser.add_argument("--no-save", action="store_true", help="print only; write no JSON")
@@ -138,7 +146,7 @@ def _bench_config(args) -> bench.BenchConfig:
     env_id = args.env or (named.env if named else "tag_continuous")
     params = dict(named.params) if named and env_id == named.env else {}
     params.update(parse_env_settings(env_id, args.set))
-    num_envs = args.num_envs or (named.num_envs if named else 64)
+    num_envs = args.num_envs if args.num_envs is not None else (named.num_envs if named else 64)
     name = named.name if named and env_id == named.env and params == named.params else None
     return bench.BenchConfig(env_id, num_envs, params, name)
 
@@ -151,7 +159,8 @@ def _integer_list(text: str) -> list[int]:
 
 
 def _add_check(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("env", help=f"environment id (registered: {', '.join(registered())})")
+    parser.add_argument("env", help=f"environment id (registered: {', '.join(registered())}) "
+                                    f"or package.module:Class")
     parser.add_argument("--num-envs", type=int, default=2, help="environments stepped together (E, default 2)")
     parser.add_argument("--steps", type=int, default=None,
                         help="random steps after the reset (default: three episodes, 3 x the environment's "

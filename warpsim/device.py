@@ -10,15 +10,18 @@ without a GPU.
 
 from __future__ import annotations
 
+import inspect
 import os
+import warnings
 from dataclasses import dataclass
+from typing import Any
 
 import numba
 import numpy as np
 import torch
 from numba import cuda
 
-from warpsim.errors import InvalidValueError, UnavailableError
+from warpsim.errors import InvalidTypeError, InvalidValueError, UnavailableError
 
 BACKENDS = ("auto", "cuda", "numpy")
 THREADS_PER_BLOCK = 128
@@ -26,6 +29,9 @@ THREADS_PER_BLOCK = 128
 share a block when N is small; an environment spans blocks when N is large."""
 SIMULATOR_THREADS_PER_BLOCK = 8
 """The simulator runs one Python thread per CUDA thread, idle ones included: small blocks."""
+LOW_OCCUPANCY_WARNING = r".*Grid size \d+ will likely result in GPU under-utilization"
+"""Numba's NumbaPerformanceWarning for grids under 128 blocks: a small batch is the user's choice
+here, and the warning breaks tools that turn warnings into errors (PettingZoo's API test)."""
 
 
 def simulator_enabled() -> bool:
@@ -94,13 +100,15 @@ def device_pointer(view) -> int:
 class Launcher:
     """Launches one-thread-per-item kernels on torch's current stream.
 
-    Numba stream objects are cached per torch stream, so a launch does not wrap
-    anything anew.
+    Numba stream objects and launch configurations are cached, so a launch does not wrap
+    anything anew. Python numbers are refused as kernel arguments (see
+    :func:`refuse_python_numbers`).
     """
 
     def __init__(self, placement: Placement):
         self._placement = placement
         self._streams: dict[int, object] = {}
+        self._configured: dict[tuple[Any, int, int], Any] = {}
         self.threads_per_block = SIMULATOR_THREADS_PER_BLOCK if simulator_enabled() else THREADS_PER_BLOCK
 
     def stream(self):
@@ -112,8 +120,41 @@ class Launcher:
         return self._streams[handle]
 
     def __call__(self, kernel, num_items: int, *args) -> None:
+        refuse_python_numbers(kernel, args)
         blocks = (num_items + self.threads_per_block - 1) // self.threads_per_block
-        kernel[blocks, self.threads_per_block, self.stream()](*args)
+        stream = self.stream()
+        key = (kernel, blocks, id(stream))
+        configured = self._configured.get(key)
+        if configured is None:
+            with warnings.catch_warnings():
+                # Only here: the warning is raised when a launch is configured, and stays on elsewhere.
+                warnings.filterwarnings("ignore", message=LOW_OCCUPANCY_WARNING)
+                configured = kernel[blocks, self.threads_per_block, stream]
+            self._configured[key] = configured
+        configured(*args)
+
+
+def refuse_python_numbers(kernel, args: tuple) -> None:
+    """Refuses a Python float or int among a kernel's arguments.
+
+    On a GPU Numba types a Python float as float64 and an int as int64, so the kernel
+    computes in double precision (or mixes int64 with uint64 into float64), while the
+    simulator computes with NumPy's float32 rules: the two would disagree. NumPy scalars
+    (np.float32, np.int32, ...) and bools are launched as they are.
+    """
+    for position, value in enumerate(args):
+        if isinstance(value, (int, float)) and not isinstance(value, (bool, np.generic)):
+            function = getattr(kernel, "py_func", None) or getattr(kernel, "fn", kernel)
+            name = getattr(function, "__name__", repr(kernel))
+            try:
+                parameter = f" ({list(inspect.signature(function).parameters)[position]})"
+            except (TypeError, ValueError, IndexError):
+                parameter = ""
+            wrap = "np.float32" if isinstance(value, float) else "np.int32"
+            raise InvalidTypeError(
+                f"kernel {name}: argument {position + 1}{parameter} is the Python {type(value).__name__} "
+                f"{value!r}, which a GPU compiles as {'float64' if isinstance(value, float) else 'int64'} "
+                f"(the simulator does not); pass a NumPy scalar of the kernel's type, e.g. {wrap}({value!r})")
 
 
 def available_bytes(placement: Placement) -> int:

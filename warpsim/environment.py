@@ -63,6 +63,10 @@ class EnvSpec:
     arrays, ``"observations"``, ``"rewards"``, ``"done"``) in the order a step computes
     them: ``warpsim check`` lists the arrays that differ at a step in this order, so the
     first one named points at the cause (unnamed arrays follow in declaration order).
+    ``observation_label`` and ``distance_evaluations_per_step`` (optional) describe the
+    step to benchmark records: how agents observe (e.g. "full", "partial K=10") and the
+    pairwise distances (dx, dy, dx*dx + dy*dy) one environment step evaluates, for the
+    floor; left None, records say "unknown".
     """
 
     num_agents: int
@@ -73,6 +77,8 @@ class EnvSpec:
     agent_roles: tuple[int, ...]
     counters: tuple[str, ...] = ()
     write_order: tuple[str, ...] = ()
+    observation_label: str | None = None
+    distance_evaluations_per_step: int | None = None
 
 
 @dataclass(frozen=True)
@@ -127,6 +133,18 @@ class Environment:
     Params: ClassVar[type]
     params: Any
     """The ``Params`` instance the environments were made with."""
+
+    BUFFERS: ClassVar[tuple[str, ...]] = ("observations", "actions", "rewards", "done")
+    """Tensors the kernels hold views of: bound once, then only written into."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # A new tensor would silently disconnect the caller from the kernels, which keep the old one.
+        if name in self.BUFFERS and name in self.__dict__:
+            how = ("write into it in place, env.actions.copy_(new_actions), or pass env.step(actions)"
+                   if name == "actions" else f"read it, or write into it in place with env.{name}.copy_(...)")
+            raise AttributeError(f"cannot rebind env.{name}: the kernels keep reading and writing the tensor "
+                                 f"allocated with the environment; {how}")
+        object.__setattr__(self, name, value)
 
     def __init__(self, num_envs: int, params: Any = None, *, backend: str = "auto",
                  device: str | int | None = None, seed: int = 0, checked: bool = True):

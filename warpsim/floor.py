@@ -16,10 +16,13 @@ What is counted (per environment step, i.e. one environment advanced by one step
 * arithmetic: brute-force distance evaluations, each ``dx = xj - xi``, ``dy = yj - yi``,
   ``dx * dx + dy * dy``: 5 FLOPs (two subtractions, two multiplications, one addition;
   a fused multiply-add counts as two, as in the matmul that measures the FP32 rate).
+  Each environment declares them (``EnvSpec.distance_evaluations_per_step``):
   tag_continuous with partial observations searches N x N pairs for the K nearest,
   and every runner searches the taggers for its nearest; environments with no
-  floating-point search (tag_gridworld compares integer cells) count none. This is
+  floating-point search (tag_gridworld compares integer cells) declare none. This is
   the brute-force search the kernels run; a spatial-grid search would need fewer.
+  An environment that declares nothing has an unknown compute floor: its record says
+  "unknown", and its floor is the memory floor alone (a lower bound).
 
 Measured, once per device and process (:func:`measure_device`):
 
@@ -45,6 +48,8 @@ COPY_BYTES = {"cuda": 1 << 30, "cpu": 1 << 28}
 """Size of the copied buffer: far beyond the last-level cache, so memory is what is timed."""
 MATMUL_SIZE = {"cuda": 8192, "cpu": 1024}
 REPEATS = 5
+UNKNOWN = "unknown"
+"""What a record says where the environment does not declare its pairwise work."""
 
 
 def bytes_per_env_step(env) -> int:
@@ -59,19 +64,15 @@ def _bytes_per_env(env, tensor: torch.Tensor) -> int:
     return tensor.numel() * tensor.element_size() // env.num_envs
 
 
-def distance_evaluations_per_env_step(env) -> int:
-    """Pairwise distances a brute-force neighbour search evaluates in one environment step."""
-    if env.name != "tag_continuous":
-        return 0
-    p = env.params
-    nearest_neighbours = 0 if p.use_full_observation else p.num_agents * p.num_agents
-    nearest_tagger = p.num_runners * p.num_taggers
-    return nearest_neighbours + nearest_tagger
+def distance_evaluations_per_env_step(env) -> int | None:
+    """Pairwise distances one environment step evaluates, as the environment declares them (None: unknown)."""
+    return env.spec.distance_evaluations_per_step
 
 
-def flops_per_env_step(env) -> int:
-    """FP32 operations of the neighbour search of one environment step."""
-    return FLOPS_PER_DISTANCE * distance_evaluations_per_env_step(env)
+def flops_per_env_step(env) -> int | None:
+    """FP32 operations of the neighbour search of one environment step (None: unknown)."""
+    distances = distance_evaluations_per_env_step(env)
+    return None if distances is None else FLOPS_PER_DISTANCE * distances
 
 
 @functools.lru_cache(maxsize=None)
@@ -166,16 +167,17 @@ def floor_fields(env, env_steps_per_second: float) -> dict:
     measured = measure_device(env.device)
     step_bytes, step_flops = bytes_per_env_step(env), flops_per_env_step(env)
     memory_seconds = step_bytes / (measured["copy_bandwidth_gb_per_s"] * 1e9)
-    compute_seconds = step_flops / (measured["fp32_gflop_per_s"] * 1e9)
-    floor_seconds = max(memory_seconds, compute_seconds)
+    compute_seconds = None if step_flops is None else step_flops / (measured["fp32_gflop_per_s"] * 1e9)
+    floor_seconds = memory_seconds if compute_seconds is None else max(memory_seconds, compute_seconds)
     run_seconds = 1 / env_steps_per_second
+    distances = distance_evaluations_per_env_step(env)
     return {
         "bytes_per_env_step": step_bytes,
-        "distance_evaluations_per_env_step": distance_evaluations_per_env_step(env),
-        "flops_per_env_step": step_flops,
+        "distance_evaluations_per_env_step": UNKNOWN if distances is None else distances,
+        "flops_per_env_step": UNKNOWN if step_flops is None else step_flops,
         **measured,
         "memory_floor_seconds_per_env_step": memory_seconds,
-        "compute_floor_seconds_per_env_step": compute_seconds,
+        "compute_floor_seconds_per_env_step": UNKNOWN if compute_seconds is None else compute_seconds,
         "floor_seconds_per_env_step": floor_seconds,
         "run_seconds_per_env_step": run_seconds,
         "fraction_of_floor": floor_seconds / run_seconds,

@@ -1,15 +1,26 @@
-"""Environment ids and ``make``: one registry for every backend."""
+"""Environment ids and ``make``: one registry for every backend.
+
+An environment is named by a registered id (``register``), by an id an installed
+package declares in the ``warpsim.envs`` entry-point group (``name = "package.module:Class"``,
+imported the first time the id is asked for), or by ``package.module:Class`` itself.
+"""
 
 from __future__ import annotations
 
 import ast
 import dataclasses
+import importlib
+import os
+import sys
+from importlib import metadata
 from typing import Any
 
 from warpsim.environment import Environment
-from warpsim.errors import InvalidTypeError, InvalidValueError
+from warpsim.errors import InvalidTypeError, InvalidValueError, UnavailableError
 
 RUNTIME_OPTIONS = ("backend", "device", "seed", "checked")
+ENTRY_POINT_GROUP = "warpsim.envs"
+"""Installed packages declare their environments here: id = "package.module:Class"."""
 _registry: dict[str, type[Environment]] = {}
 
 
@@ -27,19 +38,65 @@ def register(env_id: str, env_class: type[Environment]) -> None:
 
 
 def registered() -> tuple[str, ...]:
-    """The ids ``make`` accepts, sorted."""
-    return tuple(sorted(_registry))
+    """The ids ``make`` accepts, sorted: registered ones and those installed packages declare."""
+    return tuple(sorted(set(_registry) | set(_declared())))
 
 
 def env_class(env: str | type[Environment]) -> type[Environment]:
-    """The class behind an id (or the class itself)."""
+    """The class behind an id, a ``package.module:Class`` (or the class itself)."""
     if isinstance(env, str):
-        if env not in _registry:
-            raise InvalidValueError(f"unknown environment '{env}'; registered: {', '.join(registered())}")
+        if env in _registry:
+            return _registry[env]
+        if ":" in env:
+            return _import_class(env)
+        declared = _declared().get(env)
+        if declared is None:
+            raise InvalidValueError(f"unknown environment '{env}'; registered: {', '.join(registered())} "
+                                    f"(or give package.module:Class)")
+        _registry[env] = _load_declared(env, declared)
         return _registry[env]
     if isinstance(env, type) and issubclass(env, Environment):
         return env
     raise InvalidTypeError(f"make() takes an environment id or a warpsim.Environment subclass, got {env!r}")
+
+
+def _declared() -> dict[str, metadata.EntryPoint]:
+    """The ids installed packages declare, by id (nothing is imported)."""
+    return {entry.name: entry for entry in metadata.entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def _load_declared(env_id: str, entry: metadata.EntryPoint) -> type[Environment]:
+    distribution = getattr(getattr(entry, "dist", None), "name", None) or "an installed package"
+    where = f"environment '{env_id}' (declared by {distribution} as {entry.value})"
+    try:
+        loaded = entry.load()
+    except (ImportError, AttributeError) as error:
+        raise UnavailableError(f"{where} cannot be loaded: {error}") from error
+    if not (isinstance(loaded, type) and issubclass(loaded, Environment)):
+        raise InvalidTypeError(f"{where} is {loaded!r}, not a subclass of warpsim.Environment")
+    return loaded
+
+
+def _import_class(spec: str) -> type[Environment]:
+    """The class named by ``package.module:Class``; the module may sit in the current directory."""
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise InvalidValueError(f"environment {spec!r} is not an id nor package.module:Class; "
+                                f"give package.module:Class, e.g. mypackage.env:MyEnv")
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.append(os.getcwd())  # as `python -m` would: a module next to the user is found
+    try:
+        found: Any = importlib.import_module(module_name)
+    except ImportError as error:
+        raise InvalidValueError(f"cannot import {module_name} for environment {spec!r}: {error}; the module must "
+                                f"be installed, on PYTHONPATH or in the current directory") from error
+    for part in attribute.split("."):
+        if not hasattr(found, part):
+            raise InvalidValueError(f"environment {spec!r}: {module_name} has no attribute {attribute!r}")
+        found = getattr(found, part)
+    if not (isinstance(found, type) and issubclass(found, Environment)):
+        raise InvalidTypeError(f"environment {spec!r} is {found!r}, not a subclass of warpsim.Environment")
+    return found
 
 
 def make(env: str | type[Environment], num_envs: int = 1, **kwargs: Any) -> Environment:
@@ -60,7 +117,8 @@ def make(env: str | type[Environment], num_envs: int = 1, **kwargs: Any) -> Envi
 
 
 def parse_env_settings(env_id: str | type[Environment], settings: list[str]) -> dict:
-    """``NAME=VALUE`` pairs into parameters; values are Python literals (10, 0.5, False)."""
+    """``NAME=VALUE`` pairs into parameters; values are Python literals (10, 0.5, False), and
+    true/false in any case are booleans."""
     fields = {f.name for f in dataclasses.fields(env_class(env_id).Params)}
     params = {}
     for setting in settings:
@@ -68,9 +126,12 @@ def parse_env_settings(env_id: str | type[Environment], settings: list[str]) -> 
         if not sep or name not in fields:
             raise InvalidValueError(
                 f"--set {setting!r}: expected NAME=VALUE with NAME one of {', '.join(sorted(fields))}")
+        if text.strip().lower() in ("true", "false"):
+            params[name] = text.strip().lower() == "true"
+            continue
         try:
             params[name] = ast.literal_eval(text)
         except (ValueError, SyntaxError):
             raise InvalidValueError(
-                f"--set {setting!r}: {text!r} is not a number, True/False or a quoted string") from None
+                f"--set {setting!r}: {text!r} is not a number, true/false or a quoted string") from None
     return params

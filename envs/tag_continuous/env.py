@@ -46,6 +46,10 @@ class TagContinuous(Environment):
             counters=("tags",),
             write_order=("t", "acceleration", "direction", "speed", "loc_x", "loc_y", "observations", "rewards",
                          "still_in_game", "num_runners_left", "tags", "done", "episode"),
+            observation_label="full" if p.use_full_observation else f"partial K={p.num_other_agents_observed}",
+            # Partial: every agent measures all N for its K nearest; always: every runner its nearest tagger.
+            distance_evaluations_per_step=(0 if p.use_full_observation else p.num_agents ** 2)
+            + p.num_runners * p.num_taggers,
         )
 
     def setup(self) -> None:

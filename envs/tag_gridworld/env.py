@@ -38,6 +38,8 @@ class TagGridworld(Environment):
             agent_roles=tuple(TAGGER if i < p.num_taggers else RUNNER for i in range(p.num_agents)),
             counters=("tags",),
             write_order=("t", "loc_x", "loc_y", "done", "rewards", "tags", "observations", "episode"),
+            observation_label="full" if p.use_full_observation else "partial",
+            distance_evaluations_per_step=0,  # cells are compared as integers
         )
 
     def setup(self) -> None:

@@ -36,6 +36,8 @@ class Beacon(Environment):
             role_names=("walker",),
             agent_roles=(0,) * p.num_agents,
             write_order=("t", "done", "pos_x", "pos_y", "rewards", "observations", "episode"),
+            observation_label="beacon offset",
+            distance_evaluations_per_step=p.num_agents,  # each agent's distance to the beacon
         )
 
     def setup(self) -> None:

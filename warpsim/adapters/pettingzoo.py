@@ -39,14 +39,15 @@ import torch
 import warpsim
 from warpsim.environment import EnvSpec, Environment, Frame
 from warpsim.errors import InvalidTypeError, InvalidValueError
+from warpsim.extras import install_hint
 from warpsim.kernels.random import seed_to_uint64
-from warpsim.train.render import ROLE_COLOURS
+from warpsim.train.render import agent_colours, role_colours
 
 try:
     from gymnasium import spaces
     from pettingzoo import ParallelEnv
 except ImportError as error:
-    raise ImportError("the PettingZoo adapter needs pettingzoo: pip install 'warpsim[pettingzoo]'") from error
+    raise ImportError(f"the PettingZoo adapter needs pettingzoo: {install_hint('pettingzoo')}") from error
 
 __all__ = ["WarpsimParallelEnv", "agent_names", "parallel_env", "parallel_envs"]
 
@@ -262,7 +263,7 @@ class _FrameCanvas:
             from matplotlib.backends.backend_agg import FigureCanvasAgg
             from matplotlib.figure import Figure
         except ImportError:
-            raise RuntimeError("rendering needs matplotlib: pip install 'warpsim[plots]'") from None
+            raise RuntimeError(f"rendering needs matplotlib: {install_hint('plots')}") from None
         roles = np.array(env.spec.agent_roles)
         figure = Figure(figsize=(RENDER_INCHES, RENDER_INCHES), dpi=RENDER_DPI)
         self.canvas = FigureCanvasAgg(figure)
@@ -270,11 +271,11 @@ class _FrameCanvas:
         self.axes.set_aspect("equal")
         self.axes.set_xticks([])
         self.axes.set_yticks([])
-        for role, name in enumerate(env.spec.role_names):
+        for role, (name, colour) in enumerate(zip(env.spec.role_names, role_colours(env.spec.role_names))):
             if (roles == role).any():
-                self.axes.scatter([], [], c=ROLE_COLOURS[role % len(ROLE_COLOURS)], label=name, s=25)
+                self.axes.scatter([], [], c=colour, label=name, s=25)
         self.axes.legend(loc="upper right", fontsize=7)
-        colours = [ROLE_COLOURS[role % len(ROLE_COLOURS)] for role in roles]
+        colours = agent_colours(env.spec)
         self.points = self.axes.scatter(np.zeros(len(roles)), np.zeros(len(roles)), c=colours, s=25)
         self.title = self.axes.set_title("", fontsize=8)
         self.name = env.name or type(env).__name__

@@ -26,6 +26,7 @@ import torch
 
 from warpsim.environment import Environment
 from warpsim.errors import InvalidTypeError, InvalidValueError
+from warpsim.extras import install_hint
 from warpsim.kernels.random import seed_to_uint64
 from warpsim.train.policy import Role, roles_of
 
@@ -34,7 +35,7 @@ try:
     from torchrl.data import Categorical, Composite, MultiCategorical, Unbounded
     from torchrl.envs import EnvBase
 except ImportError as error:
-    raise ImportError("the TorchRL adapter needs torchrl: pip install 'warpsim[torchrl]'") from error
+    raise ImportError(f"the TorchRL adapter needs torchrl: {install_hint('torchrl')}") from error
 
 DONE_KEYS = ("done", "terminated", "truncated")
 

@@ -7,8 +7,8 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from warpsim.errors import InvalidValueError
-from warpsim.registry import make, parse_env_settings, registered
+from warpsim.errors import InvalidValueError, WarpsimError
+from warpsim.registry import env_class, make, parse_env_settings
 from warpsim.train import checkpoint
 from warpsim.train.config import TrainConfig, build_config, field_docs, read_config_file
 from warpsim.train.evaluate import Player, evaluate
@@ -132,10 +132,12 @@ def _load(args, num_envs: int):
     """The checkpoint's environment (with --set changes), its policies and its config."""
     saved = checkpoint.load(args.source)
     config = build_config(saved["config"])
+    try:
+        env_class(config.env)
+    except WarpsimError as error:
+        raise InvalidValueError(f"checkpoint {saved['path']} is for environment {config.env!r}, which cannot be "
+                                f"made here: {error}") from None
     params = {**config.env_params, **parse_env_settings(config.env, args.set)}
-    if config.env not in registered():
-        raise InvalidValueError(f"checkpoint {saved['path']} is for environment {config.env!r}, which is not "
-                         f"registered here (registered: {', '.join(registered())})")
     env = make(config.env, num_envs, backend=args.backend, seed=args.seed, checked=False, **params)
     checkpoint.check_compatible(saved, env, saved["path"])
     policies = RolePolicies(env.spec, [role.name for role in roles_of(env.spec, env.device)],

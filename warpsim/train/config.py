@@ -31,7 +31,7 @@ class TrainConfig:
     """Everything a training run depends on (see the field docs)."""
 
     env: str = "tag_continuous"
-    """Registered environment id, e.g. tag_continuous, tag_gridworld."""
+    """Environment id, e.g. tag_continuous, tag_gridworld, or package.module:Class."""
     env_params: dict = field(default_factory=dict)
     """Environment parameters by name; the ones not given keep the environment's defaults."""
     num_envs: int = 64
@@ -103,7 +103,7 @@ class TrainConfig:
             need(isinstance(getattr(self, name), bool), name, "give true or false")
         need(self.precision in PRECISIONS, "precision", f"choose one of {', '.join(PRECISIONS)}")
         need(self.backend in ("auto", "cuda", "numpy"), "backend", "choose auto, cuda or numpy")
-        need(isinstance(self.env, str) and bool(self.env), "env", "give a registered environment id")
+        need(isinstance(self.env, str) and bool(self.env), "env", "give an environment id or package.module:Class")
         need(isinstance(self.env_params, dict) and all(isinstance(k, str) for k in self.env_params),
              "env_params", "give a mapping of parameter names to values")
 

@@ -22,7 +22,7 @@ from warpsim.train.trainer import Trainer, TrainingDiverged
 
 def default_run_dir(config: TrainConfig) -> Path:
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    return Path("runs") / f"{config.env}-{stamp}"
+    return Path("runs") / f"{config.env.replace(':', '.')}-{stamp}"  # package.module:Class too
 
 
 def train(config: TrainConfig | None, run_dir: Path | str | None = None, *, resume: bool = False,
@@ -72,10 +72,11 @@ def _iterate(trainer: Trainer, directory: RunDirectory, bar, stop_after: int | N
     last = config.iterations if stop_after is None else min(config.iterations, trainer.iteration + stop_after)
     started, steps_at_start = time.perf_counter(), trainer.env_steps
     window_start, window_steps = started, trainer.env_steps
+    first = trainer.iteration + 1  # reported too, so progress shows from the start
     while trainer.iteration < last:
         trainer.iterate()
         at_end = trainer.iteration == last
-        if trainer.iteration % config.log_every == 0 or at_end:
+        if trainer.iteration % config.log_every == 0 or at_end or trainer.iteration == first:
             metrics = trainer.read_metrics()
             now = time.perf_counter()
             metrics["steps_per_second"] = (trainer.env_steps - window_steps) * world.size / (now - window_start)

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import math
+import shutil
 import time
 
 WIDTH = 24
+"""Characters of the bar itself, when the terminal has room for them."""
+NARROWEST_BAR = 8
+"""Below this the bar is left out and the figures keep the room."""
 
 
 class ProgressBar:
@@ -19,10 +23,9 @@ class ProgressBar:
         self.interactive = hasattr(stream, "isatty") and stream.isatty()
 
     def update(self, iteration: int, metrics: dict) -> None:
-        filled = int(WIDTH * iteration / self.total)
-        parts = [f"[{'#' * filled}{'.' * (WIDTH - filled)}] {iteration}/{self.total}",
-                 f"{metrics['steps_per_second']:,.0f} steps/s"]
-        returns = [f"{key[7:]} {value:.3g}" for key, value in metrics.items()
+        parts = [f"{iteration}/{self.total}", f"{metrics['steps_per_second']:,.0f} steps/s"]
+        # Roles by name, so every environment lists them in the same order.
+        returns = [f"{key[7:]} {value:.3g}" for key, value in sorted(metrics.items())
                    if key.startswith("return_") and not math.isnan(value)]
         if returns:
             parts.append("return " + " ".join(returns))
@@ -32,16 +35,31 @@ class ProgressBar:
         if done > 0 and iteration < self.total:
             left = (time.perf_counter() - self.started) / done * (self.total - iteration)
             parts.append(f"{_clock(left)} left")
-        line = " | ".join(parts)
+        figures = " | ".join(parts)
         if self.interactive:
+            # One character short of the terminal: a full line would wrap and break the redraw.
+            line = _fit(iteration / self.total, figures, shutil.get_terminal_size().columns - 1)
             self.stream.write("\r\033[K" + line + ("\n" if iteration >= self.total else ""))
         else:
-            self.stream.write(line + "\n")
+            self.stream.write(_bar(iteration / self.total, WIDTH) + figures + "\n")
         self.stream.flush()
 
     def message(self, text: str) -> None:
         self.stream.write(text + "\n")
         self.stream.flush()
+
+
+def _bar(fraction: float, width: int) -> str:
+    filled = int(width * fraction)
+    return f"[{'#' * filled}{'.' * (width - filled)}] "
+
+
+def _fit(fraction: float, figures: str, columns: int) -> str:
+    """The bar and the figures in ``columns`` characters: the bar shrinks, then goes, then the figures are cut."""
+    room = columns - len(figures) - 3  # "[", "] "
+    if room >= NARROWEST_BAR:
+        return _bar(fraction, min(WIDTH, room)) + figures
+    return figures if len(figures) <= columns else figures[:max(columns - 3, 0)] + "..."
 
 
 def _clock(seconds: float) -> str:

@@ -6,11 +6,27 @@ from pathlib import Path
 
 import numpy as np
 
-from warpsim.environment import Environment, Frame
+from warpsim.environment import EnvSpec, Environment, Frame
 from warpsim.errors import InvalidValueError, UnavailableError
+from warpsim.extras import install_hint
 from warpsim.train.evaluate import Player
 
-ROLE_COLOURS = ("tab:red", "tab:blue", "tab:green", "tab:orange", "tab:purple")
+ROLE_COLOURS = {"tagger": "tab:red", "runner": "tab:blue"}
+"""Roles drawn alike in every environment, whatever order it declares its roles in."""
+OTHER_COLOURS = ("tab:green", "tab:orange", "tab:purple", "tab:brown", "tab:pink", "tab:olive", "tab:cyan")
+"""Colours of the other roles, in the order they are declared."""
+
+
+def role_colours(role_names) -> list[str]:
+    """One colour per role, by name (ROLE_COLOURS), the others from OTHER_COLOURS in turn."""
+    others = iter(OTHER_COLOURS * (1 + len(role_names) // len(OTHER_COLOURS)))
+    return [ROLE_COLOURS.get(name) or next(others) for name in role_names]
+
+
+def agent_colours(spec: EnvSpec) -> list[str]:
+    """The colour of every agent, its role's."""
+    colours = role_colours(spec.role_names)
+    return [colours[role] for role in spec.agent_roles]
 
 
 def play_episode(player: Player, max_steps: int = 10_000) -> list[Frame]:
@@ -34,14 +50,14 @@ def write_gif(frames: list[Frame], env: Environment, path: Path | str, fps: int 
         from matplotlib import pyplot
         from matplotlib.animation import FuncAnimation, PillowWriter
     except ImportError:
-        raise UnavailableError("rendering needs matplotlib: pip install 'warpsim[plots]'") from None
+        raise UnavailableError(f"rendering needs matplotlib: {install_hint('plots')}") from None
     path = Path(path)
     if path.suffix.lower() != ".gif":
         raise InvalidValueError(f"output {path} must end in .gif")
     if not frames:
         raise InvalidValueError("no frames to render")
     roles = np.array(env.spec.agent_roles)
-    colours = np.array([ROLE_COLOURS[r % len(ROLE_COLOURS)] for r in roles])
+    colours = agent_colours(env.spec)
     figure, axes = pyplot.subplots(figsize=(4, 4), dpi=80)
     extent = frames[0].extent
     margin = 0.03 * extent
@@ -50,9 +66,9 @@ def write_gif(frames: list[Frame], env: Environment, path: Path | str, fps: int 
     axes.set_aspect("equal")
     axes.set_xticks([])
     axes.set_yticks([])
-    for r, name in enumerate(env.spec.role_names):
+    for r, (name, colour) in enumerate(zip(env.spec.role_names, role_colours(env.spec.role_names))):
         if (roles == r).any():
-            axes.scatter([], [], c=ROLE_COLOURS[r % len(ROLE_COLOURS)], label=name, s=25)
+            axes.scatter([], [], c=colour, label=name, s=25)
     axes.legend(loc="upper right", fontsize=7)
     points = axes.scatter(frames[0].positions[:, 0], frames[0].positions[:, 1], c=colours, s=25)
     title = axes.set_title("", fontsize=8)

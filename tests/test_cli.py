@@ -1,0 +1,41 @@
+"""The command line's own behaviour: sizes and settings it accepts, and the help it prints."""
+
+import argparse
+import re
+
+import pytest
+
+from warpsim.cli import build_parser, main
+from warpsim.registry import parse_env_settings
+
+SUBCOMMANDS = ("bench", "check", "train", "evaluate", "render")
+
+
+@pytest.mark.parametrize("num_envs", ["0", "-3"])
+def test_bench_refuses_a_non_positive_num_envs_like_every_command(num_envs, capsys):
+    assert main(["bench", "--num-envs", num_envs, "--backend", "numpy", "--no-save", "--steps", "1"]) == 2
+    assert f"num_envs={num_envs} is not allowed; give an integer >= 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("text, value", [("true", True), ("TRUE", True), ("True", True), ("false", False),
+                                         ("False", False), ("fAlSe", False)])
+def test_set_takes_true_and_false_in_any_case(text, value):
+    assert parse_env_settings("tag_continuous", [f"use_full_observation={text}"]) == {"use_full_observation": value}
+
+
+def subparsers() -> dict[str, argparse.ArgumentParser]:
+    (action,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(action.choices)
+
+
+@pytest.mark.parametrize("command", SUBCOMMANDS)
+def test_help_is_plain_text(command):
+    text = subparsers()[command].format_help()
+    assert not re.search(r"``|:[a-z]+:`", text), text
+
+
+@pytest.mark.parametrize("command", SUBCOMMANDS)
+def test_every_option_has_help(command):
+    missing = [action.option_strings[0] for action in subparsers()[command]._actions
+               if action.option_strings and not action.help]
+    assert not missing, f"warpsim {command}: no help for {', '.join(missing)}"

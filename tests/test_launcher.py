@@ -1,0 +1,103 @@
+"""The launch glue: Numba's low-occupancy warning is silenced for warpsim's launches only, and
+Python numbers (typed float64 / int64 on a GPU, computed otherwise by the simulator) are refused."""
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from numba import cuda
+
+import warpsim
+from warpsim.device import Launcher, resolve_placement
+from warpsim.errors import InvalidTypeError
+
+SHIPPED = ("tag_continuous", "tag_gridworld", "beacon")
+LOW_OCCUPANCY = "Grid size 1 will likely result in GPU under-utilization due to low occupancy."
+
+
+class WarningOnLaunch:
+    """Stands for a Numba kernel whose launch configuration warns, as numba-cuda's does on a GPU."""
+
+    def __init__(self, category=None, message=LOW_OCCUPANCY):
+        if category is None:
+            from numba.cuda.core.errors import NumbaPerformanceWarning as category
+        self.category, self.message, self.launched = category, message, []
+
+    def __getitem__(self, configuration):
+        warnings.warn(self.category(self.message), stacklevel=2)
+        return lambda *args: self.launched.append(args)
+
+
+def numpy_launcher() -> Launcher:
+    return Launcher(resolve_placement("numpy"))
+
+
+def test_the_low_occupancy_warning_is_silenced_inside_warpsim_launches():
+    kernel = WarningOnLaunch()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        numpy_launcher()(kernel, 1, np.float32(1))
+        numpy_launcher()(kernel, 1, np.float32(2))
+    assert caught == [] and kernel.launched == [(np.float32(1),), (np.float32(2),)]
+
+
+def test_the_filter_does_not_reach_beyond_the_launch():
+    kernel = WarningOnLaunch()
+    numpy_launcher()(kernel, 1)
+    with pytest.warns(kernel.category, match="Grid size 1"):
+        kernel[1, 1, 0]
+
+
+def test_other_warnings_of_a_launch_still_show():
+    kernel = WarningOnLaunch(UserWarning, "something else")
+    with pytest.warns(UserWarning, match="something else"):
+        numpy_launcher()(kernel, 1)
+
+
+@pytest.mark.gpu
+def test_a_one_environment_step_on_the_gpu_raises_no_warning():
+    # PettingZoo's parallel_api_test turns warnings into errors; a 1-environment batch is its case.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for env_id in SHIPPED:
+            env = warpsim.make(env_id, 1, backend="cuda")
+            env.step()
+            env.reset()
+            torch.cuda.synchronize()
+
+
+@cuda.jit
+def scale(factor, values):
+    """factor float32; values float32[K]."""
+    k = cuda.grid(1)
+    if k < values.shape[0]:
+        values[k] = values[k] * factor
+
+
+def cuda_launcher() -> Launcher:
+    return Launcher(resolve_placement("cuda"))
+
+
+@pytest.mark.parametrize("value, wrap", [(0.5, "np.float32"), (3, "np.int32")])
+def test_a_python_number_given_to_a_kernel_is_refused(value, wrap):
+    values = warpsim.make("beacon", 1, backend="cuda").views.pos_x[0]
+    before = values.copy()
+    with pytest.raises(InvalidTypeError, match=rf"kernel scale: argument 1 \(factor\) is the Python "
+                                                rf"{type(value).__name__} {value!r}.*{wrap}\({value!r}\)"):
+        cuda_launcher()(scale, values.size, value, values)
+    assert np.array_equal(values, before)
+
+
+def test_numpy_scalars_and_bools_are_launched():
+    values = warpsim.make("beacon", 1, backend="cuda").views.pos_x[0]
+    expected = values * np.float32(0.5)
+    cuda_launcher()(scale, values.size, np.float32(0.5), values)
+    assert np.array_equal(values, expected)
+
+
+def test_every_shipped_environment_launches_numpy_scalars_only():
+    for env_id in SHIPPED:
+        env = warpsim.make(env_id, 2, backend="cuda")
+        for _ in range(2):
+            env.step()

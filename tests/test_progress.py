@@ -1,0 +1,52 @@
+"""The training progress line: it fits the terminal, shows up after the first iteration and lists
+the roles in one order whatever the environment."""
+
+import io
+import os
+import shutil
+
+import pytest
+
+from warpsim.train import TrainConfig
+from warpsim.train.loop import train
+from warpsim.train.progress import ProgressBar
+
+METRICS = {"steps_per_second": 123456.0, "return_tagger": 1.5, "return_runner": -2.25, "tags_per_episode": 3.0}
+GRID = dict(env="tag_gridworld", env_params=dict(num_taggers=2, grid_length=5, episode_length=8),
+            num_envs=4, rollout_steps=8, backend="numpy")
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def drawn_line(columns: int, metrics: dict, monkeypatch) -> str:
+    monkeypatch.setattr(shutil, "get_terminal_size", lambda fallback=(80, 24): os.terminal_size((columns, 24)))
+    stream = Terminal()
+    ProgressBar(100, stream).update(5, metrics)
+    return stream.getvalue().replace("\r\033[K", "")
+
+
+@pytest.mark.parametrize("columns", [30, 60, 80])
+def test_the_line_fits_a_narrow_terminal(columns, monkeypatch):
+    line = drawn_line(columns, METRICS, monkeypatch)
+    assert len(line) < columns and "5/100" in line
+
+
+def test_a_wide_terminal_shows_everything(monkeypatch):
+    line = drawn_line(200, METRICS, monkeypatch)
+    assert line.startswith("[#") and line.endswith("left") and "tags/episode 3" in line
+
+
+def test_roles_are_listed_in_one_order(monkeypatch):
+    swapped = {"steps_per_second": 1.0, "return_runner": -2.25, "return_tagger": 1.5}
+    for metrics in (METRICS, swapped):
+        assert "return runner -2.25 tagger 1.5" in drawn_line(200, metrics, monkeypatch)
+
+
+def test_the_first_line_shows_after_the_first_iteration(tmp_path):
+    stream = io.StringIO()
+    train(TrainConfig(**GRID, iterations=3, log_every=10), tmp_path / "run", progress=stream)
+    counts = [line.split("] ")[1].split(" |")[0] for line in stream.getvalue().splitlines() if line.startswith("[")]
+    assert counts == ["1/3", "3/3"]

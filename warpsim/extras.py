@@ -1,0 +1,15 @@
+"""How to add an optional part of warpsim, worded for the way this warpsim was installed."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+
+def install_hint(extra: str) -> str:
+    """The command that installs ``extra``: ``./install.sh EXTRA`` when warpsim runs from the
+    ``.venv`` of a checkout set up by its install.sh, ``pip install 'warpsim[EXTRA]'`` otherwise."""
+    checkout = Path(__file__).resolve().parents[1]
+    if (checkout / "install.sh").is_file() and Path(sys.prefix).resolve() == (checkout / ".venv").resolve():
+        return f"./install.sh {extra} (in {checkout})"
+    return f"pip install 'warpsim[{extra}]'"
