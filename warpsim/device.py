@@ -115,6 +115,11 @@ class Launcher:
         blocks = (num_items + self.threads_per_block - 1) // self.threads_per_block
         kernel[blocks, self.threads_per_block, self.stream()](*args)
 
+    def per_block(self, kernel, num_blocks: int, shared_bytes: int, *args) -> None:
+        """Launches ``num_blocks`` blocks (e.g. one per environment) with ``shared_bytes``
+        of dynamic shared memory each."""
+        kernel[num_blocks, self.threads_per_block, self.stream(), shared_bytes](*args)
+
 
 def available_bytes(placement: Placement) -> int:
     """Memory free for new buffers where the placement allocates them."""

@@ -59,7 +59,10 @@ class EnvSpec:
     ``role_names``; agents of one role share a policy in the trainer.
     ``counters`` names int32[E] state arrays that count events (tags, goals, ...)
     since the environment was made, across resets: the trainer and ``warpsim
-    evaluate`` report how many happen per episode.
+    evaluate`` report how many happen per episode. ``scratch`` declares working
+    arrays of the kernels (e.g. a neighbour grid in global memory): allocated once
+    with the environment and counted in its memory check, but neither state nor
+    compared; kernels reach them as ``env.scratch.<name>``.
     """
 
     num_agents: int
@@ -69,6 +72,7 @@ class EnvSpec:
     role_names: tuple[str, ...]
     agent_roles: tuple[int, ...]
     counters: tuple[str, ...] = ()
+    scratch: tuple[StateArray, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -140,7 +144,8 @@ class Environment:
         self.spec = self.describe()
         self.num_agents = self.spec.num_agents
         shapes = self._array_shapes()
-        self._check_fits_in_memory(shapes)
+        scratch_shapes = self._scratch_shapes(taken=shapes)
+        self._check_fits_in_memory({**shapes, **scratch_shapes})
 
         device_ = self.placement.torch_device
         tensors = {name: torch.zeros(shape, dtype=dtype, device=device_)
@@ -154,6 +159,11 @@ class Environment:
             name: kernel_view(tensor) for name, tensor in
             [("observations", self.observations), ("actions", self.actions),
              ("rewards", self.rewards), ("done", self.done), *tensors.items()]})
+        self._scratch_tensors = [torch.zeros(shape, dtype=dtype, device=device_)
+                                 for shape, dtype in scratch_shapes.values()]
+        self.scratch = ArrayNamespace({name: kernel_view(tensor)
+                                       for name, tensor in zip(scratch_shapes, self._scratch_tensors)})
+        """The kernels' working arrays declared in ``EnvSpec.scratch``, as kernel views."""
         self._action_levels = torch.tensor(self.spec.action_levels, dtype=torch.int32, device=device_)
         self._every_env = torch.ones(self.num_envs, dtype=torch.bool, device=device_)
         self.every_env = kernel_view(self._every_env)
@@ -280,6 +290,13 @@ class Environment:
             if shapes.get(name) != ((e,), torch.int32):
                 raise InvalidValueError(f"{type(self).__name__} names {name!r} as a counter; a counter must be "
                                  f"one of its state arrays with dtype int32 and dims ('E',)")
+        return shapes
+
+    def _scratch_shapes(self, taken) -> dict[str, tuple[tuple[int, ...], torch.dtype]]:
+        shapes: dict[str, tuple[tuple[int, ...], torch.dtype]] = {}
+        for array in self.spec.scratch:
+            self._check_declaration(array, taken={**taken, **shapes})
+            shapes[array.name] = (array.shape(self.num_envs, self.num_agents), torch_dtype(array.dtype))
         return shapes
 
     def _check_declaration(self, array: StateArray, taken) -> None:
