@@ -7,7 +7,8 @@ queries with :func:`k_nearest`, which searches rings of cells around the query's
 outwards and stops once no unsearched cell can hold a closer agent. The result is
 exactly that of a brute-force search: nearest first, the lower id first at an equal
 squared distance (the order of agents inside a cell does not matter, ties are broken by
-id), only agents with ``d2 < max_d2``.
+id), only agents with ``d2 < max_d2``. Every squared distance is
+:func:`warpsim.kernels.rounding.squared_distance`, rounded as NumPy rounds it.
 
 The grid lives in dynamic shared memory (:func:`shared_grid`) when it fits, otherwise in
 global scratch rows of the caller's (see :mod:`warpsim.kernels.grid_layout`, which sizes
@@ -19,6 +20,8 @@ import math
 import numpy as np
 from numba import cuda, types
 
+from warpsim.kernels.rounding import mul, squared_distance, sub
+
 ZERO = np.float32(0)
 INFINITY = np.float32(np.inf)
 GAP_SLACK = np.float32(2.0 ** -16)
@@ -27,12 +30,6 @@ unsearched agents: float32 rounding of the cell indices, the cell borders and ``
 moves a true distance by a few ulps of L, far less than this."""
 BOUND_SHRINK = np.float32(1 - 2.0 ** -12)
 """Shrinks the squared bound again, so that the rounding of ``d2`` itself cannot cross it."""
-
-
-@cuda.jit(device=True)
-def squared_distance(dx, dy):
-    """dx * dx + dy * dy in float32: the one place the search computes a distance."""
-    return dx * dx + dy * dy
 
 
 @cuda.jit(device=True)
@@ -55,23 +52,17 @@ def grid_side(count, agents_per_cell, cells_capacity):
 
 
 @cuda.jit(device=True)
-def block_partial_sums():
-    """int32[blockDim.x] at the start of the dynamic shared memory: the counting sort's scan."""
-    # Numba types, not NumPy classes: the simulator sizes dynamic shared arrays from dtype.itemsize.
-    words = cuda.shared.array(0, types.int32)
-    return words[0:cuda.blockDim.x]
-
-
-@cuda.jit(device=True)
-def shared_grid(num_agents, cells_capacity):
+def shared_grid(words, floats, halves, num_agents, cells_capacity):
     """The grid's arrays in dynamic shared memory, after the block's partial sums.
 
-    Returns ``(xs, ys, cell_end, ids)``: float32[N], float32[N], int32[cells_capacity],
-    int16[N]. The launch must give ``GridLayout.shared_bytes`` of dynamic shared memory.
+    words, floats, halves: the kernel's ``cuda.shared.array(0, t)`` for t = types.int32,
+    types.float32 and types.int16, which all alias the same bytes (a device function cannot
+    create the arrays it returns, so the kernel declares them; use Numba types: the simulator
+    sizes dynamic shared arrays by their item size). The first ``blockDim.x`` words are the
+    partial sums of :func:`bin_agents` (``words[0:cuda.blockDim.x]``). Returns
+    ``(xs, ys, cell_end, ids)``: float32[N], float32[N], int32[cells_capacity], int16[N].
+    The launch must give ``GridLayout.shared_bytes`` of dynamic shared memory.
     """
-    words = cuda.shared.array(0, types.int32)
-    floats = cuda.shared.array(0, types.float32)
-    halves = cuda.shared.array(0, types.int16)
     start = cuda.blockDim.x
     xs = floats[start:start + num_agents]
     ys = floats[start + num_agents:start + 2 * num_agents]
@@ -222,16 +213,17 @@ def k_nearest(qx, qy, skip, k, max_d2, side, length, xs, ys, cell_end, ids, near
                                    nearest, nearest_d2)
         if r == reach:
             break
-        # Every unsearched agent lies beyond a side of the searched square that has cells behind it.
+        # Every unsearched agent lies beyond a side of the searched square that has cells behind it
+        # (rounded operations: the bound's error analysis assumes no fused multiply-add).
         gap = INFINITY
         if cx - r > 0:
-            gap = min(gap, qx - np.float32(cx - r) * cell_size)
+            gap = min(gap, sub(qx, mul(np.float32(cx - r), cell_size)))
         if cx + r < last:
-            gap = min(gap, np.float32(cx + r + 1) * cell_size - qx)
+            gap = min(gap, sub(mul(np.float32(cx + r + 1), cell_size), qx))
         if cy - r > 0:
-            gap = min(gap, qy - np.float32(cy - r) * cell_size)
+            gap = min(gap, sub(qy, mul(np.float32(cy - r), cell_size)))
         if cy + r < last:
-            gap = min(gap, np.float32(cy + r + 1) * cell_size - qy)
+            gap = min(gap, sub(mul(np.float32(cy + r + 1), cell_size), qy))
         gap = gap - slack
         if gap > ZERO:
             bound = gap * gap * BOUND_SHRINK

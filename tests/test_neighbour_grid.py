@@ -10,12 +10,12 @@ pile-ups, clusters, few members, and a distance cutoff.
 
 import numpy as np
 import pytest
-from numba import cuda
+from numba import cuda, types
 
 from helpers import KERNEL_TARGETS, require_target
 from warpsim.device import SIMULATOR_THREADS_PER_BLOCK, THREADS_PER_BLOCK, simulator_enabled
 from warpsim.kernels.grid_layout import GridLayout
-from warpsim.kernels.neighbours import bin_agents, block_partial_sums, k_nearest, shared_grid
+from warpsim.kernels.neighbours import bin_agents, k_nearest, shared_grid
 
 MAX_K = 64
 
@@ -42,9 +42,11 @@ def nearest_kernel(k, max_d2, length, agents_per_cell, cells_capacity, in_shared
     """One block per environment: member int32[E, N]; loc_x, loc_y float32[E, N]; query_x, query_y
     float32[E, Q]; grid_* the global scratch; nearest_out int32[E, Q, K]; found_out int32[E, Q]."""
     e = cuda.blockIdx.x
-    partial = block_partial_sums()
+    words = cuda.shared.array(0, types.int32)
+    partial = words[0:cuda.blockDim.x]
     if in_shared:
-        xs, ys, cell_end, ids = shared_grid(loc_x.shape[1], cells_capacity)
+        xs, ys, cell_end, ids = shared_grid(words, cuda.shared.array(0, types.float32),
+                                            cuda.shared.array(0, types.int16), loc_x.shape[1], cells_capacity)
         answer_queries(e, k, max_d2, length, agents_per_cell, member, loc_x, loc_y, query_x, query_y,
                        partial, xs, ys, cell_end, ids, nearest_out, found_out)
     else:

@@ -7,11 +7,11 @@ same K nearest with the lower id first on a tie, the same nearest tagger.
 """
 
 import numpy as np
-from numba import cuda
+from numba import cuda, types
 
 from warpsim.envs.tag_continuous.kernels import apply_tag, write_partial_observation
 from warpsim.envs.tag_continuous.params import MAX_OBSERVED
-from warpsim.kernels.neighbours import bin_agents, block_partial_sums, k_nearest, shared_grid
+from warpsim.kernels.neighbours import bin_agents, k_nearest, shared_grid
 
 INFINITY = np.float32(np.inf)
 
@@ -33,9 +33,11 @@ def observe_partial_grid(mask, num_observed, agents_per_cell, cells_capacity, in
     e = cuda.blockIdx.x
     if e >= loc_x.shape[0] or not mask[e]:
         return
-    partial = block_partial_sums()
+    words = cuda.shared.array(0, types.int32)
+    partial = words[0:cuda.blockDim.x]
     if in_shared:
-        xs, ys, cell_end, ids = shared_grid(loc_x.shape[1], cells_capacity)
+        xs, ys, cell_end, ids = shared_grid(words, cuda.shared.array(0, types.float32),
+                                            cuda.shared.array(0, types.int16), loc_x.shape[1], cells_capacity)
         observe_environment(e, num_observed, agents_per_cell, grid_length, episode_length, position_scale,
                             speed_scale, agent_type, t, loc_x, loc_y, speed, direction, acceleration,
                             still_in_game, partial, xs, ys, cell_end, ids, observations)
@@ -83,8 +85,10 @@ def tag_runners_grid(num_taggers, agents_per_cell, cells_capacity, grid_length, 
     e = cuda.blockIdx.x
     if e >= loc_x.shape[0]:
         return
-    partial = block_partial_sums()
-    xs, ys, cell_end, ids = shared_grid(num_taggers, cells_capacity)
+    words = cuda.shared.array(0, types.int32)
+    partial = words[0:cuda.blockDim.x]
+    xs, ys, cell_end, ids = shared_grid(words, cuda.shared.array(0, types.float32), cuda.shared.array(0, types.int16),
+                                        num_taggers, cells_capacity)
     _count, side = bin_agents(e, 0, num_taggers, still_in_game, loc_x, loc_y, grid_length, agents_per_cell,
                               partial, xs, ys, cell_end, ids)
     nearest = cuda.local.array(1, np.int32)
