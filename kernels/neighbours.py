@@ -18,7 +18,7 @@ both). Nothing here uses warp intrinsics, so the same code runs on the CUDA simu
 import math
 
 import numpy as np
-from numba import cuda, types
+from numba import cuda
 
 from warpsim.kernels.rounding import mul, squared_distance, sub
 

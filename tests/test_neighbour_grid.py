@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 from numba import cuda, types
 
-from helpers import KERNEL_TARGETS, require_target
 from warpsim.device import SIMULATOR_THREADS_PER_BLOCK, THREADS_PER_BLOCK, simulator_enabled
 from warpsim.kernels.grid_layout import GridLayout
 from warpsim.kernels.neighbours import bin_agents, k_nearest, shared_grid

@@ -19,7 +19,8 @@ What is counted (per environment step, i.e. one environment advanced by one step
   tag_continuous with partial observations searches N x N pairs for the K nearest,
   and every runner searches the taggers for its nearest; environments with no
   floating-point search (tag_gridworld compares integer cells) count none. This is
-  the brute-force search the kernels run; a spatial-grid search would need fewer.
+  a brute-force search; the grid search tag_continuous's kernels run at large N
+  (docs/design.md) evaluates far fewer distances, so there the arithmetic bound is loose.
 
 Measured, once per device and process (:func:`measure_device`):
 
