@@ -130,3 +130,28 @@ def test_grid_and_brute_force_kernels_agree_step_for_step(target, num_agents, nu
         expected, got = compared_arrays(brute), compared_arrays(grid)
         for name in expected:
             np.testing.assert_array_equal(got[name], expected[name], err_msg=f"{name} after step {step}")
+
+
+def test_an_unknown_neighbour_search_is_refused_with_the_choices():
+    import warpsim
+    from warpsim.errors import InvalidValueError
+
+    with pytest.raises(InvalidValueError, match="neighbour_search='cells'.*'auto', 'grid', 'brute_force'"):
+        warpsim.make("tag_continuous", 1, backend="numpy", neighbour_search="cells")
+
+
+def test_the_global_scratch_counts_in_the_memory_check(monkeypatch):
+    """Memory for every array but the scratch is not enough: the environment is refused before allocating."""
+    import warpsim
+    from warpsim.errors import DoesNotFitError
+
+    monkeypatch.setattr("warpsim.kernels.grid_layout.SHARED_MEMORY_BYTES", 0)
+    params = dict(num_taggers=2, num_runners=30, use_full_observation=False, num_other_agents_observed=3,
+                  neighbour_search="grid")
+    env = warpsim.make("tag_continuous", 64, backend="numpy", **params)
+    scratch = sum(array.nbytes for _name, array in env.scratch.items())
+    arrays = sum(array.nbytes for _name, array in env.views.items())
+    assert scratch == 64 * 32 * 12 + 64 * (32 // 2) * 4  # x, y, ids per agent and one end per cell
+    monkeypatch.setattr("warpsim.environment.available_bytes", lambda placement: int((arrays + scratch // 2) / 0.9))
+    with pytest.raises(DoesNotFitError):
+        warpsim.make("tag_continuous", 64, backend="numpy", **params)
