@@ -5,19 +5,21 @@ sizes stay tiny. A bug is planted in a copy of tag_continuous's kernels module t
 the environment uses only inside the test (``monkeypatch``).
 """
 
+import dataclasses
 import importlib
 import importlib.util
 import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import torch
 
 import warpsim
-from warpsim.check import check
+from warpsim.check import check, default_steps
 from warpsim.cli import main
 from warpsim.envs.tag_continuous import env as tag_env
 from warpsim.envs.tag_continuous import kernels as tag_kernels
@@ -25,7 +27,7 @@ from warpsim.envs.tag_continuous import kernels as tag_kernels
 SMALL = dict(num_taggers=1, num_runners=3)
 STANDING_STILL = dict(min_acceleration=0.0, max_acceleration=0.0)
 """Nobody moves (speeds start at 0), so the random actions cannot change where tags happen."""
-TAG_PENALTY_LINE = "        rewards[e, i] += tag_penalty_for_runner\n"
+TAG_PENALTY_LINE = "    rewards[e, i] += tag_penalty_for_runner\n"
 TIME_FEATURE_LINE = ("    observations[e, i, 7 * stride] = np.float32(t[e]) / np.float32(episode_length)"
                      " * observer\n")
 END_OF_GAME_LINE = "    if i >= num_taggers and t[e] == episode_length and still_in_game[e, i] == 1:\n"
@@ -176,3 +178,119 @@ def test_every_shipped_environment_is_consistent(env_id, params):
     report = check(env_id, num_envs=2, steps=16, **params)
     assert report.consistent, str(report)
     assert report.episodes_ended >= 4, "the comparison must cover resets"
+
+
+TURN_LINE = "    heading = wrap_angle(direction[e, i] + turn_table[turn_index]) * alive_f\n"
+POSITION_LINE = "    loc_x[e, i] = min(max(x, ZERO), grid_length)\n"
+
+
+def test_arrays_that_differ_are_named_in_the_order_the_step_computes_them(monkeypatch, tmp_path):
+    # A wrong turn changes the heading, which moves the agent and changes what it observes:
+    # the report must name direction first, not loc_x or loc_y (declared first).
+    plant_bug(monkeypatch, tmp_path, TURN_LINE, TURN_LINE.replace("+ turn_table", "- turn_table"))
+    report = check("tag_continuous", num_envs=2, steps=3, **SMALL)
+
+    mismatch = report.mismatch
+    assert (mismatch.array, mismatch.step) == ("direction", 1)
+    assert mismatch.also_differ in (("loc_y", "observations"), ("loc_x", "loc_y", "observations"))
+    assert f"(also differing at this step, in the order it computes them: {', '.join(mismatch.also_differ)})" \
+        in str(report)
+
+
+def test_write_order_must_name_arrays_the_step_writes():
+    from warpsim.environment import EnvSpec
+    from warpsim.envs.template import Beacon
+
+    class Misnamed(Beacon):
+        def describe(self) -> EnvSpec:
+            return dataclasses.replace(super().describe(), write_order=("t", "pos_z", "actions"))
+
+    with pytest.raises(ValueError, match=r"names 'pos_z', 'actions' in write_order; name arrays a step writes: "):
+        warpsim.make(Misnamed, 1, backend="numpy")
+
+
+def test_every_step_starts_the_kernels_from_the_references_state(monkeypatch, tmp_path):
+    # The kernels move every agent 6e-4 too far each step: within atol=1e-3 at any one step,
+    # beyond it after two steps if the error could add up.
+    plant_bug(monkeypatch, tmp_path, POSITION_LINE, POSITION_LINE.replace("grid_length)", "grid_length) + DRIFT"))
+    monkeypatch.setattr(tag_env.kernels, "DRIFT", np.float32(6e-4), raising=False)
+    params = dict(SMALL, episode_length=50, tagging_distance=0.0)
+    report = check("tag_continuous", num_envs=2, steps=6, rtol=0.0, atol=1e-3, **params)
+    assert report.consistent, str(report)
+    assert check("tag_continuous", num_envs=2, steps=6, rtol=0.0, atol=1e-4, **params).mismatch.array == "loc_x"
+
+
+def test_default_steps_cover_three_episodes():
+    report = check("beacon", num_envs=2, num_agents=2, episode_length=3)
+    assert report.consistent, str(report)
+    assert (report.steps, report.episodes_ended) == (9, 6)
+    assert default_steps(SimpleNamespace(params=SimpleNamespace())) == 64, "no episode_length parameter"
+
+
+def test_command_line_help_states_the_default_steps(capsys):
+    with pytest.raises(SystemExit):
+        main(["check", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "--steps STEPS random steps after the reset (default: three episodes, 3 x the environment's " \
+           "episode_length, or 64 if it has none)" in help_text
+
+
+TAG_AT_THE_RADIUS = dict(num_taggers=1, num_runners=2, grid_length=8.0, tagging_distance=0.0625, **STANDING_STILL)
+"""Tag radius 0.5 exactly (0.0625 * 8): a runner 0.5 from the tagger is not tagged (the rule is strict)."""
+
+
+def step_from(env, loc_x) -> dict:
+    """The arrays after one step from: tagger at (4, 4), runner 1 at (loc_x, 4), runner 2 far away."""
+    check_module = importlib.import_module("warpsim.check")
+    env.state.loc_x.copy_(torch.tensor([[4.0, loc_x, 1.0]]))
+    env.state.loc_y.copy_(torch.tensor([[4.0, 4.0, 1.0]]))
+    before = {name: array.copy() for name, array in check_module._arrays(env).items()}
+    env.step(np.zeros((1, 3, 2), np.int32), auto_reset=False)
+    return before, {name: array.copy() for name, array in check_module._arrays(env).items()}
+
+
+def test_a_difference_the_reference_gives_one_ulp_away_is_a_near_tie():
+    check_module = importlib.import_module("warpsim.check")
+    env = warpsim.make("tag_continuous", 1, backend="numpy", **TAG_AT_THE_RADIUS)
+    before, reference = step_from(env, 4.5)
+    assert reference["rewards"].tolist() == [[0.0, 0.0, 0.0]], "exactly at the radius: no tag"
+    # Kernels that round the runner's distance one ulp lower tag it: what they would report.
+    twin = warpsim.make("tag_continuous", 1, backend="numpy", **TAG_AT_THE_RADIUS)
+    _, kernels = step_from(twin, float(np.nextafter(np.float32(4.5), np.float32(0))))
+    kernels["loc_x"] = reference["loc_x"]
+    assert kernels["rewards"].tolist() == [[1.0, -1.0, 0.0]]
+    differing = {name: where for name in reference
+                 if (where := check_module._differs(reference[name], kernels[name], 1e-5, 1e-6)).any()}
+    assert set(differing) == {"rewards", "still_in_game", "num_runners_left", "tags"}
+
+    probe = check_module._NearTieProbe(type(env), 1, 0, dataclasses.asdict(env.params), rtol=1e-5, atol=1e-6)
+    actions = np.zeros((1, 3, 2), np.int32)
+    assert probe.explains(before, actions, kernels, differing)
+    wrong_sign = dict(kernels, rewards=-kernels["rewards"])
+    assert not probe.explains(before, actions, wrong_sign, differing), "a real bug is no near-tie"
+
+
+def test_near_ties_are_named_and_allowed_only_when_asked(monkeypatch, tmp_path):
+    plant_bug(monkeypatch, tmp_path, TAG_PENALTY_LINE, TAG_PENALTY_LINE.replace("+=", "-="))
+    monkeypatch.setattr(importlib.import_module("warpsim.check")._NearTieProbe, "explains", lambda *args: True)
+    params = dict(num_taggers=1, num_runners=5, tagging_distance=0.5, **STANDING_STILL)
+
+    stopped = check("tag_continuous", num_envs=2, steps=3, seed=4, **params)
+    assert stopped.mismatch.near_tie and stopped.steps == 1
+    assert "a near-tie: the reference gives the kernels' values when its float inputs move by one ulp" in str(stopped)
+
+    allowed = check("tag_continuous", num_envs=2, steps=3, seed=4, allow_near_ties=True, **params)
+    assert allowed.consistent and allowed.steps == 3
+    assert [tie.step for tie in allowed.near_ties][:1] == [1] and all(t.array == "rewards" for t in allowed.near_ties)
+    assert "\n  allowed rewards[" in str(allowed)
+
+
+@pytest.mark.parametrize("env_id, params", [
+    ("tag_continuous", dict(num_taggers=3, num_runners=9, use_full_observation=False, num_other_agents_observed=4,
+                            episode_length=6, tagging_distance=0.15)),
+    ("tag_gridworld", dict(num_taggers=3, grid_length=3, episode_length=6)),
+    ("beacon", dict(num_agents=3, episode_length=4)),
+])
+def test_shipped_environments_agree_bit_for_bit(env_id, params):
+    report = check(env_id, num_envs=2, steps=12, rtol=0.0, atol=0.0, **params)
+    assert report.consistent, str(report)

@@ -1,4 +1,9 @@
-"""The kernels compile for a real GPU and compute in float32 (the simulator checks neither)."""
+"""The kernels compile for a real GPU, compute in float32 and round as NumPy does.
+
+The simulator checks none of this. The rounding rule: the compiler fuses no product
+into a sum (no ``fma.rn.f32`` beyond those written explicitly, i.e. libdevice's own),
+because the NumPy reference rounds the product and the sum apart.
+"""
 
 import json
 import os
@@ -14,13 +19,25 @@ TAG_CONTINUOUS_KERNELS = {"move_agents", "observe_full", "observe_partial", "tag
 
 
 def compile_all(env_id: str, params: dict) -> list[dict]:
+    return run_script(env_id, json.dumps(params))
+
+
+def run_script(*args: str) -> list[dict]:
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
-    done = subprocess.run([sys.executable, str(SCRIPT), env_id, json.dumps(params)], env=env,
+    done = subprocess.run([sys.executable, str(SCRIPT), *args], env=env,
                           capture_output=True, text=True, timeout=600)
     if done.returncode != 0 and "DynamicLibNotFoundError" in done.stderr:
         pytest.skip("the CUDA compiler libraries are not installed (pip install 'numba-cuda[cu12]')")
     assert done.returncode == 0, done.stderr[-3000:]
     return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def test_contraction_is_caught_in_a_planted_kernel():
+    results = {r["kernel"]: r for r in run_script("--planted")}
+    assert results["planted_squared_distance"]["contracted"] == 1, "dx*dx + dy*dy must show as one fused fma"
+    assert results["rounded_squared_distance"]["contracted"] == 0
+    with pytest.raises(AssertionError, match="planted_squared_distance fuses 1 multiply-add"):
+        assert_compiled_as_numpy_rounds(list(results.values()))
 
 
 def test_tag_continuous_kernels_compile_to_float32_ptx():
@@ -30,7 +47,7 @@ def test_tag_continuous_kernels_compile_to_float32_ptx():
     results += compile_all("tag_continuous", {"use_full_observation": False, "num_other_agents_observed": 3,
                                               "neighbour_search": "grid"})
     assert {r["kernel"] for r in results} == TAG_CONTINUOUS_KERNELS
-    assert_float32(results)
+    assert_compiled_as_numpy_rounds(results)
 
 
 def test_tag_gridworld_kernels_compile_to_float32_ptx():
@@ -39,19 +56,22 @@ def test_tag_gridworld_kernels_compile_to_float32_ptx():
     assert {r["kernel"] for r in results} == {"move_agents", "detect_tag", "add_outcome_rewards", "finish_step",
                                               "observe_full", "observe_partial", "reset_agents", "reset_envs",
                                               "count_resets"}
-    assert_float32(results)
+    assert_compiled_as_numpy_rounds(results)
 
 
 def test_template_kernels_compile_to_float32_ptx():
     results = compile_all("beacon", {})
     assert {r["kernel"] for r in results} == {"advance_clock", "move_and_observe", "reset_beacons",
                                               "reset_agents", "count_resets"}
-    assert_float32(results)
+    assert_compiled_as_numpy_rounds(results)
 
 
-def assert_float32(results: list[dict]) -> None:
+def assert_compiled_as_numpy_rounds(results: list[dict]) -> None:
     for result in results:
         assert result["float64"] == [], f"{result['kernel']} computes in float64: {result['float64']}"
+        assert result["contracted"] == 0, (
+            f"{result['kernel']} fuses {result['contracted']} multiply-add(s) the NumPy reference rounds "
+            f"twice; write the products with warpsim.kernels.rounding.mul (or squared_distance)")
 
 
 @pytest.mark.gpu

@@ -153,11 +153,15 @@ def _integer_list(text: str) -> list[int]:
 def _add_check(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("env", help=f"environment id (registered: {', '.join(registered())})")
     parser.add_argument("--num-envs", type=int, default=2, help="environments stepped together (E, default 2)")
-    parser.add_argument("--steps", type=int, default=64,
-                        help="random steps after the reset (default 64); enough for several episodes")
+    parser.add_argument("--steps", type=int, default=None,
+                        help="random steps after the reset (default: three episodes, 3 x the environment's "
+                             "episode_length, or 64 if it has none)")
     parser.add_argument("--seed", type=int, default=0, help="seeds the starts and the random actions")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="an environment parameter, e.g. --set num_runners=3 (repeatable)")
+    parser.add_argument("--allow-near-ties", action="store_true",
+                        help="list near-ties (differences the reference itself gives from inputs one ulp away) "
+                             "and go on, instead of stopping at the first")
     parser.set_defaults(run=_run_check)
 
 
@@ -168,7 +172,8 @@ def _run_check(args) -> int:
         print("warpsim check: no CUDA GPU; running the kernels on the CUDA simulator", file=sys.stderr)
         command = [sys.executable, "-m", "warpsim.cli", *args.argv]
         return subprocess.run(command, env={**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}).returncode
-    report = check(args.env, args.num_envs, args.steps, args.seed, progress=bench.print_progress, **params)
+    report = check(args.env, args.num_envs, args.steps, args.seed, allow_near_ties=args.allow_near_ties,
+                   progress=bench.print_progress, **params)
     print(report)
     return 0 if report.consistent else 1
 

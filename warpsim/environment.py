@@ -59,10 +59,13 @@ class EnvSpec:
     ``role_names``; agents of one role share a policy in the trainer.
     ``counters`` names int32[E] state arrays that count events (tags, goals, ...)
     since the environment was made, across resets: the trainer and ``warpsim
-    evaluate`` report how many happen per episode. ``scratch`` declares working
-    arrays of the kernels (e.g. a neighbour grid in global memory): allocated once
-    with the environment and counted in its memory check, but neither state nor
-    compared; kernels reach them as ``env.scratch.<name>``.
+    evaluate`` report how many happen per episode. ``write_order`` names arrays (state
+    arrays, ``"observations"``, ``"rewards"``, ``"done"``) in the order a step computes
+    them: ``warpsim check`` lists the arrays that differ at a step in this order, so the
+    first one named points at the cause (unnamed arrays follow in declaration order).
+    ``scratch`` declares working arrays of the kernels (e.g. a neighbour grid in global
+    memory): allocated once with the environment and counted in its memory check, but
+    neither state nor compared; kernels reach them as ``env.scratch.<name>``.
     """
 
     num_agents: int
@@ -72,6 +75,7 @@ class EnvSpec:
     role_names: tuple[str, ...]
     agent_roles: tuple[int, ...]
     counters: tuple[str, ...] = ()
+    write_order: tuple[str, ...] = ()
     scratch: tuple[StateArray, ...] = ()
 
 
@@ -286,6 +290,10 @@ class Environment:
         for array in spec.state:
             self._check_declaration(array, taken=shapes)
             shapes[array.name] = (array.shape(e, n), torch_dtype(array.dtype))
+        unknown = [name for name in spec.write_order if name not in shapes or name == "actions"]
+        if unknown:
+            raise InvalidValueError(f"{type(self).__name__} names {', '.join(map(repr, unknown))} in write_order; "
+                                    f"name arrays a step writes: {', '.join(n for n in shapes if n != 'actions')}")
         for name in spec.counters:
             if shapes.get(name) != ((e,), torch.int32):
                 raise InvalidValueError(f"{type(self).__name__} names {name!r} as a counter; a counter must be "

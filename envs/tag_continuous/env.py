@@ -53,6 +53,8 @@ class TagContinuous(Environment):
             role_names=("runner", "tagger"),
             agent_roles=tuple(TAGGER if i < p.num_taggers else RUNNER for i in range(p.num_agents)),
             counters=("tags",),
+            write_order=("t", "acceleration", "direction", "speed", "loc_x", "loc_y", "observations", "rewards",
+                         "still_in_game", "num_runners_left", "tags", "done", "episode"),
             scratch=self._observation_grid.scratch("grid") if self._observation_grid else (),
         )
 

@@ -15,6 +15,8 @@ from numba import cuda
 from warpsim.envs.tag_continuous.params import DRAWS_PER_AGENT, HALF_PI, MAX_OBSERVED, TWO_PI, ZERO
 from warpsim.kernels.indexing import agent_of_thread
 from warpsim.kernels.random import uniform_device
+from warpsim.kernels.rounding import add, mul, squared_distance
+from warpsim.kernels.trig import sin_cos_device
 
 FOUR = np.float32(4)
 INFINITY = np.float32(np.inf)
@@ -61,8 +63,9 @@ def move_agents(actions, acceleration_table, turn_table, max_speed_by_type, step
     velocity = min(max(speed[e, i] + acc, ZERO), max_speed) * alive_f
     if velocity <= ZERO or velocity >= max_speed:
         acc = ZERO
-    x = loc_x[e, i] + velocity * math.cos(heading)
-    y = loc_y[e, i] + velocity * math.sin(heading)
+    sine, cosine = sin_cos_device(heading)
+    x = add(loc_x[e, i], mul(velocity, cosine))
+    y = add(loc_y[e, i], mul(velocity, sine))
     hit_edge = x < ZERO or x > grid_length or y < ZERO or y > grid_length
 
     acceleration[e, i] = acc
@@ -141,7 +144,7 @@ def observe_partial(mask, num_observed, episode_length, position_scale, speed_sc
                 continue
             dx = loc_x[e, j] - x
             dy = loc_y[e, j] - y
-            d2 = dx * dx + dy * dy
+            d2 = squared_distance(dx, dy)
             if found < k:
                 slot = found
                 found += 1
@@ -205,7 +208,7 @@ def tag_runners(num_taggers, tag_radius_squared, tag_reward_for_tagger, tag_pena
     for g in range(num_taggers):
         dx = loc_x[e, g] - loc_x[e, i]
         dy = loc_y[e, g] - loc_y[e, i]
-        d2 = dx * dx + dy * dy
+        d2 = squared_distance(dx, dy)
         if d2 < best_d2:
             best_d2 = d2
             best = g

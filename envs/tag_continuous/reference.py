@@ -2,8 +2,9 @@
 
 Every function works in place on ``v``, the environment's views namespace (NumPy
 arrays sharing memory with its tensors), in float32 with the operations in the same
-order as the kernels, so both backends agree to float32 rounding. Large batches are
-processed in chunks of environments to bound the pairwise temporaries.
+order as the kernels. The kernels round every operation as NumPy does and share the
+sin/cos formula (``warpsim.kernels.trig``), so both backends agree bit for bit. Large
+batches are processed in chunks of environments to bound the pairwise temporaries.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import numpy as np
 from warpsim.envs.tag_continuous.nearest import nearest_in_game
 from warpsim.envs.tag_continuous.params import DRAWS_PER_AGENT, HALF_PI, TWO_PI, ZERO, Constants, TagContinuousParams
 from warpsim.kernels.random import uniform
+from warpsim.kernels.trig import sin_cos
 
 PAIRWISE_CHUNK = 1 << 22
 """Most pairwise entries (environments x agents x agents) held at once."""
@@ -63,8 +65,9 @@ def step(v, p: TagContinuousParams, c: Constants) -> None:
     v.direction[:] = wrap_angle(v.direction + c.turn_table[turn_index]) * alive_f
     v.speed[:] = np.minimum(np.maximum(v.speed + v.acceleration, ZERO), max_speed) * alive_f
     v.acceleration[(v.speed <= ZERO) | (v.speed >= max_speed)] = 0
-    x = v.loc_x + v.speed * np.cos(v.direction)
-    y = v.loc_y + v.speed * np.sin(v.direction)
+    sine, cosine = sin_cos(v.direction)  # float32 sin and cos the kernels compute bit for bit
+    x = v.loc_x + v.speed * cosine
+    y = v.loc_y + v.speed * sine
     length = c.grid_length
     hit_edge = (x < ZERO) | (x > length) | (y < ZERO) | (y > length)
     v.loc_x[:] = np.minimum(np.maximum(x, ZERO), length)

@@ -37,6 +37,7 @@ class TagGridworld(Environment):
             role_names=("tagger", "runner"),
             agent_roles=tuple(TAGGER if i < p.num_taggers else RUNNER for i in range(p.num_agents)),
             counters=("tags",),
+            write_order=("t", "loc_x", "loc_y", "done", "rewards", "tags", "observations", "episode"),
         )
 
     def setup(self) -> None:

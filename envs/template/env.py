@@ -35,6 +35,7 @@ class Beacon(Environment):
             ),
             role_names=("walker",),
             agent_roles=(0,) * p.num_agents,
+            write_order=("t", "done", "pos_x", "pos_y", "rewards", "observations", "episode"),
         )
 
     def setup(self) -> None:
