@@ -165,3 +165,28 @@ def test_a_tie_at_the_edge_of_the_searched_square_goes_to_the_lower_id_beyond_it
     ids, found = grid_nearest(x, y, member, 1, 16.0, agents_per_cell=1)
     assert found[0, 0] == 1 and ids[0, 0, 0] == 2
     np.testing.assert_array_equal(ids, brute_nearest(x, y, member, 1)[0])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("num_agents, in_shared", [(1000, True), (4096, True), (6000, False)])
+@pytest.mark.parametrize("layout", ["uniform", "lattice", "clustered", "two piles"])
+@pytest.mark.parametrize("k", [10, 64])
+def test_grid_search_matches_the_reference_search_at_real_sizes(num_agents, in_shared, layout, k):
+    """On the GPU, against the NumPy reference's own search (nearest_in_game); 6000 agents need global scratch."""
+    if simulator_enabled():
+        pytest.skip("needs a CUDA GPU")
+    from warpsim.envs.tag_continuous.nearest import nearest_in_game
+
+    num_envs, length = 2, 10.0
+    rng = np.random.default_rng(num_agents + k)
+    x, y = np.broadcast_to(layouts(rng, num_envs, num_agents, length)[layout], (2, num_envs, num_agents))
+    x, y = np.ascontiguousarray(x, np.float32), np.ascontiguousarray(y, np.float32)
+    member = (rng.random((num_envs, num_agents)) >= 0.2).astype(np.int32)
+    assert GridLayout(num_agents, 3, THREADS_PER_BLOCK).in_shared == in_shared
+    ids, found = grid_nearest(x, y, member, k, length, agents_per_cell=3, in_shared=in_shared)
+    expected_ids, expected_found = nearest_in_game(x, y, member == 1, k)
+    for e in range(num_envs):
+        for i in np.flatnonzero(member[e]):
+            count = int(expected_found[e, i].sum())
+            assert found[e, i] == count, f"environment {e}, agent {i}"
+            np.testing.assert_array_equal(ids[e, i, :count], expected_ids[e, i, :count], err_msg=f"env {e}, agent {i}")
