@@ -32,9 +32,24 @@ TARGET = (9, 0)
 numba.cuda.dispatcher.get_current_device = lambda: SimpleNamespace(compute_capability=TARGET)
 FUSED_MULTIPLY_ADD = "fma.rn.f32"
 
+
+class LaunchRecorder:
+    """Stands in for the environment's Launcher: keeps each kernel and its arguments."""
+
+    def __init__(self):
+        self.launches = []
+
+    def __call__(self, kernel, num_items, *args):
+        self.launches.append((kernel, args))
+
+    def per_block(self, kernel, num_blocks, shared_bytes, *args):
+        self.launches.append((kernel, args))
+
+
 def recorded_launches(env):
-    launches = []
-    env.launch = lambda kernel, num_items, *args: launches.append((kernel, args))
+    recorder = LaunchRecorder()
+    launches = recorder.launches
+    env.launch = recorder
     env.step_cuda()
     env.reset_cuda(env.views.done)
     launches.append((count_resets, (env.views.done, env.views.episode)))

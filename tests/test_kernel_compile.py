@@ -15,7 +15,7 @@ import pytest
 
 SCRIPT = Path(__file__).with_name("compile_kernels.py")
 TAG_CONTINUOUS_KERNELS = {"move_agents", "observe_full", "observe_partial", "tag_runners", "finish_step",
-                          "reset_agents", "reset_envs", "count_resets"}
+                          "reset_agents", "reset_envs", "count_resets", "observe_partial_grid", "tag_runners_grid"}
 
 
 def compile_all(env_id: str, params: dict) -> list[dict]:
@@ -44,6 +44,8 @@ def test_tag_continuous_kernels_compile_to_float32_ptx():
     results = compile_all("tag_continuous", {"use_full_observation": True})
     results += compile_all("tag_continuous", {"use_full_observation": False,
                                               "num_other_agents_observed": 3})
+    results += compile_all("tag_continuous", {"use_full_observation": False, "num_other_agents_observed": 3,
+                                              "neighbour_search": "grid"})
     assert {r["kernel"] for r in results} == TAG_CONTINUOUS_KERNELS
     assert_compiled_as_numpy_rounds(results)
 
@@ -75,10 +77,17 @@ def assert_compiled_as_numpy_rounds(results: list[dict]) -> None:
 @pytest.mark.gpu
 def test_a_new_parameter_value_reuses_the_compiled_kernels():
     import warpsim
-    from warpsim.envs.tag_continuous import kernels
+    from warpsim.envs.tag_continuous import grid_kernels, kernels
 
+    def overloads():
+        return {name: len((getattr(kernels, name, None) or getattr(grid_kernels, name)).overloads)
+                for name in TAG_CONTINUOUS_KERNELS - {"count_resets"}}
+
+    partial = dict(use_full_observation=False, num_other_agents_observed=3, neighbour_search="grid")
     warpsim.make("tag_continuous", 4, backend="cuda", tagging_distance=0.1).step()
-    compiled = {name: len(getattr(kernels, name).overloads) for name in TAG_CONTINUOUS_KERNELS - {"count_resets"}}
+    warpsim.make("tag_continuous", 4, backend="cuda", tagging_distance=0.1, **partial).step()
+    compiled = overloads()
     warpsim.make("tag_continuous", 4, backend="cuda", tagging_distance=0.3, episode_length=7,
                  max_speed=2.0, tag_reward_for_tagger=5.0).step()
-    assert {name: len(getattr(kernels, name).overloads) for name in compiled} == compiled
+    warpsim.make("tag_continuous", 4, backend="cuda", tagging_distance=0.3, num_runners=30, **partial).step()
+    assert overloads() == compiled

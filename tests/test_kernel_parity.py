@@ -27,6 +27,9 @@ CONFIGS = {
                                   num_other_agents_observed=3),
     "partial-N-over-block": lambda: dict(num_envs=1, num_taggers=2, num_runners=block_size() + 1,
                                          use_full_observation=False, num_other_agents_observed=4),
+    "partial-grid-N-over-block": lambda: dict(num_envs=1, num_taggers=3, num_runners=block_size() + 3,
+                                              use_full_observation=False, num_other_agents_observed=4,
+                                              neighbour_search="grid"),
     "full-N-over-block": lambda: dict(num_envs=1, num_taggers=1, num_runners=block_size() + 2,
                                       use_full_observation=True),
 }

@@ -156,6 +156,11 @@ def refuse_python_numbers(kernel, args: tuple) -> None:
                 f"{value!r}, which a GPU compiles as {'float64' if isinstance(value, float) else 'int64'} "
                 f"(the simulator does not); pass a NumPy scalar of the kernel's type, e.g. {wrap}({value!r})")
 
+    def per_block(self, kernel, num_blocks: int, shared_bytes: int, *args) -> None:
+        """Launches ``num_blocks`` blocks (e.g. one per environment) with ``shared_bytes``
+        of dynamic shared memory each."""
+        kernel[num_blocks, self.threads_per_block, self.stream(), shared_bytes](*args)
+
 
 def available_bytes(placement: Placement) -> int:
     """Memory free for new buffers where the placement allocates them."""

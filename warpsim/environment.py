@@ -67,6 +67,9 @@ class EnvSpec:
     step to benchmark records: how agents observe (e.g. "full", "partial K=10") and the
     pairwise distances (dx, dy, dx*dx + dy*dy) one environment step evaluates, for the
     floor; left None, records say "unknown".
+    ``scratch`` declares working arrays of the kernels (e.g. a neighbour grid in global
+    memory): allocated once with the environment and counted in its memory check, but
+    neither state nor compared; kernels reach them as ``env.scratch.<name>``.
     """
 
     num_agents: int
@@ -79,6 +82,7 @@ class EnvSpec:
     write_order: tuple[str, ...] = ()
     observation_label: str | None = None
     distance_evaluations_per_step: int | None = None
+    scratch: tuple[StateArray, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -162,7 +166,8 @@ class Environment:
         self.spec = self.describe()
         self.num_agents = self.spec.num_agents
         shapes = self._array_shapes()
-        self._check_fits_in_memory(shapes)
+        scratch_shapes = self._scratch_shapes(taken=shapes)
+        self._check_fits_in_memory({**shapes, **scratch_shapes})
 
         device_ = self.placement.torch_device
         tensors = {name: torch.zeros(shape, dtype=dtype, device=device_)
@@ -176,6 +181,11 @@ class Environment:
             name: kernel_view(tensor) for name, tensor in
             [("observations", self.observations), ("actions", self.actions),
              ("rewards", self.rewards), ("done", self.done), *tensors.items()]})
+        self._scratch_tensors = [torch.zeros(shape, dtype=dtype, device=device_)
+                                 for shape, dtype in scratch_shapes.values()]
+        self.scratch = ArrayNamespace({name: kernel_view(tensor)
+                                       for name, tensor in zip(scratch_shapes, self._scratch_tensors)})
+        """The kernels' working arrays declared in ``EnvSpec.scratch``, as kernel views."""
         self._action_levels = torch.tensor(self.spec.action_levels, dtype=torch.int32, device=device_)
         self._every_env = torch.ones(self.num_envs, dtype=torch.bool, device=device_)
         self.every_env = kernel_view(self._every_env)
@@ -306,6 +316,13 @@ class Environment:
             if shapes.get(name) != ((e,), torch.int32):
                 raise InvalidValueError(f"{type(self).__name__} names {name!r} as a counter; a counter must be "
                                  f"one of its state arrays with dtype int32 and dims ('E',)")
+        return shapes
+
+    def _scratch_shapes(self, taken) -> dict[str, tuple[tuple[int, ...], torch.dtype]]:
+        shapes: dict[str, tuple[tuple[int, ...], torch.dtype]] = {}
+        for array in self.spec.scratch:
+            self._check_declaration(array, taken={**taken, **shapes})
+            shapes[array.name] = (array.shape(self.num_envs, self.num_agents), torch_dtype(array.dtype))
         return shapes
 
     def _check_declaration(self, array: StateArray, taken) -> None:

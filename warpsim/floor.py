@@ -20,7 +20,8 @@ What is counted (per environment step, i.e. one environment advanced by one step
   tag_continuous with partial observations searches N x N pairs for the K nearest,
   and every runner searches the taggers for its nearest; environments with no
   floating-point search (tag_gridworld compares integer cells) declare none. This is
-  the brute-force search the kernels run; a spatial-grid search would need fewer.
+  a brute-force search; the grid search tag_continuous's kernels run at large N
+  (docs/design.md) evaluates far fewer distances, so there the arithmetic bound is loose.
   An environment that declares nothing has an unknown compute floor: its record says
   "unknown", and its floor is the memory floor alone (a lower bound).
 

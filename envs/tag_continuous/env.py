@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import torch
 
 from warpsim.environment import EnvSpec, Environment, Frame, StateArray
-from warpsim.envs.tag_continuous import kernels, reference
+from warpsim.envs.tag_continuous import grid_kernels, kernels, reference
 from warpsim.envs.tag_continuous.params import Constants, TagContinuousParams
+from warpsim.kernels.grid_layout import GridLayout, agents_per_cell
 
 TAGGER, RUNNER = 1, 0
+GRID_SEARCH_MIN_AGENTS = 128
+"""With neighbour_search="auto", partial observations search a grid from this N on and every
+pair below it. Provisional: to be set from sweep-N on a GPU (docs/design.md)."""
+GRID_SEARCH_MIN_TAGGERS = 32
+"""With neighbour_search="auto", runners search a grid of the taggers from this many taggers
+on (if the grid fits in shared memory). Provisional, as GRID_SEARCH_MIN_AGENTS."""
 
 
 class TagContinuous(Environment):
@@ -50,7 +59,28 @@ class TagContinuous(Environment):
             # Partial: every agent measures all N for its K nearest; always: every runner its nearest tagger.
             distance_evaluations_per_step=(0 if p.use_full_observation else p.num_agents ** 2)
             + p.num_runners * p.num_taggers,
+            scratch=self._observation_grid.scratch("grid") if self._observation_grid else (),
         )
+
+    @functools.cached_property
+    def _observation_grid(self) -> GridLayout | None:
+        """The grid of the partial observations' search; None where every pair is searched."""
+        p = self.params
+        if p.use_full_observation or not self._use_grid(p.num_agents, GRID_SEARCH_MIN_AGENTS):
+            return None
+        return GridLayout(p.num_agents, agents_per_cell(p.num_other_agents_observed))
+
+    @functools.cached_property
+    def _tagger_grid(self) -> GridLayout | None:
+        """The grid of the taggers for the tag step, only where it fits in shared memory."""
+        layout = GridLayout(self.params.num_taggers, agents_per_cell(1))
+        if not layout.in_shared or not self._use_grid(self.params.num_taggers, GRID_SEARCH_MIN_TAGGERS):
+            return None
+        return layout
+
+    def _use_grid(self, size: int, threshold: int) -> bool:
+        choice = self.params.neighbour_search
+        return choice == "grid" or (choice == "auto" and size >= threshold)
 
     def setup(self) -> None:
         self.constants = Constants.of(self.params)
@@ -94,10 +124,16 @@ class TagContinuous(Environment):
                     c.grid_length, c.edge_hit_penalty, v.t, v.loc_x, v.loc_y, v.speed,
                     v.direction, v.acceleration, v.still_in_game, v.rewards)
         self._observe(self.every_env)
-        self.launch(kernels.tag_runners, agents, np.int32(p.num_taggers), c.tag_radius_squared,
-                    c.tag_reward_for_tagger, c.tag_penalty_for_runner,
-                    p.runner_exits_game_after_tagged, v.loc_x, v.loc_y, v.still_in_game,
-                    v.num_runners_left, v.tags, v.rewards)
+        tag_outcome = (c.tag_radius_squared, c.tag_reward_for_tagger, c.tag_penalty_for_runner,
+                       p.runner_exits_game_after_tagged, v.loc_x, v.loc_y, v.still_in_game,
+                       v.num_runners_left, v.tags, v.rewards)
+        grid = self._tagger_grid
+        if grid is None:
+            self.launch(kernels.tag_runners, agents, np.int32(p.num_taggers), *tag_outcome)
+        else:
+            self.launch.per_block(grid_kernels.tag_runners_grid, self.num_envs, grid.shared_bytes,
+                                  np.int32(p.num_taggers), np.int32(grid.agents_per_cell),
+                                  np.int32(grid.cells_capacity), c.grid_length, *tag_outcome)
         self.launch(kernels.finish_step, agents, np.int32(p.num_taggers), np.int32(p.episode_length),
                     c.end_of_game_reward_for_runner, v.t, v.still_in_game, v.num_runners_left,
                     v.rewards, v.done)
@@ -108,7 +144,15 @@ class TagContinuous(Environment):
         common = (np.int32(p.episode_length), c.position_scale, c.speed_scale, v.agent_type,
                   v.t, v.loc_x, v.loc_y, v.speed, v.direction, v.acceleration, v.still_in_game,
                   v.observations)
+        grid = self._observation_grid
         if p.use_full_observation:
             self.launch(kernels.observe_full, agents, mask, *common)
-        else:
+        elif grid is None:
             self.launch(kernels.observe_partial, agents, mask, np.int32(p.num_other_agents_observed), *common)
+        else:
+            scratch = self.scratch
+            self.launch.per_block(grid_kernels.observe_partial_grid, self.num_envs, grid.shared_bytes, mask,
+                                  np.int32(p.num_other_agents_observed), np.int32(grid.agents_per_cell),
+                                  np.int32(grid.cells_capacity), grid.in_shared, c.grid_length, *common[:-1],
+                                  scratch.grid_x, scratch.grid_y, scratch.grid_ids, scratch.grid_cells,
+                                  v.observations)

@@ -159,6 +159,17 @@ def observe_partial(mask, num_observed, episode_length, position_scale, speed_sc
                 slot -= 1
             nearest_d2[slot] = d2
             nearest[slot] = j
+    write_partial_observation(observations, e, i, k, found, nearest, observer_alive, episode_length,
+                              position_scale, speed_scale, agent_type, t, loc_x, loc_y, speed, direction,
+                              acceleration)
+
+
+@cuda.jit(device=True)
+def write_partial_observation(observations, e, i, k, found, nearest, observer_alive, episode_length,
+                              position_scale, speed_scale, agent_type, t, loc_x, loc_y, speed, direction,
+                              acceleration):
+    """Agent i's partial observation from its ``found`` nearest ids (nearest int32[>= found]);
+    slots past them and the time of an observer out of the game are zeros."""
     one = np.float32(1)
     for slot in range(k):
         if slot < found:
@@ -202,12 +213,20 @@ def tag_runners(num_taggers, tag_radius_squared, tag_reward_for_tagger, tag_pena
             best_d2 = d2
             best = g
     if best_d2 < tag_radius_squared:
-        rewards[e, i] += tag_penalty_for_runner
-        cuda.atomic.add(rewards, (e, best), tag_reward_for_tagger)
-        cuda.atomic.add(tags, e, 1)
-        if runner_exits_game:
-            still_in_game[e, i] = 0
-            cuda.atomic.sub(num_runners_left, e, 1)
+        apply_tag(e, i, best, tag_reward_for_tagger, tag_penalty_for_runner, runner_exits_game,
+                  still_in_game, num_runners_left, tags, rewards)
+
+
+@cuda.jit(device=True)
+def apply_tag(e, i, tagger, tag_reward_for_tagger, tag_penalty_for_runner, runner_exits_game,
+              still_in_game, num_runners_left, tags, rewards):
+    """Runner i of environment e is tagged by ``tagger``: rewards, the tag count, the exit."""
+    rewards[e, i] += tag_penalty_for_runner
+    cuda.atomic.add(rewards, (e, tagger), tag_reward_for_tagger)
+    cuda.atomic.add(tags, e, 1)
+    if runner_exits_game:
+        still_in_game[e, i] = 0
+        cuda.atomic.sub(num_runners_left, e, 1)
 
 
 @cuda.jit

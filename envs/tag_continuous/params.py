@@ -11,6 +11,8 @@ from warpsim.errors import InvalidValueError
 
 MAX_OBSERVED = 64
 """Most neighbours a partial observation may hold (the kernels keep them in registers)."""
+NEIGHBOUR_SEARCHES = ("auto", "grid", "brute_force")
+"""Values of TagContinuousParams.neighbour_search."""
 DRAWS_PER_AGENT = 3
 """Random draws of one agent at reset: x, y, direction (its lanes are agent * 3 + draw)."""
 TWO_PI = np.float32(2 * np.pi)
@@ -68,6 +70,10 @@ class TagContinuousParams:
     """Reward of each runner still in the game at t == T; >= 0."""
     runner_exits_game_after_tagged: bool = True
     """A tagged runner leaves the game (else it stays and can be tagged again)."""
+    neighbour_search: str = "auto"
+    """How the kernels find nearest agents: ``"grid"`` (a uniform grid per environment),
+    ``"brute_force"`` (every pair) or ``"auto"`` (the grid from a size on, see
+    envs/tag_continuous/env.py). The results are identical; the NumPy backend ignores it."""
 
     def __post_init__(self):
         def need(ok: bool, field: str, allowed: str):
@@ -94,6 +100,8 @@ class TagContinuousParams:
              "tagging_distance", "give a fraction of grid_length in [0, 1]")
         for field in ("use_full_observation", "runner_exits_game_after_tagged"):
             need(isinstance(getattr(self, field), bool), field, "give True or False")
+        need(self.neighbour_search in NEIGHBOUR_SEARCHES, "neighbour_search",
+             f"allowed: {', '.join(repr(choice) for choice in NEIGHBOUR_SEARCHES)}")
         k = self.num_other_agents_observed
         n = self.num_agents
         need(isinstance(k, int) and not isinstance(k, bool) and 1 <= k < n and k <= MAX_OBSERVED,

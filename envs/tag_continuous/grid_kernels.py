@@ -1,0 +1,102 @@
+"""tag_continuous's neighbour searches on a uniform grid: one block per environment.
+
+The block bins its environment's agents (warpsim.kernels.neighbours), then each thread
+answers queries, taking them in the grid's order so that the threads of a warp search
+nearby cells. Results equal those of the brute-force kernels (kernels.py) exactly: the
+same K nearest with the lower id first on a tie, the same nearest tagger.
+"""
+
+import numpy as np
+from numba import cuda, types
+
+from warpsim.envs.tag_continuous.kernels import apply_tag, write_partial_observation
+from warpsim.envs.tag_continuous.params import MAX_OBSERVED
+from warpsim.kernels.neighbours import bin_agents, k_nearest, shared_grid
+
+INFINITY = np.float32(np.inf)
+
+
+@cuda.jit
+def observe_partial_grid(mask, num_observed, agents_per_cell, cells_capacity, in_shared, grid_length,
+                         episode_length, position_scale, speed_scale, agent_type, t, loc_x, loc_y, speed,
+                         direction, acceleration, still_in_game, grid_x, grid_y, grid_ids, grid_cells,
+                         observations):
+    """Partial observations where ``mask`` is set; block e handles environment e.
+
+    mask bool[E]; num_observed int32 K <= MAX_OBSERVED; agents_per_cell, cells_capacity int32;
+    in_shared bool (the grid in dynamic shared memory, else in grid_*); grid_length float32;
+    episode_length int32; position_scale, speed_scale float32; agent_type int32[N]; t int32[E];
+    loc_x .. acceleration float32[E, N]; still_in_game int32[E, N];
+    grid_x, grid_y float32[E, N] and grid_ids int32[E, N], grid_cells int32[E, C] (global
+    scratch; 1 x 1 when in_shared); observations float32[E, N, 7 K + 1] (written).
+    """
+    e = cuda.blockIdx.x
+    if e >= loc_x.shape[0] or not mask[e]:
+        return
+    words = cuda.shared.array(0, types.int32)
+    partial = words[0:cuda.blockDim.x]
+    if in_shared:
+        xs, ys, cell_end, ids = shared_grid(words, cuda.shared.array(0, types.float32),
+                                            cuda.shared.array(0, types.int16), loc_x.shape[1], cells_capacity)
+        observe_environment(e, num_observed, agents_per_cell, grid_length, episode_length, position_scale,
+                            speed_scale, agent_type, t, loc_x, loc_y, speed, direction, acceleration,
+                            still_in_game, partial, xs, ys, cell_end, ids, observations)
+    else:
+        observe_environment(e, num_observed, agents_per_cell, grid_length, episode_length, position_scale,
+                            speed_scale, agent_type, t, loc_x, loc_y, speed, direction, acceleration,
+                            still_in_game, partial, grid_x[e], grid_y[e], grid_cells[e], grid_ids[e],
+                            observations)
+
+
+@cuda.jit(device=True)
+def observe_environment(e, k, agents_per_cell, grid_length, episode_length, position_scale, speed_scale,
+                        agent_type, t, loc_x, loc_y, speed, direction, acceleration, still_in_game,
+                        partial, xs, ys, cell_end, ids, observations):
+    n = loc_x.shape[1]
+    count, side = bin_agents(e, 0, n, still_in_game, loc_x, loc_y, grid_length, agents_per_cell,
+                             partial, xs, ys, cell_end, ids)
+    nearest = cuda.local.array(MAX_OBSERVED, np.int32)
+    nearest_d2 = cuda.local.array(MAX_OBSERVED, np.float32)
+    for place in range(cuda.threadIdx.x, count, cuda.blockDim.x):
+        i = np.int32(ids[place])
+        found = k_nearest(xs[place], ys[place], i, k, INFINITY, side, grid_length, xs, ys, cell_end, ids,
+                          nearest, nearest_d2)
+        write_partial_observation(observations, e, i, k, found, nearest, True, episode_length, position_scale,
+                                  speed_scale, agent_type, t, loc_x, loc_y, speed, direction, acceleration)
+    for i in range(cuda.threadIdx.x, n, cuda.blockDim.x):
+        if still_in_game[e, i] != 1:
+            write_partial_observation(observations, e, i, k, 0, nearest, False, episode_length, position_scale,
+                                      speed_scale, agent_type, t, loc_x, loc_y, speed, direction, acceleration)
+
+
+@cuda.jit
+def tag_runners_grid(num_taggers, agents_per_cell, cells_capacity, grid_length, tag_radius_squared,
+                     tag_reward_for_tagger, tag_penalty_for_runner, runner_exits_game, loc_x, loc_y,
+                     still_in_game, num_runners_left, tags, rewards):
+    """Step 5 as tag_runners does it, the taggers binned in shared memory; block e handles environment e.
+
+    num_taggers, agents_per_cell, cells_capacity int32; grid_length, tag_radius_squared,
+    tag_reward_for_tagger, tag_penalty_for_runner float32; runner_exits_game bool;
+    loc_x, loc_y float32[E, N]; still_in_game int32[E, N]; num_runners_left, tags int32[E];
+    rewards float32[E, N]. Taggers never leave the game, so binning those in the game bins all.
+    Only taggers closer than the tagging radius are candidates: the nearest of them is the
+    nearest tagger whenever a tag happens.
+    """
+    e = cuda.blockIdx.x
+    if e >= loc_x.shape[0]:
+        return
+    words = cuda.shared.array(0, types.int32)
+    partial = words[0:cuda.blockDim.x]
+    xs, ys, cell_end, ids = shared_grid(words, cuda.shared.array(0, types.float32), cuda.shared.array(0, types.int16),
+                                        num_taggers, cells_capacity)
+    _count, side = bin_agents(e, 0, num_taggers, still_in_game, loc_x, loc_y, grid_length, agents_per_cell,
+                              partial, xs, ys, cell_end, ids)
+    nearest = cuda.local.array(1, np.int32)
+    nearest_d2 = cuda.local.array(1, np.float32)
+    for i in range(num_taggers + cuda.threadIdx.x, loc_x.shape[1], cuda.blockDim.x):
+        if still_in_game[e, i] == 1:
+            found = k_nearest(loc_x[e, i], loc_y[e, i], -1, 1, tag_radius_squared, side, grid_length,
+                              xs, ys, cell_end, ids, nearest, nearest_d2)
+            if found == 1:
+                apply_tag(e, i, nearest[0], tag_reward_for_tagger, tag_penalty_for_runner, runner_exits_game,
+                          still_in_game, num_runners_left, tags, rewards)

@@ -1,0 +1,192 @@
+"""The grid search of warpsim.kernels.neighbours against a NumPy brute force, on random and adversarial points.
+
+A test kernel bins each environment's members and asks the K nearest of every member
+(and of fixed outside points), in shared memory or in global scratch. The brute force
+computes float32 squared distances the way the NumPy reference does and sorts by
+(distance, id). Layouts are chosen to break a careless stopping rule: exact ties at
+the boundary of the searched square, points on cell borders and on the walls, one-cell
+pile-ups, clusters, few members, and a distance cutoff.
+"""
+
+import numpy as np
+import pytest
+from numba import cuda, types
+
+from warpsim.device import SIMULATOR_THREADS_PER_BLOCK, THREADS_PER_BLOCK, simulator_enabled
+from warpsim.kernels.grid_layout import GridLayout
+from warpsim.kernels.neighbours import bin_agents, k_nearest, shared_grid
+
+MAX_K = 64
+
+
+@cuda.jit(device=True)
+def answer_queries(e, k, max_d2, length, agents_per_cell, member, loc_x, loc_y, query_x, query_y,
+                   partial, xs, ys, cell_end, ids, nearest_out, found_out):
+    n = loc_x.shape[1]
+    count, side = bin_agents(e, 0, n, member, loc_x, loc_y, length, agents_per_cell, partial, xs, ys, cell_end, ids)
+    nearest = cuda.local.array(MAX_K, np.int32)
+    nearest_d2 = cuda.local.array(MAX_K, np.float32)
+    for q in range(cuda.threadIdx.x, query_x.shape[1], cuda.blockDim.x):
+        skip = q if q < n else -1  # queries 0..N-1 are the agents themselves, the rest outside points
+        found = k_nearest(query_x[e, q], query_y[e, q], skip, k, max_d2, side, length, xs, ys, cell_end, ids,
+                          nearest, nearest_d2)
+        found_out[e, q] = found
+        for slot in range(found):
+            nearest_out[e, q, slot] = nearest[slot]
+
+
+@cuda.jit
+def nearest_kernel(k, max_d2, length, agents_per_cell, cells_capacity, in_shared, member, loc_x, loc_y,
+                   query_x, query_y, grid_x, grid_y, grid_ids, grid_cells, nearest_out, found_out):
+    """One block per environment: member int32[E, N]; loc_x, loc_y float32[E, N]; query_x, query_y
+    float32[E, Q]; grid_* the global scratch; nearest_out int32[E, Q, K]; found_out int32[E, Q]."""
+    e = cuda.blockIdx.x
+    words = cuda.shared.array(0, types.int32)
+    partial = words[0:cuda.blockDim.x]
+    if in_shared:
+        xs, ys, cell_end, ids = shared_grid(words, cuda.shared.array(0, types.float32),
+                                            cuda.shared.array(0, types.int16), loc_x.shape[1], cells_capacity)
+        answer_queries(e, k, max_d2, length, agents_per_cell, member, loc_x, loc_y, query_x, query_y,
+                       partial, xs, ys, cell_end, ids, nearest_out, found_out)
+    else:
+        answer_queries(e, k, max_d2, length, agents_per_cell, member, loc_x, loc_y, query_x, query_y,
+                       partial, grid_x[e], grid_y[e], grid_cells[e], grid_ids[e], nearest_out, found_out)
+
+
+def grid_nearest(x, y, member, k, length, max_d2=np.inf, agents_per_cell=1, in_shared=True,
+                 extra_x=None, extra_y=None):
+    """(ids, found) of the grid search for every agent, then every extra point."""
+    num_envs, n = x.shape
+    threads = SIMULATOR_THREADS_PER_BLOCK if simulator_enabled() else THREADS_PER_BLOCK
+    layout = GridLayout(n, agents_per_cell, threads)
+    query_x = x if extra_x is None else np.concatenate([x, extra_x], axis=1)
+    query_y = y if extra_y is None else np.concatenate([y, extra_y], axis=1)
+    cells = layout.cells_capacity
+    scratch_rows = num_envs if not in_shared else 1
+    nearest_out = np.full((num_envs, query_x.shape[1], k), -1, np.int32)
+    found_out = np.zeros((num_envs, query_x.shape[1]), np.int32)
+    arrays = [cuda.to_device(np.ascontiguousarray(a)) for a in (
+        member.astype(np.int32), x, y, query_x, query_y,
+        np.zeros((scratch_rows, n), np.float32), np.zeros((scratch_rows, n), np.float32),
+        np.zeros((scratch_rows, n), np.int32), np.zeros((scratch_rows, cells), np.int32), nearest_out, found_out)]
+    shared_bytes = layout.shared_bytes if in_shared else 4 * threads
+    nearest_kernel[num_envs, threads, 0, shared_bytes](
+        np.int32(k), np.float32(max_d2), np.float32(length), np.int32(agents_per_cell), np.int32(cells),
+        in_shared, *arrays)
+    return arrays[-2].copy_to_host(), arrays[-1].copy_to_host()
+
+
+def brute_nearest(x, y, member, k, max_d2=np.inf, extra_x=None, extra_y=None):
+    """The same answer by brute force: float32 dx*dx + dy*dy, sorted by (distance, id)."""
+    num_envs, n = x.shape
+    query_x = x if extra_x is None else np.concatenate([x, extra_x], axis=1)
+    query_y = y if extra_y is None else np.concatenate([y, extra_y], axis=1)
+    ids = np.full((num_envs, query_x.shape[1], k), -1, np.int32)
+    found = np.zeros((num_envs, query_x.shape[1]), np.int32)
+    for e in range(num_envs):
+        for q in range(query_x.shape[1]):
+            dx = x[e] - query_x[e, q]
+            dy = y[e] - query_y[e, q]
+            d2 = dx * dx + dy * dy
+            keep = (member[e] == 1) & (d2 < np.float32(max_d2)) & (np.arange(n) != q)
+            order = sorted(np.flatnonzero(keep), key=lambda j: (d2[j], j))[:k]
+            ids[e, q, :len(order)] = order
+            found[e, q] = len(order)
+    return ids, found
+
+
+def layouts(rng, num_envs, n, length):
+    """Named adversarial point sets, float32[E, N] each."""
+    f32 = np.float32
+    lattice = rng.integers(0, 5, (2, num_envs, n)).astype(f32) * f32(length / 4)  # borders, walls, ties
+    cluster_centre = rng.uniform(0, length, (2, num_envs, 1))
+    clustered = np.where(rng.random((2, num_envs, n)) < 0.7,
+                         cluster_centre + rng.normal(0, length / 100, (2, num_envs, n)),
+                         rng.uniform(0, length, (2, num_envs, n)))
+    return {
+        "uniform": rng.uniform(0, length, (2, num_envs, n)).astype(f32),
+        "lattice": lattice,
+        "clustered": np.clip(clustered, 0, length).astype(f32),
+        "one point": np.full((2, num_envs, n), f32(length / 3)),
+        "walls": np.stack([rng.choice([f32(0), f32(length)], (num_envs, n)),
+                           rng.uniform(0, length, (num_envs, n)).astype(f32)]),
+        "two piles": np.where(rng.random((1, num_envs, n)) < 0.5, f32(0.1 * length), f32(0.9 * length)),
+    }
+
+
+@pytest.mark.parametrize("layout", ["uniform", "lattice", "clustered", "one point", "walls", "two piles"])
+@pytest.mark.parametrize("k, out_fraction", [(1, 0.0), (3, 0.3), (10, 0.5), (25, 0.0)])
+def test_grid_search_matches_brute_force(layout, k, out_fraction):
+    num_envs, n, length = 3, 24, 4.0
+    rng = np.random.default_rng([k, int(out_fraction * 10), len(layout)])
+    x, y = np.broadcast_to(layouts(rng, num_envs, n, length)[layout], (2, num_envs, n)).astype(np.float32)
+    member = (rng.random((num_envs, n)) >= out_fraction).astype(np.int32)
+    extra_x = rng.integers(0, 9, (num_envs, 4)).astype(np.float32) * np.float32(length / 8)
+    extra_y = rng.integers(0, 9, (num_envs, 4)).astype(np.float32) * np.float32(length / 8)
+    expected = brute_nearest(x, y, member, k, extra_x=extra_x, extra_y=extra_y)
+    got = grid_nearest(x, y, member, k, length, extra_x=extra_x, extra_y=extra_y)
+    for name, want, have in zip(("ids", "found"), expected, got):
+        np.testing.assert_array_equal(have, want, err_msg=f"{name} of layout {layout!r}, K={k}")
+
+
+@pytest.mark.parametrize("in_shared", [True, False], ids=["shared", "global"])
+def test_grid_search_in_shared_and_global_memory_agree_with_brute_force(in_shared):
+    num_envs, n, length = 2, 40, 10.0
+    rng = np.random.default_rng(7)
+    x = rng.integers(0, 11, (num_envs, n)).astype(np.float32)
+    y = rng.integers(0, 11, (num_envs, n)).astype(np.float32)
+    member = (rng.random((num_envs, n)) >= 0.2).astype(np.int32)
+    expected = brute_nearest(x, y, member, 6)
+    got = grid_nearest(x, y, member, 6, length, agents_per_cell=1, in_shared=in_shared)
+    np.testing.assert_array_equal(got[0], expected[0])
+    np.testing.assert_array_equal(got[1], expected[1])
+
+
+def test_distance_cutoff_is_strict_and_ties_at_the_cutoff_are_left_out():
+    """Query at the centre; members at distance exactly 1 (the cutoff), 0.5 and 2."""
+    x = np.array([[2.0, 3.0, 2.5, 4.0, 1.0, 2.0]], np.float32)
+    y = np.array([[2.0, 2.0, 2.0, 2.0, 2.0, 1.5]], np.float32)
+    member = np.ones((1, 6), np.int32)
+    ids, found = grid_nearest(x, y, member, 4, 4.0, max_d2=1.0)
+    assert found[0, 0] == 2 and ids[0, 0, :2].tolist() == [2, 5]  # 1 and 4 sit at exactly 1: out
+    expected = brute_nearest(x, y, member, 4, max_d2=1.0)
+    np.testing.assert_array_equal(ids, expected[0])
+
+
+def test_a_tie_at_the_edge_of_the_searched_square_goes_to_the_lower_id_beyond_it():
+    """A 4 x 4 grid of cells of 4 (L = 16, 16 members). Agent 0 at (3, 2) queries K = 1: agent 8 at (6, 6)
+    in ring 1 and agent 2 at (8, 2), the first column of ring 2, both at d2 = 25 exactly, which is also the
+    distance to the searched square. Stopping on ``d2_k <= bound`` would answer 8; the rule must go on to 2."""
+    x = np.full((1, 16), 15.5, np.float32)
+    y = np.full((1, 16), 15.5, np.float32)
+    x[0, [0, 2, 8]] = [3.0, 8.0, 6.0]
+    y[0, [0, 2, 8]] = [2.0, 2.0, 6.0]
+    member = np.ones((1, 16), np.int32)
+    ids, found = grid_nearest(x, y, member, 1, 16.0, agents_per_cell=1)
+    assert found[0, 0] == 1 and ids[0, 0, 0] == 2
+    np.testing.assert_array_equal(ids, brute_nearest(x, y, member, 1)[0])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("num_agents, in_shared", [(1000, True), (4096, True), (6000, False)])
+@pytest.mark.parametrize("layout", ["uniform", "lattice", "clustered", "two piles"])
+@pytest.mark.parametrize("k", [10, 64])
+def test_grid_search_matches_the_reference_search_at_real_sizes(num_agents, in_shared, layout, k):
+    """On the GPU, against the NumPy reference's own search (nearest_in_game); 6000 agents need global scratch."""
+    if simulator_enabled():
+        pytest.skip("needs a CUDA GPU")
+    from warpsim.envs.tag_continuous.nearest import nearest_in_game
+
+    num_envs, length = 2, 10.0
+    rng = np.random.default_rng(num_agents + k)
+    x, y = np.broadcast_to(layouts(rng, num_envs, num_agents, length)[layout], (2, num_envs, num_agents))
+    x, y = np.ascontiguousarray(x, np.float32), np.ascontiguousarray(y, np.float32)
+    member = (rng.random((num_envs, num_agents)) >= 0.2).astype(np.int32)
+    assert GridLayout(num_agents, 3, THREADS_PER_BLOCK).in_shared == in_shared
+    ids, found = grid_nearest(x, y, member, k, length, agents_per_cell=3, in_shared=in_shared)
+    expected_ids, expected_found = nearest_in_game(x, y, member == 1, k)
+    for e in range(num_envs):
+        for i in np.flatnonzero(member[e]):
+            count = int(expected_found[e, i].sum())
+            assert found[e, i] == count, f"environment {e}, agent {i}"
+            np.testing.assert_array_equal(ids[e, i, :count], expected_ids[e, i, :count], err_msg=f"env {e}, agent {i}")
