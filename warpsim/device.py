@@ -108,7 +108,7 @@ class Launcher:
     def __init__(self, placement: Placement):
         self._placement = placement
         self._streams: dict[int, object] = {}
-        self._configured: dict[tuple[Any, int, int], Any] = {}
+        self._configured: dict[tuple[Any, int, int, int], Any] = {}
         self.threads_per_block = SIMULATOR_THREADS_PER_BLOCK if simulator_enabled() else THREADS_PER_BLOCK
 
     def stream(self):
@@ -120,16 +120,25 @@ class Launcher:
         return self._streams[handle]
 
     def __call__(self, kernel, num_items: int, *args) -> None:
-        refuse_python_numbers(kernel, args)
+        """Launches one thread per item (e.g. per agent of every environment)."""
         blocks = (num_items + self.threads_per_block - 1) // self.threads_per_block
+        self._launch(kernel, blocks, 0, args)
+
+    def per_block(self, kernel, num_blocks: int, shared_bytes: int, *args) -> None:
+        """Launches ``num_blocks`` blocks (e.g. one per environment) with ``shared_bytes``
+        of dynamic shared memory each."""
+        self._launch(kernel, num_blocks, shared_bytes, args)
+
+    def _launch(self, kernel, blocks: int, shared_bytes: int, args: tuple) -> None:
+        refuse_python_numbers(kernel, args)
         stream = self.stream()
-        key = (kernel, blocks, id(stream))
+        key = (kernel, blocks, shared_bytes, id(stream))
         configured = self._configured.get(key)
         if configured is None:
             with warnings.catch_warnings():
                 # Only here: the warning is raised when a launch is configured, and stays on elsewhere.
                 warnings.filterwarnings("ignore", message=LOW_OCCUPANCY_WARNING)
-                configured = kernel[blocks, self.threads_per_block, stream]
+                configured = kernel[blocks, self.threads_per_block, stream, shared_bytes]
             self._configured[key] = configured
         configured(*args)
 
@@ -155,11 +164,6 @@ def refuse_python_numbers(kernel, args: tuple) -> None:
                 f"kernel {name}: argument {position + 1}{parameter} is the Python {type(value).__name__} "
                 f"{value!r}, which a GPU compiles as {'float64' if isinstance(value, float) else 'int64'} "
                 f"(the simulator does not); pass a NumPy scalar of the kernel's type, e.g. {wrap}({value!r})")
-
-    def per_block(self, kernel, num_blocks: int, shared_bytes: int, *args) -> None:
-        """Launches ``num_blocks`` blocks (e.g. one per environment) with ``shared_bytes``
-        of dynamic shared memory each."""
-        kernel[num_blocks, self.threads_per_block, self.stream(), shared_bytes](*args)
 
 
 def available_bytes(placement: Placement) -> int:
