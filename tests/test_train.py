@@ -139,7 +139,7 @@ def test_evaluate_and_render_a_trained_checkpoint(tmp_path, capsys):
     assert main(["evaluate", str(tmp_path / "run"), "--episodes", "20", "--num-envs", "8", "--random", "runner",
                  "--compare-random", "--backend", "numpy"]) == 0
     out = capsys.readouterr().out
-    assert "mean return of a tagger (policy)" in out and "tags per episode" in out and "x the uniformly random" in out
+    assert "mean return of a tagger (policy)" in out and "tags per episode" in out and "ratios to random play" in out
     gif = tmp_path / "episode.gif"
     assert main(["render", str(tmp_path / "run"), "--out", str(gif), "--max-steps", "5", "--backend", "numpy"]) == 0
     from PIL import Image
