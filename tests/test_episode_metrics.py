@@ -58,13 +58,11 @@ def test_the_running_episode_survives_a_state_round_trip():
 
 def test_evaluation_reports_the_episode_metrics():
     env = Ticks(4, backend="numpy")
-    result = evaluate(Player(env, None, seed=0), episodes=4)
-    # evaluate reads every 32 steps: by then environments 0 and 2 ended 5 episodes each, 1 and 3 ended 4.
-    assert result.episodes == 18
-    assert result.episode_length == pytest.approx((10 * 6 + 8 * 8) / 18)
-    assert result.terminated_fraction == pytest.approx(10 / 18)
-    assert result.first_event == {"events": pytest.approx((10 * 3 + 8 * 8) / 18)}
-    assert result.last_event == {"events": pytest.approx((10 * 5 + 8 * 8) / 18)}
+    result = evaluate(Player(env, None, seed=0), episodes=6)
+    # Two episodes of each environment (ceil(6 / 4)), though the short ones finish more by step 32.
+    assert result.episodes == 8
+    assert result.episode_length == pytest.approx(7.0) and result.terminated_fraction == pytest.approx(0.5)
+    assert result.first_event == {"events": pytest.approx(5.5)} and result.last_event == {"events": pytest.approx(6.5)}
     assert result.means["episode_length"] == result.episode_length
-    assert "episode length: 6.9 steps (56% ended by the rules)" in str(result)
+    assert "episode length: 7.0 steps (50% ended by the rules)" in str(result)
     assert torch.equal(env.terminated, env.done & env.game_over())

@@ -19,14 +19,17 @@ import torch
 from warpsim.environment import Environment
 from warpsim.train.policy import Role
 
-STATE = ("returns", "counter_start", "counter_last", "length", "first_event", "last_event", "totals")
+STATE = ("returns", "counter_start", "counter_last", "length", "finished", "first_event", "last_event", "totals")
 
 
 class EpisodeStats:
     """Totals over the episodes finished since the last ``read``."""
 
-    def __init__(self, env: Environment, roles: list[Role]):
+    def __init__(self, env: Environment, roles: list[Role], episodes_per_env: int | None = None):
+        """``episodes_per_env`` counts only each environment's first that many episodes: a
+        sample that does not favour short episodes (the first to finish)."""
         self.env = env
+        self.episodes_per_env = episodes_per_env
         self.role_names = [role.name for role in roles]
         self.counter_names = list(env.spec.counters)
         device = env.device
@@ -39,6 +42,7 @@ class EpisodeStats:
         self.counter_last = self.counter_start.clone()
         counters = len(self.counter_names)
         self.length = torch.zeros(env.num_envs, device=device)
+        self.finished = torch.zeros(env.num_envs, device=device)
         # Step of each counter's first and last event in the running episode, 0 before one.
         self.first_event = torch.zeros(counters, env.num_envs, device=device)
         self.last_event = torch.zeros(counters, env.num_envs, device=device)
@@ -55,7 +59,11 @@ class EpisodeStats:
     def record(self) -> None:
         """Adds the step the environment just took (its rewards and done flags)."""
         done = self.env.done
-        ended = done.float()
+        if self.episodes_per_env is None:
+            counted = done.float()
+        else:
+            counted = (done & (self.finished < self.episodes_per_env)).float()
+            self.finished += done.float()
         self.returns += self.env.rewards
         self.length += 1
         counters = self._counters()
@@ -67,15 +75,15 @@ class EpisodeStats:
         episode_counts = (counters - self.counter_start).float()
         first = torch.where(self.first_event > 0, self.first_event, self.length)
         last = torch.where(self.last_event > 0, self.last_event, self.length)
-        self.totals[0] += ended.sum()
-        self.totals[1:1 + roles] += ended @ (self.returns @ self.role_weights.T)
+        self.totals[0] += counted.sum()
+        self.totals[1:1 + roles] += counted @ (self.returns @ self.role_weights.T)
         at = 1 + roles
-        self.totals[at:at + count] += episode_counts @ ended
-        self.totals[at + count] += ended @ self.length
-        self.totals[at + count + 1] += ended @ self.env.terminated.float()
-        self.totals[at + count + 2:at + 2 * count + 2] += first @ ended
-        self.totals[at + 2 * count + 2:] += last @ ended
-        kept = 1.0 - ended
+        self.totals[at:at + count] += episode_counts @ counted
+        self.totals[at + count] += counted @ self.length
+        self.totals[at + count + 1] += counted @ self.env.terminated.float()
+        self.totals[at + count + 2:at + 2 * count + 2] += first @ counted
+        self.totals[at + 2 * count + 2:] += last @ counted
+        kept = 1.0 - done.float()
         self.returns *= kept[:, None]
         self.length *= kept
         self.first_event *= kept

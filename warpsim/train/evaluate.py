@@ -137,12 +137,17 @@ class Player:
 
 
 def evaluate(player: Player, episodes: int, max_steps: int = 1_000_000) -> Evaluation:
-    """Plays from a reset until ``episodes`` episodes have finished; per-episode means."""
+    """Plays from a reset until every environment has finished its first ceil(episodes / E)
+    episodes (at least ``episodes`` in all); per-episode means over exactly those. Counting
+    the same number in every environment keeps short episodes, which finish first, from
+    weighing more than long ones."""
     if not isinstance(episodes, int) or episodes < 1:
         raise InvalidValueError(f"episodes={episodes!r} is not allowed; give an integer >= 1")
     env = player.env
     player.reset()
-    stats = EpisodeStats(env, player.roles)
+    per_env = -(-episodes // env.num_envs)
+    stats = EpisodeStats(env, player.roles, episodes_per_env=per_env)
+    episodes = per_env * env.num_envs
     totals: dict = {}
     finished, steps = 0, 0
     while finished < episodes:

@@ -94,4 +94,6 @@ class RolePolicies(nn.Module):
 
     def network(self, role_name: str) -> ActorCritic:
         """The network of one role."""
-        return self.networks[self.role_names.index(role_name)]
+        network = self.networks[self.role_names.index(role_name)]
+        assert isinstance(network, ActorCritic)
+        return network
