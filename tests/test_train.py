@@ -148,8 +148,9 @@ def test_evaluate_and_render_a_trained_checkpoint(tmp_path, capsys):
 
 
 @pytest.mark.gpu
-def test_rollout_and_update_never_wait_for_the_device():
-    config = TrainConfig(env="tag_continuous", num_envs=64, rollout_steps=8, backend="cuda",
+@pytest.mark.parametrize("opponents", [{}, {"runner": "random"}], ids=["self-play", "random runners"])
+def test_rollout_and_update_never_wait_for_the_device(opponents):
+    config = TrainConfig(env="tag_continuous", num_envs=64, rollout_steps=8, backend="cuda", opponents=opponents,
                          env_params=dict(num_taggers=2, num_runners=20, use_full_observation=False,
                                          num_other_agents_observed=4))
     trainer = Trainer(config)
