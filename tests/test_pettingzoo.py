@@ -11,6 +11,8 @@ pytest.importorskip("pettingzoo")
 from pettingzoo.test import parallel_api_test, parallel_seed_test  # noqa: E402
 
 import warpsim  # noqa: E402
+from ticks_env import Ticks  # noqa: E402
+
 from warpsim.adapters.pettingzoo import WarpsimParallelEnv, parallel_env, parallel_envs  # noqa: E402
 
 SMALL = {
@@ -159,7 +161,18 @@ def test_gridworld_goes_on_without_a_tag_before_the_limit():
     assert penv.agents == penv.possible_agents
 
 
-def test_without_game_over_an_end_at_the_episode_length_is_a_truncation():
+def test_ends_follow_the_environments_terminated_flag():
+    views = parallel_envs(Ticks(2, backend="numpy"))  # env 0 ends by its rules on step 6, env 1 by the clock on 8
+    for view, last_step, terminal in [(views[0], 6, True), (views[1], 8, False)]:
+        view.reset()
+        for step in range(1, last_step + 1):
+            _, _, terminations, truncations, _ = view.step({"ticker_0": 0})
+            assert terminations == {"ticker_0": terminal and step == last_step}
+            assert truncations == {"ticker_0": not terminal and step == last_step}
+        assert view.agents == []
+
+
+def test_the_templates_clock_only_ends_are_truncations():
     penv = parallel_env("beacon", num_agents=2, episode_length=5)
     penv.reset(seed=0)
     put(penv, t=4)

@@ -11,8 +11,9 @@ from warpsim.train import ppo
 def test_gae_stops_at_an_episode_end_in_the_middle_of_the_rollout():
     rewards = torch.tensor([1.0, 0.0, 2.0, 1.0])
     values = torch.tensor([0.5, 0.4, 0.3, 0.2])
-    ended = torch.tensor([False, True, False, False])  # the episode ends on step 1
-    advantages, returns = ppo.gae(rewards, values, ended, torch.tensor(0.6), gamma=0.9, lam=0.8)
+    ended = torch.tensor([False, True, False, False])  # the episode ends on step 1, by the rules
+    advantages, returns = ppo.gae(rewards, values, ended, torch.zeros(4, dtype=torch.bool), torch.tensor(0.6),
+                                  gamma=0.9, lam=0.8)
     # delta_t = r_t + gamma V_{t+1} (1 - ended_t) - V_t ; A_t = delta_t + gamma lam (1 - ended_t) A_{t+1}
     d3 = 1 + 0.9 * 0.6 - 0.2
     d2 = 2 + 0.9 * 0.2 - 0.3
@@ -27,8 +28,27 @@ def test_gae_works_per_agent_with_a_per_environment_end_flag():
     rewards = torch.tensor([[[1.0, 2.0]], [[0.0, 0.0]]])          # [T=2, E=1, N=2]
     values = torch.zeros(2, 1, 2)
     ended = torch.tensor([[[True]], [[False]]])                    # [T, E, 1]
-    advantages, _ = ppo.gae(rewards, values, ended, torch.ones(1, 2), gamma=0.5, lam=1.0)
+    advantages, _ = ppo.gae(rewards, values, ended, torch.zeros_like(ended), torch.ones(1, 2), gamma=0.5, lam=1.0)
     assert advantages[:, 0].tolist() == [[1.0, 2.0], [0.5, 0.5]]
+
+
+def test_gae_bootstraps_a_truncated_episode_with_the_value_of_its_last_state():
+    rewards = torch.tensor([1.0, 0.0, 2.0, 1.0])
+    values = torch.tensor([0.5, 0.4, 0.3, 0.2])
+    terminated = torch.zeros(4, dtype=torch.bool)
+    truncated = torch.tensor([False, True, False, False])  # a time limit cuts the episode on step 1
+    advantages, returns = ppo.gae(rewards, values, terminated, truncated, torch.tensor(0.6), gamma=0.9, lam=0.8)
+    # At the cut the final state's value is estimated by V_1 (the next observation is already
+    # the new episode's): delta_1 = r_1 + gamma V_1 - V_1, and the lambda-sum stops there.
+    d3 = 1 + 0.9 * 0.6 - 0.2
+    d2 = 2 + 0.9 * 0.2 - 0.3
+    d1 = 0 + 0.9 * 0.4 - 0.4
+    d0 = 1 + 0.9 * 0.4 - 0.5
+    expected = [d0 + 0.72 * d1, d1, d2 + 0.72 * d3, d3]
+    assert advantages.tolist() == pytest.approx(expected, abs=1e-6)
+    assert returns.tolist() == pytest.approx([a + v for a, v in zip(expected, values.tolist())], abs=1e-6)
+    terminal, _ = ppo.gae(rewards, values, truncated, terminated, torch.tensor(0.6), gamma=0.9, lam=0.8)
+    assert terminal[1].item() == pytest.approx(-0.4), "the same end by the rules is worth nothing after it"
 
 
 def test_policy_loss_clips_the_ratio_on_the_side_the_advantage_favours():

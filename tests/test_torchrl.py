@@ -10,6 +10,7 @@ import torch
 
 pytest.importorskip("torchrl")
 from helpers import KERNEL_TARGETS, require_target  # noqa: E402
+from ticks_env import Ticks  # noqa: E402
 from torchrl.envs.utils import check_env_specs, step_mdp  # noqa: E402
 
 import warpsim  # noqa: E402
@@ -20,7 +21,7 @@ EPISODE_LENGTH = 5
 SMALL = {
     "tag_continuous": dict(num_taggers=1, num_runners=3, episode_length=EPISODE_LENGTH),
     "tag_gridworld": dict(num_taggers=2, grid_length=4, episode_length=EPISODE_LENGTH),
-    "beacon": dict(num_agents=3, episode_length=EPISODE_LENGTH),  # defines no game_over()
+    "beacon": dict(num_agents=3, episode_length=EPISODE_LENGTH),  # only its clock ends an episode
 }
 ENV_IDS = list(SMALL)
 
@@ -73,7 +74,16 @@ def test_rollout_crosses_episode_ends_with_the_right_flags(env_id):
     check_rollout_across_episode_ends(adapter(env_id), steps=4 * EPISODE_LENGTH + 3)
 
 
-def test_without_game_over_the_time_limit_truncates():
+def test_terminated_and_truncated_are_the_environments_own_flags():
+    env = TorchRLEnv(Ticks(2, backend="numpy"))  # env 0 ends by its rules on step 6, env 1 by the clock on 8
+    torch.manual_seed(0)
+    data = env.rollout(16, break_when_any_done=False)
+    terminated, truncated = (data["next", key].squeeze(-1) for key in ("terminated", "truncated"))
+    assert terminated[0].nonzero().flatten().tolist() == [5, 11] and not truncated[0].any()
+    assert truncated[1].nonzero().flatten().tolist() == [7, 15] and not terminated[1].any()
+
+
+def test_a_clock_only_environment_truncates():
     env = adapter("beacon")
     torch.manual_seed(0)
     data = env.rollout(2 * EPISODE_LENGTH, break_when_any_done=False)

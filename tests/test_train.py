@@ -139,7 +139,7 @@ def test_evaluate_and_render_a_trained_checkpoint(tmp_path, capsys):
     assert main(["evaluate", str(tmp_path / "run"), "--episodes", "20", "--num-envs", "8", "--random", "runner",
                  "--compare-random", "--backend", "numpy"]) == 0
     out = capsys.readouterr().out
-    assert "mean return of a tagger (policy)" in out and "tags per episode" in out and "x the uniformly random" in out
+    assert "mean return of a tagger (policy)" in out and "tags per episode" in out and "ratios to random play" in out
     gif = tmp_path / "episode.gif"
     assert main(["render", str(tmp_path / "run"), "--out", str(gif), "--max-steps", "5", "--backend", "numpy"]) == 0
     from PIL import Image
@@ -148,8 +148,9 @@ def test_evaluate_and_render_a_trained_checkpoint(tmp_path, capsys):
 
 
 @pytest.mark.gpu
-def test_rollout_and_update_never_wait_for_the_device():
-    config = TrainConfig(env="tag_continuous", num_envs=64, rollout_steps=8, backend="cuda",
+@pytest.mark.parametrize("opponents", [{}, {"runner": "random"}], ids=["self-play", "random runners"])
+def test_rollout_and_update_never_wait_for_the_device(opponents):
+    config = TrainConfig(env="tag_continuous", num_envs=64, rollout_steps=8, backend="cuda", opponents=opponents,
                          env_params=dict(num_taggers=2, num_runners=20, use_full_observation=False,
                                          num_other_agents_observed=4))
     trainer = Trainer(config)

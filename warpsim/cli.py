@@ -52,6 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
         "evaluate", help="play a checkpoint for some episodes and report returns and counters (e.g. tags)"))
     train_commands.add_render(commands.add_parser(
         "render", help="draw one episode played by a checkpoint into a GIF"))
+    train_commands.add_plot(commands.add_parser(
+        "plot", help="draw runs' learning curves (a metric against steps and wall time, vs random play) into a PNG"))
     return parser
 
 

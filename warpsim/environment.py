@@ -7,6 +7,7 @@ its arrays as torch tensors on its device and overwrites them in place:
 * ``actions``       int32[E, N, A]   (the caller writes here, or passes ``step(actions)``)
 * ``rewards``       float32[E, N]
 * ``done``          bool[E]          (the episode ended on the last step)
+* ``terminated``    bool[E]          (it ended by the rules, not by a time limit: see ``game_over``)
 * ``state.<name>``  the environment's own state arrays, by name, writable in place
 * ``state.episode`` int32[E]         resets each environment has had (its RNG counter)
 
@@ -176,11 +177,13 @@ class Environment:
         self.actions = tensors.pop("actions")
         self.rewards = tensors.pop("rewards")
         self.done = tensors.pop("done")
+        self.terminated = tensors.pop("terminated")
         self.state = ArrayNamespace(tensors)
         self.views = ArrayNamespace({
             name: kernel_view(tensor) for name, tensor in
             [("observations", self.observations), ("actions", self.actions),
-             ("rewards", self.rewards), ("done", self.done), *tensors.items()]})
+             ("rewards", self.rewards), ("done", self.done), ("terminated", self.terminated),
+             *tensors.items()]})
         self._scratch_tensors = [torch.zeros(shape, dtype=dtype, device=device_)
                                  for shape, dtype in scratch_shapes.values()]
         self.scratch = ArrayNamespace({name: kernel_view(tensor)
@@ -210,10 +213,12 @@ class Environment:
         raise NotImplementedError(f"{type(self).__name__} does not define frame(), which rendering needs")
 
     def game_over(self) -> torch.Tensor:
-        """Optional: bool[E], environments whose state is terminal under their rules (the
-        game is over whatever the clock says). Read after ``step(auto_reset=False)``, it
-        tells an episode that ended by the rules from one cut by a time limit."""
-        raise NotImplementedError(f"{type(self).__name__} does not define game_over()")
+        """bool[E], environments whose state is terminal under their rules (the game is over
+        whatever the clock says). ``step()`` calls it before resetting and sets
+        ``terminated = done & game_over()``: an episode that ends without it was cut by a time
+        limit (a truncation). The default says every end is terminal; an environment with a
+        time limit overrides it."""
+        return self.done
 
     def reset_numpy(self, envs: np.ndarray) -> None:
         """Resets environments ``envs`` (int64[R]) on ``self.views``, observations included."""
@@ -266,6 +271,7 @@ class Environment:
                 self.reset_numpy(envs)
                 self.views.episode[envs] += 1
         self.done.masked_fill_(self._reset_mask, False)
+        self.terminated.masked_fill_(self._reset_mask, False)
         return self.observations
 
     def step(self, actions: torch.Tensor | np.ndarray | None = None, *,
@@ -278,6 +284,8 @@ class Environment:
         environment that ended are the first of its next episode. With
         ``auto_reset=False`` environments that ended keep their final state and
         observations (adapters report them); call ``reset()`` before stepping again.
+        ``terminated`` says which of the ``done`` environments ended by the rules; the
+        others were truncated.
         """
         if actions is not None:
             self._write_actions(actions)
@@ -285,11 +293,13 @@ class Environment:
             self._check_action_range()
         if self.placement.runs_kernels:
             self.step_cuda()
+            torch.logical_and(self.done, self.game_over(), out=self.terminated)
             if auto_reset:
                 self.reset_cuda(self.views.done)
                 self.launch(count_resets, self.num_envs, self.views.done, self.views.episode)
         else:
             self.step_numpy()
+            torch.logical_and(self.done, self.game_over(), out=self.terminated)
             finished = np.flatnonzero(self.views.done)
             if auto_reset and finished.size:
                 self.reset_numpy(finished)
@@ -303,6 +313,7 @@ class Environment:
             "actions": ((e, n, len(spec.action_levels)), torch.int32),
             "rewards": ((e, n), torch.float32),
             "done": ((e,), torch.bool),
+            "terminated": ((e,), torch.bool),
             "episode": ((e,), torch.int32),
         }
         for array in spec.state:

@@ -8,7 +8,7 @@ Stepping one environment of a batch. warpsim steps a whole batch at once; it has
 per-environment step. A view makes its own ``step()`` and ``reset()`` change only its
 environment: it runs the batch-wide operation and then puts the other environments'
 rows back (every state array declared with an ``E`` dimension, the observations,
-rewards, done flags and episode counters). So each view behaves as an independent
+rewards, done and terminated flags and episode counters). So each view behaves as an independent
 environment, stepped in any order and at its own pace, and a view's trajectory does
 not depend on the others. The price: each view step is one batch step plus copies, so
 E views cost E batch steps per round. The adapter is for PettingZoo tools and tests;
@@ -19,11 +19,9 @@ Agents are named by role and their index within it (``tagger_0``, ``runner_3``).
 An agent leaves ``agents``, terminated, on the step the environment's ``frame()``
 first shows it out of the game (tag_continuous: a tagged runner that exits). When the
 episode ends (``done``) the remaining agents are terminated if the environment's
-``game_over()`` says its rules ended it, else truncated (a time limit). Environments
-without ``game_over()``: an end before ``params.episode_length`` (read from their ``t``
-state) is a termination, one at the limit a truncation; without either, every end is a
-termination. The adapter steps with ``auto_reset=False``, so the last step's
-observations are the true final ones; ``reset()`` starts the next episode.
+``terminated`` flag says its rules ended it, else truncated (a time limit). The adapter
+steps with ``auto_reset=False``, so the last step's observations are the true final
+ones; ``reset()`` starts the next episode.
 """
 
 from __future__ import annotations
@@ -145,7 +143,7 @@ class WarpsimParallelEnv(ParallelEnv):
         with _only_environment(self.env, self.index):
             self.env.step(auto_reset=False)
         ended = bool(self.env.done[self.index])
-        ended_by_rules = ended and self._game_over()
+        ended_by_rules = bool(self.env.terminated[self.index])
         in_game = self._in_game()
         terminations, truncations = {}, {}
         for name in acting:
@@ -203,16 +201,6 @@ class WarpsimParallelEnv(ParallelEnv):
             return np.ones(self.env.num_agents, bool)
         return np.asarray(self.env.frame(self.index).active, bool)
 
-    def _game_over(self) -> bool:
-        """Whether the episode that just ended was ended by the rules (else by a time limit)."""
-        env = self.env
-        if type(env).game_over is not Environment.game_over:
-            return bool(env.game_over()[self.index])
-        limit = getattr(env.params, "episode_length", None)
-        if limit is None or "t" not in env.state:
-            return True
-        return int(env.state.t[self.index]) < limit
-
 
 def parallel_envs(env: Environment, render_mode: str | None = None) -> list[WarpsimParallelEnv]:
     """Every environment of the batch ``env`` as its own ParallelEnv (index 0 .. E-1).
@@ -248,7 +236,7 @@ def _only_environment(env: Environment, index: int) -> Iterator[None]:
 
 def _per_environment_arrays(env: Environment) -> list[tuple[torch.Tensor, int]]:
     """(tensor, axis of E) for every array that holds one slice per environment."""
-    arrays = [(env.observations, 0), (env.rewards, 0), (env.done, 0), (env.state.episode, 0)]
+    arrays = [(env.observations, 0), (env.rewards, 0), (env.done, 0), (env.terminated, 0), (env.state.episode, 0)]
     for declared in env.spec.state:
         if "E" in declared.dims:
             arrays.append((getattr(env.state, declared.name), declared.dims.index("E")))

@@ -14,10 +14,8 @@ put the first observation of the next episode where TorchRL expects the last one
 episode that ended. The adapter steps with ``auto_reset=False`` instead, so
 ``("next", ...)`` holds the true final observation, and resets the environments that
 TorchRL names in ``"_reset"`` (``rollout`` and the collectors do so after every step that
-ends an episode). An environment that defines ``game_over()`` tells which ends are
-terminal; otherwise an end before its ``episode_length`` (read from its ``t`` state) is
-terminated and one at the limit truncated, so an end by the rules on the very last step
-counts as truncated. Environments with neither only terminate.
+ends an episode). ``"terminated"`` is the environment's ``terminated`` flag (an end by
+its rules, ``Environment.game_over()``); ``"truncated"`` is every other end (a time limit).
 """
 
 from __future__ import annotations
@@ -59,10 +57,6 @@ class TorchRLEnv(EnvBase):
         if clashes:
             raise InvalidValueError(f"role name(s) {clashes} of {type(env).__name__} clash with TorchRL's keys "
                              f"{', '.join(DONE_KEYS)}, _reset; rename the roles")
-        # The clock, for environments that do not define game_over().
-        self._time_limit = getattr(env.params, "episode_length", None)
-        has_time = "t" in env.state and tuple(env.state.t.shape) == (env.num_envs,)
-        self._time = env.state.t if has_time and self._time_limit is not None else None
         self._make_specs()
 
     def _make_specs(self) -> None:
@@ -97,17 +91,8 @@ class TorchRLEnv(EnvBase):
             role.write(env.actions, action.unsqueeze(-1) if len(env.spec.action_levels) == 1 else action)
         env.step(auto_reset=False)
         done = env.done.unsqueeze(-1)
-        terminated = done & self._game_over().unsqueeze(-1)
-        return self._output(done.clone(), terminated, done & ~terminated, rewards=True)
-
-    def _game_over(self) -> torch.Tensor:
-        """bool[E]: environments in a terminal state by their rules, whatever the clock says."""
-        env = self.env
-        if type(env).game_over is not Environment.game_over:
-            return env.game_over()
-        if self._time is None:
-            return env.done
-        return self._time < self._time_limit
+        terminated = env.terminated.unsqueeze(-1)
+        return self._output(done.clone(), terminated.clone(), done & ~terminated, rewards=True)
 
     def _reset(self, tensordict: TensorDictBase | None = None, **kwargs) -> TensorDictBase:
         env = self.env

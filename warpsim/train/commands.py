@@ -1,4 +1,4 @@
-"""The ``warpsim train``, ``warpsim evaluate`` and ``warpsim render`` subcommands."""
+"""The ``warpsim train``, ``evaluate``, ``render`` and ``plot`` subcommands."""
 
 from __future__ import annotations
 
@@ -7,17 +7,17 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from warpsim.errors import InvalidValueError, WarpsimError
-from warpsim.registry import env_class, make, parse_env_settings
-from warpsim.train import checkpoint
+from warpsim.errors import InvalidValueError
+from warpsim.registry import parse_env_settings
+from warpsim.train import checkpoint, opponents
 from warpsim.train.config import TrainConfig, build_config, field_docs, read_config_file
-from warpsim.train.evaluate import Player, evaluate
+from warpsim.train.evaluate import Player, evaluate_run, load_run
 from warpsim.train.loop import train
-from warpsim.train.policy import RolePolicies, roles_of
+from warpsim.train.plot import plot_runs
 from warpsim.train.presets import PRESETS
 from warpsim.train.render import play_episode, write_gif
 
-NOT_FLAGS = ("env_params",)
+NOT_FLAGS = ("env_params", "opponents")
 
 
 def add_train(parser: argparse.ArgumentParser) -> None:
@@ -25,6 +25,9 @@ def add_train(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config-file", type=Path, help="settings from a .json or .toml file")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="an environment parameter, e.g. --set num_runners=100 (repeatable)")
+    parser.add_argument("--opponent", action="append", default=[], metavar="ROLE=KIND",
+                        help="a role that does not learn: ROLE=random (uniform play), ROLE=checkpoint:RUN_DIR "
+                             "(that run's policy, frozen) or ROLE=self (learn; the default) (repeatable)")
     parser.add_argument("--run-dir", type=Path,
                         help="where the run is written (default runs/<env>-<date>-<time>)")
     parser.add_argument("--resume", action="store_true",
@@ -56,7 +59,8 @@ def run_train(args) -> int:
     flags = {item.name: getattr(args, item.name) for item in dataclasses.fields(TrainConfig)
              if item.name not in NOT_FLAGS and getattr(args, item.name) is not None}
     if args.resume:
-        ignored = sorted(set(flags) - {"iterations"}) + (["--set"] if args.set else [])
+        ignored = (sorted(set(flags) - {"iterations"}) + (["--set"] if args.set else [])
+                   + (["--opponent"] if args.opponent else []))
         if args.config or args.config_file or ignored:
             raise InvalidValueError("--resume continues a run with its saved config; only --iterations may be "
                              f"given with it (got {', '.join(ignored) or '--config/--config-file'})")
@@ -67,6 +71,7 @@ def run_train(args) -> int:
     if args.config_file:
         layers.append(read_config_file(args.config_file))
     layers.append(flags)
+    layers.append({"opponents": dict(opponents.parse_setting(text) for text in args.opponent)})
     env_id = next((layer["env"] for layer in reversed(layers) if "env" in layer), TrainConfig.env)
     layers.append({"env_params": parse_env_settings(env_id, args.set)})
     config = build_config(*layers)
@@ -88,17 +93,10 @@ def add_evaluate(parser: argparse.ArgumentParser) -> None:
 
 
 def run_evaluate(args) -> int:
-    env, policies, config = _load(args, args.num_envs)
-    player = Player(env, policies, greedy=not args.sample, random_roles=tuple(args.random),
-                    stack_observations=config.stack_observations, seed=args.seed)
-    result = evaluate(player, args.episodes)
+    result = evaluate_run(args.source, args.episodes, num_envs=args.num_envs, random_roles=tuple(args.random),
+                          greedy=not args.sample, compare_random=args.compare_random, seed=args.seed,
+                          backend=args.backend, env_params=_env_changes(args))
     print(result)
-    if args.compare_random:
-        baseline = evaluate(Player(env, None, seed=args.seed), args.episodes)
-        print(baseline)
-        for name, value in result.counters.items():
-            ratio = value / baseline.counters[name] if baseline.counters[name] else float("inf")
-            print(f"{name} per episode: {ratio:.2f}x the uniformly random policy's")
     return 0
 
 
@@ -113,11 +111,30 @@ def add_render(parser: argparse.ArgumentParser) -> None:
 
 
 def run_render(args) -> int:
-    env, policies, config = _load(args, num_envs=1)
-    player = Player(env, policies, greedy=not args.sample, stack_observations=config.stack_observations,
-                    seed=args.seed)
+    env, policies, config = load_run(args.source, 1, backend=args.backend, seed=args.seed,
+                                     env_params=_env_changes(args))
+    player = Player(env, policies, greedy=not args.sample, random_roles=opponents.random_roles(config.opponents),
+                    stack_observations=config.stack_observations, seed=args.seed)
     frames = play_episode(player, max_steps=args.max_steps)
     print(f"wrote {len(frames)} frames to {write_gif(frames, env, args.out, fps=args.fps)}")
+    return 0
+
+
+def add_plot(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR", help="training runs to draw")
+    parser.add_argument("--metric", help="a metrics.jsonl key, e.g. episode_length (default: the first counter "
+                                         "per episode, e.g. tags_per_episode)")
+    parser.add_argument("--out", type=Path, help="the .png to write (default RUN_DIR/<metric>.png of the first run)")
+    parser.add_argument("--baseline-episodes", type=int, default=64,
+                        help="episodes of uniformly random play for the dashed baseline (0: none; default 64)")
+    parser.set_defaults(run=run_plot)
+
+
+def run_plot(args) -> int:
+    if args.baseline_episodes < 0:
+        raise InvalidValueError(f"--baseline-episodes {args.baseline_episodes} is not allowed; give 0 or more")
+    out = args.out or args.run_dirs[0] / f"{args.metric or 'learning_curve'}.png"
+    print(f"wrote {plot_runs(args.run_dirs, out, args.metric, args.baseline_episodes)}")
     return 0
 
 
@@ -128,21 +145,8 @@ def _add_playing_options(parser: argparse.ArgumentParser) -> None:
                         help="change an environment parameter that keeps the shapes, e.g. --set episode_length=200")
 
 
-def _load(args, num_envs: int):
-    """The checkpoint's environment (with --set changes), its policies and its config."""
-    saved = checkpoint.load(args.source)
-    config = build_config(saved["config"])
-    try:
-        env_class(config.env)
-    except WarpsimError as error:
-        raise InvalidValueError(f"checkpoint {saved['path']} is for environment {config.env!r}, which cannot be "
-                                f"made here: {error}") from None
-    params = {**config.env_params, **parse_env_settings(config.env, args.set)}
-    env = make(config.env, num_envs, backend=args.backend, seed=args.seed, checked=False, **params)
-    checkpoint.check_compatible(saved, env, saved["path"])
-    policies = RolePolicies(env.spec, [role.name for role in roles_of(env.spec, env.device)],
-                            config.stack_observations * env.spec.observation_size,
-                            config.hidden_size, config.hidden_layers).to(env.device)
-    policies.load_state_dict(saved["policies"])
-    return env, policies.eval(), config
-
+def _env_changes(args) -> dict:
+    """The --set parameters, parsed for the environment of the run in ``args.source``."""
+    if not args.set:
+        return {}
+    return parse_env_settings(build_config(checkpoint.load(args.source)["config"]).env, args.set)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from warpsim.errors import InvalidValueError, RunFileError
+from warpsim.train import opponents
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -34,6 +35,8 @@ class TrainConfig:
     """Environment id, e.g. tag_continuous, tag_gridworld, or package.module:Class."""
     env_params: dict = field(default_factory=dict)
     """Environment parameters by name; the ones not given keep the environment's defaults."""
+    opponents: dict = field(default_factory=dict)
+    """Roles that do not learn, by name: 'random' (uniform play) or 'checkpoint:RUN_DIR' (frozen); others self-play."""
     num_envs: int = 64
     """Environments each process steps together (E)."""
     backend: str = "auto"
@@ -106,6 +109,9 @@ class TrainConfig:
         need(isinstance(self.env, str) and bool(self.env), "env", "give an environment id or package.module:Class")
         need(isinstance(self.env_params, dict) and all(isinstance(k, str) for k in self.env_params),
              "env_params", "give a mapping of parameter names to values")
+        need(isinstance(self.opponents, dict), "opponents", "give a mapping of role names to opponent kinds")
+        for role, kind in self.opponents.items():
+            opponents.check_kind(role, kind)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -138,12 +144,14 @@ def field_docs(cls: type = TrainConfig) -> dict[str, str]:
 
 
 def build_config(*layers: dict) -> TrainConfig:
-    """A TrainConfig from mappings of settings, later layers winning; ``env_params`` merge.
+    """A TrainConfig from mappings of settings, later layers winning; ``env_params`` and
+    ``opponents`` merge (an opponent 'self' removes the role from the opponents).
 
     Unknown fields raise ValueError naming them and the valid ones.
     """
     settings: dict = {}
     env_params: dict = {}
+    opponent_kinds: dict = {}
     valid = field_names()
     for layer in layers:
         unknown = sorted(set(layer) - set(valid))
@@ -153,7 +161,13 @@ def build_config(*layers: dict) -> TrainConfig:
             env_params = {}  # another environment's parameters do not carry over
         settings.update(layer)
         env_params.update(layer.get("env_params") or {})
+        kinds = layer.get("opponents") or {}
+        if not isinstance(kinds, dict):
+            raise InvalidValueError(f"config field opponents={kinds!r} is not allowed; give a mapping of role "
+                                    f"names to opponent kinds, e.g. {{\"runner\": \"random\"}}")
+        opponent_kinds.update(kinds)
     settings["env_params"] = env_params
+    settings["opponents"] = {role: kind for role, kind in opponent_kinds.items() if kind != opponents.SELF_PLAY}
     return TrainConfig(**settings)
 
 

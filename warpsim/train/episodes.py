@@ -1,8 +1,13 @@
 """Episode statistics accumulated on the device and read at intervals.
 
-Per finished episode: the mean return of each role's agents, and how many events each
-of the environment's counters (``EnvSpec.counters``, e.g. tags) saw. Recording a step
-is a few tensor operations with no host synchronisation; ``read`` synchronises once.
+Per finished episode: the mean return of each role's agents, how many events each of
+the environment's counters (``EnvSpec.counters``, e.g. tags) saw, its length in steps,
+whether its rules ended it (``Environment.terminated``, else a time limit cut it), and
+for each counter the step of its first and of its last event in the episode (an episode
+without one counts its length: these times only fall when events come sooner). When
+every episode sees all the tags there are, the times and the length still move.
+Recording a step is a few tensor operations with no host synchronisation; ``read``
+synchronises once.
 """
 
 from __future__ import annotations
@@ -14,12 +19,17 @@ import torch
 from warpsim.environment import Environment
 from warpsim.train.policy import Role
 
+STATE = ("returns", "counter_start", "counter_last", "length", "finished", "first_event", "last_event", "totals")
+
 
 class EpisodeStats:
     """Totals over the episodes finished since the last ``read``."""
 
-    def __init__(self, env: Environment, roles: list[Role]):
+    def __init__(self, env: Environment, roles: list[Role], episodes_per_env: int | None = None):
+        """``episodes_per_env`` counts only each environment's first that many episodes: a
+        sample that does not favour short episodes (the first to finish)."""
         self.env = env
+        self.episodes_per_env = episodes_per_env
         self.role_names = [role.name for role in roles]
         self.counter_names = list(env.spec.counters)
         device = env.device
@@ -29,7 +39,15 @@ class EpisodeStats:
             role.write(self.role_weights[r:r + 1], torch.full((1, role.count), 1.0 / role.count, device=device))
         self.returns = torch.zeros(env.num_envs, env.num_agents, device=device)
         self.counter_start = self._counters().clone()
-        self.totals = torch.zeros(1 + len(roles) + len(self.counter_names), device=device)
+        self.counter_last = self.counter_start.clone()
+        counters = len(self.counter_names)
+        self.length = torch.zeros(env.num_envs, device=device)
+        self.finished = torch.zeros(env.num_envs, device=device)
+        # Step of each counter's first and last event in the running episode, 0 before one.
+        self.first_event = torch.zeros(counters, env.num_envs, device=device)
+        self.last_event = torch.zeros(counters, env.num_envs, device=device)
+        # episodes, returns per role, counts per counter, length, terminated, first and last per counter
+        self.totals = torch.zeros(1 + len(roles) + 3 * counters + 2, device=device)
 
     def _counters(self) -> torch.Tensor:
         """int32[C, E]: the counters now (C may be 0)."""
@@ -41,14 +59,35 @@ class EpisodeStats:
     def record(self) -> None:
         """Adds the step the environment just took (its rewards and done flags)."""
         done = self.env.done
-        ended = done.float()
+        if self.episodes_per_env is None:
+            counted = done.float()
+        else:
+            counted = (done & (self.finished < self.episodes_per_env)).float()
+            self.finished += done.float()
         self.returns += self.env.rewards
+        self.length += 1
         counters = self._counters()
+        event = counters != self.counter_last
+        self.first_event = torch.where(event & (self.first_event == 0), self.length, self.first_event)
+        self.last_event = torch.where(event, self.length, self.last_event)
+        self.counter_last = counters
+        roles, count = len(self.role_names), len(self.counter_names)
         episode_counts = (counters - self.counter_start).float()
-        self.totals[0] += ended.sum()
-        self.totals[1:1 + len(self.role_names)] += ended @ (self.returns @ self.role_weights.T)
-        self.totals[1 + len(self.role_names):] += episode_counts @ ended
-        self.returns *= (1.0 - ended)[:, None]
+        first = torch.where(self.first_event > 0, self.first_event, self.length)
+        last = torch.where(self.last_event > 0, self.last_event, self.length)
+        self.totals[0] += counted.sum()
+        self.totals[1:1 + roles] += counted @ (self.returns @ self.role_weights.T)
+        at = 1 + roles
+        self.totals[at:at + count] += episode_counts @ counted
+        self.totals[at + count] += counted @ self.length
+        self.totals[at + count + 1] += counted @ self.env.terminated.float()
+        self.totals[at + count + 2:at + 2 * count + 2] += first @ counted
+        self.totals[at + 2 * count + 2:] += last @ counted
+        kept = 1.0 - done.float()
+        self.returns *= kept[:, None]
+        self.length *= kept
+        self.first_event *= kept
+        self.last_event *= kept
         self.counter_start = torch.where(done, counters, self.counter_start)
 
     def read(self) -> dict:
@@ -58,17 +97,23 @@ class EpisodeStats:
         episodes = int(round(values[0]))
         mean = (lambda total: total / episodes) if episodes else (lambda total: math.nan)
         report: dict[str, float] = {"episodes": episodes}
-        roles = len(self.role_names)
+        roles, count = len(self.role_names), len(self.counter_names)
         for name, total in zip(self.role_names, values[1:1 + roles]):
             report[f"return_{name}"] = mean(total)
-        for name, total in zip(self.counter_names, values[1 + roles:]):
+        at = 1 + roles
+        for name, total in zip(self.counter_names, values[at:at + count]):
             report[f"{name}_per_episode"] = mean(total)
+        report["episode_length"] = mean(values[at + count])
+        report["terminated_fraction"] = mean(values[at + count + 1])
+        for name, total in zip(self.counter_names, values[at + count + 2:at + 2 * count + 2]):
+            report[f"steps_to_first_{name}"] = mean(total)
+        for name, total in zip(self.counter_names, values[at + 2 * count + 2:]):
+            report[f"steps_to_last_{name}"] = mean(total)
         return report
 
     def state_dict(self) -> dict:
-        return {"returns": self.returns.cpu(), "counter_start": self.counter_start.cpu(),
-                "totals": self.totals.cpu()}
+        return {name: getattr(self, name).cpu() for name in STATE}
 
     def load_state_dict(self, state: dict) -> None:
-        for name in ("returns", "counter_start", "totals"):
+        for name in STATE:
             getattr(self, name).copy_(state[name])

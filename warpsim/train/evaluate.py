@@ -1,16 +1,25 @@
-"""Runs policies, or a checkpoint's, for a number of episodes and reports per-episode means."""
+"""Runs policies, or a run's, for a number of episodes and reports per-episode means.
+
+From Python: ``warpsim.evaluate(run_dir)`` plays a run's policies (``evaluate_run``);
+``evaluate(Player(env, trainer.policies), episodes)`` plays policies in hand.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 
 from warpsim.environment import Environment
-from warpsim.errors import InvalidValueError
-from warpsim.train import ppo
+from warpsim.errors import InvalidValueError, WarpsimError
+from warpsim.registry import env_class, make
+from warpsim.train import checkpoint, opponents, ppo
+from warpsim.train.config import TrainConfig, build_config
 from warpsim.train.episodes import EpisodeStats
+from warpsim.train.opponents import random_actions
 from warpsim.train.policy import RolePolicies, roles_of
 from warpsim.train.stacking import ObservationStack
 
@@ -30,6 +39,33 @@ class Evaluation:
     counters: dict = field(default_factory=dict)
     """Events per episode of each of the environment's counters (e.g. tags)."""
     random_roles: tuple[str, ...] = ()
+    episode_length: float = math.nan
+    """Mean steps until an episode ended."""
+    terminated_fraction: float = math.nan
+    """Share of the episodes that their rules ended (the others were cut by a time limit)."""
+    first_event: dict = field(default_factory=dict)
+    """Mean step of each counter's first event in an episode (its length when none came)."""
+    last_event: dict = field(default_factory=dict)
+    """Mean step of each counter's last event in an episode (its length when none came)."""
+    means: dict = field(default_factory=dict)
+    """Every per-episode mean by its metrics.jsonl name (e.g. tags_per_episode, episode_length)."""
+    baseline: Evaluation | None = None
+    """The same episodes played uniformly at random by every role, when asked for."""
+
+    def ratios(self) -> dict:
+        """Each measure divided by the baseline's: counters per episode, then episode length and
+        event times (below 1 when the episodes end or the events come sooner than at random)."""
+        if self.baseline is None:
+            raise InvalidValueError("this evaluation has no baseline; evaluate with compare_random=True")
+        pairs = {f"{name} per episode": (value, self.baseline.counters[name]) for name, value in self.counters.items()}
+        pairs["episode length"] = (self.episode_length, self.baseline.episode_length)
+        for name, value in self.first_event.items():
+            pairs[f"steps to the first {name[:-1] if name.endswith('s') else name}"] = (
+                value, self.baseline.first_event[name])
+        for name, value in self.last_event.items():
+            pairs[f"steps to the last {name[:-1] if name.endswith('s') else name}"] = (
+                value, self.baseline.last_event[name])
+        return {label: (mine / theirs if theirs else math.inf) for label, (mine, theirs) in pairs.items()}
 
     def __str__(self) -> str:
         lines = [f"{self.env}: {self.episodes} episodes ({self.steps} steps of every environment)"]
@@ -38,6 +74,16 @@ class Evaluation:
             lines.append(f"  mean return of a {role} ({how}): {value:.3f}")
         for name, value in self.counters.items():
             lines.append(f"  {name} per episode: {value:.3f}")
+        lines.append(f"  episode length: {self.episode_length:.1f} steps "
+                     f"({100 * self.terminated_fraction:.0f}% ended by the rules)")
+        for name in self.first_event:
+            lines.append(f"  steps to the first / last of the {name}: {self.first_event[name]:.1f} / "
+                         f"{self.last_event[name]:.1f}")
+        if self.baseline is not None:
+            lines += ["uniformly random play on the same seeds:",
+                      *str(self.baseline).splitlines()[1:],
+                      "ratios to random play:",
+                      *(f"  {label}: {ratio:.2f}x" for label, ratio in self.ratios().items())]
         return "\n".join(lines)
 
 
@@ -77,28 +123,31 @@ class Player:
         env, inputs = self.env, self.inputs.advance()
         acting = [role for role in self.roles if role.name not in self.random_roles]
         if acting and self.policies is not None:  # roles act on their own only when there are policies
-            outputs = self.policies.networks_for([role.name for role in acting],
-                                                 [role.of(inputs).flatten(0, 1) for role in acting])
+            outputs = self.policies([role.of(inputs).flatten(0, 1) for role in acting],
+                                    [role.name for role in acting])
             for role, (logits, _) in zip(acting, outputs):
                 heads = ppo.split_heads(logits, env.spec.action_levels)
                 actions = ppo.sample(heads, self.generator, self.greedy)
                 role.write(env.actions, actions.view(env.num_envs, role.count, -1))
         for role in self.roles:
             if role.name in self.random_roles:
-                uniform = torch.rand((env.num_envs, role.count, len(self.levels)), device=env.device,
-                                     generator=self.generator)
-                role.write(env.actions, (uniform * self.levels).to(torch.int32))
+                role.write(env.actions, random_actions(self.levels, env.num_envs, role.count, self.generator))
         env.step()
         self.inputs.stepped()
 
 
 def evaluate(player: Player, episodes: int, max_steps: int = 1_000_000) -> Evaluation:
-    """Plays from a reset until ``episodes`` episodes have finished; per-episode means."""
+    """Plays from a reset until every environment has finished its first ceil(episodes / E)
+    episodes (at least ``episodes`` in all); per-episode means over exactly those. Counting
+    the same number in every environment keeps short episodes, which finish first, from
+    weighing more than long ones."""
     if not isinstance(episodes, int) or episodes < 1:
         raise InvalidValueError(f"episodes={episodes!r} is not allowed; give an integer >= 1")
     env = player.env
     player.reset()
-    stats = EpisodeStats(env, player.roles)
+    per_env = -(-episodes // env.num_envs)
+    stats = EpisodeStats(env, player.roles, episodes_per_env=per_env)
+    episodes = per_env * env.num_envs
     totals: dict = {}
     finished, steps = 0, 0
     while finished < episodes:
@@ -118,4 +167,50 @@ def evaluate(player: Player, episodes: int, max_steps: int = 1_000_000) -> Evalu
         env=env.name, episodes=finished, steps=steps,
         returns={role.name: means.get(f"return_{role.name}", math.nan) for role in player.roles},
         counters={name: means.get(f"{name}_per_episode", math.nan) for name in env.spec.counters},
-        random_roles=player.random_roles)
+        random_roles=player.random_roles, episode_length=means.get("episode_length", math.nan),
+        terminated_fraction=means.get("terminated_fraction", math.nan),
+        first_event={name: means.get(f"steps_to_first_{name}", math.nan) for name in env.spec.counters},
+        last_event={name: means.get(f"steps_to_last_{name}", math.nan) for name in env.spec.counters},
+        means=means)
+
+
+def load_run(source: Path | str, num_envs: int = 64, *, backend: str = "auto", seed: int = 1,
+             env_params: dict | None = None) -> tuple[Environment, RolePolicies, TrainConfig]:
+    """A run's environment (``num_envs`` of them, ``env_params`` changing parameters that keep
+    the shapes), its policies, in eval mode, and its config. ``source``: a run directory or a
+    checkpoint file."""
+    saved = checkpoint.load(source)
+    config = build_config(saved["config"])
+    try:
+        env_class(config.env)
+    except WarpsimError as error:
+        raise InvalidValueError(f"checkpoint {saved['path']} is for environment {config.env!r}, which cannot be "
+                                f"made here: {error}") from None
+    env = make(config.env, num_envs, backend=backend, seed=seed, checked=False,
+               **{**config.env_params, **(env_params or {})})
+    checkpoint.check_compatible(saved, env, saved["path"])
+    policies = RolePolicies(env.spec, [role.name for role in roles_of(env.spec, env.device)],
+                            config.stack_observations * env.spec.observation_size,
+                            config.hidden_size, config.hidden_layers).to(env.device)
+    policies.load_state_dict(saved["policies"])
+    return env, policies.eval(), config
+
+
+def evaluate_run(source: Path | str, episodes: int = 200, *, num_envs: int = 64, random_roles: tuple[str, ...] = (),
+                 greedy: bool = True, compare_random: bool = False, seed: int = 1, backend: str = "auto",
+                 env_params: dict | None = None) -> Evaluation:
+    """Plays a run's policies for ``episodes`` episodes; per-episode means.
+
+    The roles the run trained against random play (``opponents``) and ``random_roles`` act
+    uniformly at random; the others take their policy's most likely action (``greedy``) or
+    sample it. ``compare_random`` also plays every role at random on the same seeds
+    (``Evaluation.baseline``, ``Evaluation.ratios()``).
+    """
+    env, policies, config = load_run(source, num_envs, backend=backend, seed=seed, env_params=env_params)
+    roles = tuple(dict.fromkeys([*random_roles, *opponents.random_roles(config.opponents)]))
+    player = Player(env, policies, greedy=greedy, random_roles=roles, stack_observations=config.stack_observations,
+                    seed=seed)
+    result = evaluate(player, episodes)
+    if compare_random:
+        result = dataclasses.replace(result, baseline=evaluate(Player(env, None, seed=seed), episodes))
+    return result

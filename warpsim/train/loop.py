@@ -48,7 +48,7 @@ def train(config: TrainConfig | None, run_dir: Path | str | None = None, *, resu
         directory = RunDirectory(run_dir or default_run_dir(config), resume=False)
         saved = None
     world = world or World.from_environment(uses_gpu=_uses_gpu(config))
-    trainer = Trainer(config, world)
+    trainer = Trainer(config, world, load_opponents=saved is None)
     if saved is not None:
         checkpoint.check_compatible(saved, trainer.env, directory.checkpoint_path)
         trainer.load_state_dict(saved)

@@ -77,7 +77,8 @@ def roles_of(spec: EnvSpec, device: torch.device) -> list[Role]:
 class RolePolicies(nn.Module):
     """The networks of every role; forward runs each on its role's observations.
 
-    forward(list of float[B_r, D]) -> list of (logits, value), in role order.
+    forward(list of float[B_r, D], role_names) -> list of (logits, value), one per named
+    role (every role, in order, when ``role_names`` is None).
     """
 
     def __init__(self, spec: EnvSpec, role_names: list[str], input_size: int, hidden_size: int,
@@ -87,9 +88,12 @@ class RolePolicies(nn.Module):
         self.networks = nn.ModuleList(
             ActorCritic(input_size, spec.action_levels, hidden_size, hidden_layers) for _ in role_names)
 
-    def forward(self, observations: list[torch.Tensor]):
-        return [network(batch) for network, batch in zip(self.networks, observations)]
+    def forward(self, observations: list[torch.Tensor], role_names: list[str] | None = None):
+        names = self.role_names if role_names is None else role_names
+        return [self.networks[self.role_names.index(name)](batch) for name, batch in zip(names, observations)]
 
-    def networks_for(self, role_names: list[str], observations: list[torch.Tensor]):
-        """Runs only the named roles' networks, on their observations."""
-        return [self.networks[self.role_names.index(name)](batch) for name, batch in zip(role_names, observations)]
+    def network(self, role_name: str) -> ActorCritic:
+        """The network of one role."""
+        network = self.networks[self.role_names.index(role_name)]
+        assert isinstance(network, ActorCritic)
+        return network

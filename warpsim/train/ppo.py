@@ -9,21 +9,26 @@ from __future__ import annotations
 import torch
 
 
-def gae(rewards: torch.Tensor, values: torch.Tensor, ended: torch.Tensor, next_value: torch.Tensor,
-        gamma: float, lam: float) -> tuple[torch.Tensor, torch.Tensor]:
+def gae(rewards: torch.Tensor, values: torch.Tensor, terminated: torch.Tensor, truncated: torch.Tensor,
+        next_value: torch.Tensor, gamma: float, lam: float) -> tuple[torch.Tensor, torch.Tensor]:
     """Generalised advantage estimates and returns of one rollout.
 
-    rewards, values float32[T, ...]; ended bool/float[T, ...]: the episode ended on
-    step t, so step t+1 starts a new one and nothing flows back across it;
-    next_value float32[...]: the value of the observation after the last step.
-    Returns (advantages, returns), float32[T, ...].
+    rewards, values float32[T, ...]; terminated, truncated bool/float[T, ...]: the episode
+    ended on step t by the rules (its final state is worth nothing) or by a time limit (a
+    cut: the game would have gone on). Either way step t+1 starts a new episode and nothing
+    flows back across it. At a cut the environment has already reset, so the value of the
+    final state is not at hand: it is estimated by ``values[t]``, the value of the state the
+    last action was taken in, one step earlier. next_value float32[...]: the value of the
+    observation after the last step. Returns (advantages, returns), float32[T, ...].
     """
     advantages = torch.empty_like(rewards)
     running = torch.zeros_like(next_value)
     following = next_value
     for t in reversed(range(rewards.shape[0])):
-        continues = 1.0 - ended[t].to(rewards.dtype)
-        delta = rewards[t] + gamma * following * continues - values[t]
+        cut = truncated[t].to(rewards.dtype)
+        continues = 1.0 - terminated[t].to(rewards.dtype) - cut
+        bootstrap = following * continues + values[t] * cut
+        delta = rewards[t] + gamma * bootstrap - values[t]
         running = delta + gamma * lam * continues * running
         advantages[t] = running
         following = values[t]

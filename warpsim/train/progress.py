@@ -1,4 +1,4 @@
-"""A one-line progress bar for training: iterations, steps/s, episode returns and counters."""
+"""A one-line progress bar for training: iterations, steps/s, episode returns, counters and lengths."""
 
 from __future__ import annotations
 
@@ -31,6 +31,8 @@ class ProgressBar:
             parts.append("return " + " ".join(returns))
         parts += [f"{key[:-12]}/episode {value:.3g}" for key, value in metrics.items()
                   if key.endswith("_per_episode") and not math.isnan(value)]
+        if not math.isnan(metrics.get("episode_length", math.nan)):
+            parts.append(f"length {metrics['episode_length']:.3g}")
         done = iteration - self.first_iteration
         if done > 0 and iteration < self.total:
             left = (time.perf_counter() - self.started) / done * (self.total - iteration)

@@ -18,7 +18,7 @@ from torch.nn.parallel import DistributedDataParallel
 from warpsim.device import gpu_available, resolve_placement
 from warpsim.errors import InvalidValueError, WarpsimError
 from warpsim.registry import make
-from warpsim.train import ppo
+from warpsim.train import opponents, ppo
 from warpsim.train.checkpoint import signature
 from warpsim.train.config import TrainConfig
 from warpsim.train.distributed import World
@@ -37,7 +37,9 @@ class TrainingDiverged(WarpsimError, RuntimeError):
 class Trainer:
     """Owns the environment, the role policies, the optimizer and the rollout storage."""
 
-    def __init__(self, config: TrainConfig, world: World | None = None):
+    def __init__(self, config: TrainConfig, world: World | None = None, *, load_opponents: bool = True):
+        """``load_opponents=False`` leaves frozen opponents' networks as initialised (a resume
+        loads them from the run's own checkpoint)."""
         self.config = config
         self.world = world or World()
         on_gpu = resolve_placement(config.backend).backend == "cuda" and gpu_available()
@@ -50,7 +52,11 @@ class Trainer:
             torch.set_num_threads(1)
         self.precision = resolve_precision(config.precision, self.device)
         self.roles = roles_of(self.env.spec, self.device)
-        for role in self.roles:
+        role_names = [role.name for role in self.roles]
+        opponents.check_roles(config.opponents, self.env, role_names)
+        self.learners = [role for role in self.roles if role.name not in config.opponents]
+        """The roles that learn; the others are ``config.opponents``."""
+        for role in self.learners:
             samples = config.rollout_steps * config.num_envs * role.count
             if samples < config.minibatches:
                 raise InvalidValueError(f"a rollout holds {samples} samples of role {role.name!r} (rollout_steps x "
@@ -58,12 +64,15 @@ class Trainer:
                                  f"{config.minibatches}; raise rollout_steps or num_envs, or lower minibatches")
         self.inputs = ObservationStack(self.env, config.stack_observations)
         torch.manual_seed(config.seed)  # the same initial networks on every rank
-        self.policies = RolePolicies(self.env.spec, [r.name for r in self.roles], self.inputs.input_size,
+        self.policies = RolePolicies(self.env.spec, role_names, self.inputs.input_size,
                                      config.hidden_size, config.hidden_layers).to(self.device)
+        """Every role's network (``policies.network(role_name)``), opponents' included."""
+        self._set_up_opponents(load_opponents)
         self.model: torch.nn.Module = self.policies
         if self.world.size > 1:
             self.model = DistributedDataParallel(self.policies)
-        self.optimizer = torch.optim.Adam(self.policies.parameters(), lr=config.learning_rate, eps=1e-5)
+        self.trained_parameters = [p for role in self.learners for p in self.policies.network(role.name).parameters()]
+        self.optimizer = torch.optim.Adam(self.trained_parameters, lr=config.learning_rate, eps=1e-5)
         self.scaler = torch.amp.GradScaler(self.device.type) if self.precision == "fp16" else None
         self.generator = torch.Generator(self.device).manual_seed(config.seed + self.world.rank)
         self.stats = EpisodeStats(self.env, self.roles)
@@ -74,6 +83,21 @@ class Trainer:
         minibatches = config.epochs * config.minibatches
         self.update_stats = torch.zeros(minibatches, len(UPDATE_STATS), device=self.device)
 
+    def _set_up_opponents(self, load: bool) -> None:
+        """Freezes the opponents' networks; loads the frozen ones from their runs when ``load``."""
+        shapes = {name: getattr(self.config, name) for name in ("stack_observations", "hidden_size", "hidden_layers")}
+        for role, kind in self.config.opponents.items():
+            network = self.policies.network(role)
+            if load and kind != opponents.RANDOM:
+                state = opponents.frozen_network_state(role, kind, self.env, self.policies.role_names, shapes)
+                network.load_state_dict(state)
+            network.requires_grad_(False)
+        random_roles = opponents.random_roles(self.config.opponents)
+        self.random_roles = [role for role in self.roles if role.name in random_roles]
+        self.acting = [role for role in self.roles if role.name not in random_roles]
+        self._learner_index = {role.name: r for r, role in enumerate(self.learners)}
+        self.levels = torch.tensor(self.env.spec.action_levels, device=self.device)
+
     def _allocate_rollout(self) -> None:
         t, e, spec = self.config.rollout_steps, self.env.num_envs, self.env.spec
         d, a = self.inputs.input_size, len(spec.action_levels)
@@ -81,12 +105,13 @@ class Trainer:
         def zeros(*shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
             return torch.zeros(shape, dtype=dtype, device=self.device)
 
-        self.observations = [zeros(t, e, r.count, d) for r in self.roles]
-        self.actions = [zeros(t, e, r.count, a, dtype=torch.int32) for r in self.roles]
-        self.log_probs = [zeros(t, e, r.count) for r in self.roles]
-        self.values = [zeros(t, e, r.count) for r in self.roles]
-        self.rewards = [zeros(t, e, r.count) for r in self.roles]
-        self.ended = zeros(t, e, 1)
+        self.observations = [zeros(t, e, r.count, d) for r in self.learners]
+        self.actions = [zeros(t, e, r.count, a, dtype=torch.int32) for r in self.learners]
+        self.log_probs = [zeros(t, e, r.count) for r in self.learners]
+        self.values = [zeros(t, e, r.count) for r in self.learners]
+        self.rewards = [zeros(t, e, r.count) for r in self.learners]
+        self.terminated = zeros(t, e, 1, dtype=torch.bool)
+        self.truncated = zeros(t, e, 1, dtype=torch.bool)
 
     def autocast(self):
         if self.precision == "fp32":
@@ -108,41 +133,52 @@ class Trainer:
 
     @torch.no_grad()
     def collect(self) -> list[torch.Tensor]:
-        """Steps every environment T times; returns each role's value of the final observations."""
+        """Steps every environment T times; returns each learning role's value of the final observations."""
         env, levels = self.env, self.env.spec.action_levels
         for t in range(self.config.rollout_steps):
             inputs = self.inputs.advance()
             batches = []
-            for r, role in enumerate(self.roles):
-                self.observations[r][t].copy_(role.of(inputs))
-                batches.append(self.observations[r][t].flatten(0, 1))
+            for role in self.acting:
+                r = self._learner_index.get(role.name)
+                if r is not None:
+                    self.observations[r][t].copy_(role.of(inputs))
+                    batches.append(self.observations[r][t].flatten(0, 1))
+                else:
+                    batches.append(role.of(inputs).flatten(0, 1))
             with self.autocast():
-                outputs = self.policies(batches)
-            for r, (role, (logits, values)) in enumerate(zip(self.roles, outputs)):
+                outputs = self.policies(batches, [role.name for role in self.acting])
+            for role, (logits, values) in zip(self.acting, outputs):
                 heads = ppo.split_heads(logits, levels)
-                actions = ppo.sample(heads, self.generator)
-                self.log_probs[r][t].copy_(ppo.log_prob(heads, actions).view(env.num_envs, role.count))
-                self.values[r][t].copy_(values.float().view(env.num_envs, role.count))
-                self.actions[r][t].copy_(actions.view(env.num_envs, role.count, -1))
-                role.write(env.actions, self.actions[r][t])
+                actions = ppo.sample(heads, self.generator).view(env.num_envs, role.count, -1)
+                r = self._learner_index.get(role.name)
+                if r is not None:
+                    self.log_probs[r][t].copy_(ppo.log_prob(heads, actions.flatten(0, 1)).view(env.num_envs, -1))
+                    self.values[r][t].copy_(values.float().view(env.num_envs, role.count))
+                    self.actions[r][t].copy_(actions)
+                role.write(env.actions, actions)
+            for role in self.random_roles:
+                role.write(env.actions, opponents.random_actions(self.levels, env.num_envs, role.count,
+                                                                 self.generator))
             env.step()
             self.inputs.stepped()
-            for r, role in enumerate(self.roles):
+            for r, role in enumerate(self.learners):
                 self.rewards[r][t].copy_(role.of(env.rewards))
-            self.ended[t, :, 0].copy_(env.done)
+            self.terminated[t, :, 0].copy_(env.terminated)
+            torch.logical_and(env.done, ~env.terminated, out=self.truncated[t, :, 0])
             self.stats.record()
         inputs = self.inputs.peek()
         with self.autocast():
-            outputs = self.policies([role.of(inputs).flatten(0, 1) for role in self.roles])
-        return [values.float().view(env.num_envs, role.count) for role, (_, values) in zip(self.roles, outputs)]
+            outputs = self.policies([role.of(inputs).flatten(0, 1) for role in self.learners],
+                                    [role.name for role in self.learners])
+        return [values.float().view(env.num_envs, role.count) for role, (_, values) in zip(self.learners, outputs)]
 
     def update(self, next_values: list[torch.Tensor]) -> None:
         """``epochs`` passes of clipped PPO over the rollout, in shuffled minibatches."""
         c = self.config
         samples = []
-        for r in range(len(self.roles)):
-            advantages, returns = ppo.gae(self.rewards[r], self.values[r], self.ended, next_values[r],
-                                          c.gamma, c.gae_lambda)
+        for r in range(len(self.learners)):
+            advantages, returns = ppo.gae(self.rewards[r], self.values[r], self.terminated, self.truncated,
+                                          next_values[r], c.gamma, c.gae_lambda)
             samples.append(tuple(x.flatten(0, 2) for x in (
                 self.observations[r], self.actions[r], self.log_probs[r], self.values[r], advantages, returns)))
         row = 0
@@ -157,7 +193,7 @@ class Trainer:
     def _step_on_minibatch(self, batches, row: int) -> None:
         c, levels = self.config, self.env.spec.action_levels
         with self.autocast():
-            outputs = self.model([batch[0] for batch in batches])
+            outputs = self.model([batch[0] for batch in batches], [role.name for role in self.learners])
         loss = torch.zeros((), device=self.device)
         per_role = []
         for (_obs, actions, old_log_prob, old_value, advantages, returns), (logits, value) in zip(batches, outputs):
@@ -178,12 +214,12 @@ class Trainer:
         self.optimizer.zero_grad(set_to_none=True)
         if self.scaler is None:
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(self.policies.parameters(), c.max_grad_norm)
+            torch.nn.utils.clip_grad_norm_(self.trained_parameters, c.max_grad_norm)
             self.optimizer.step()
         else:
             self.scaler.scale(loss).backward()
             self.scaler.unscale_(self.optimizer)
-            torch.nn.utils.clip_grad_norm_(self.policies.parameters(), c.max_grad_norm)
+            torch.nn.utils.clip_grad_norm_(self.trained_parameters, c.max_grad_norm)
             self.scaler.step(self.optimizer)
             self.scaler.update()
         self.nonfinite |= ~torch.isfinite(loss.detach())

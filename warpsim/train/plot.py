@@ -1,0 +1,107 @@
+"""Learning curves: one metric of runs' metrics.jsonl against environment steps and wall time.
+
+Each run is drawn as a line; a dashed line of the same colour is the metric under
+uniformly random play of the run's environment (every role random, played here for
+``baseline_episodes`` episodes). Needs matplotlib (``pip install 'warpsim[plots]'``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from warpsim.errors import InvalidValueError, RunFileError, UnavailableError
+from warpsim.registry import make
+from warpsim.train.config import TrainConfig, build_config
+from warpsim.train.evaluate import Player, evaluate
+from warpsim.train.run_dir import CONFIG_FILE, METRICS_FILE
+
+
+def read_metrics(run_dir: Path | str) -> list[dict]:
+    """The records of a run's metrics.jsonl, with ``elapsed_seconds`` running on across resumes."""
+    path = Path(run_dir) / METRICS_FILE
+    if not path.is_file():
+        raise RunFileError(f"{run_dir} holds no {METRICS_FILE}; give the directory of a training run")
+    records, offset, previous = [], 0.0, 0.0
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise RunFileError(f"{path} line {number} is not JSON: {error}") from None
+        elapsed = record.get("elapsed_seconds") or 0.0
+        if elapsed < previous:  # a resumed run counts its time from its own start
+            offset += previous
+        previous = elapsed
+        record["elapsed_seconds"] = offset + elapsed
+        records.append(record)
+    return records
+
+
+def read_config(run_dir: Path | str) -> TrainConfig:
+    path = Path(run_dir) / CONFIG_FILE
+    if not path.is_file():
+        raise RunFileError(f"{run_dir} holds no {CONFIG_FILE}; give the directory of a training run")
+    try:
+        return build_config(json.loads(path.read_text()))
+    except json.JSONDecodeError as error:
+        raise RunFileError(f"{path} is not JSON: {error}") from None
+
+
+def random_play_value(config: TrainConfig, metric: str, episodes: int, num_envs: int = 64) -> float:
+    """``metric`` (a metrics.jsonl key) when every role of ``config``'s environment plays at random."""
+    env = make(config.env, num_envs, backend=config.backend, seed=config.seed + 1, checked=False,
+               **config.env_params)
+    return evaluate(Player(env, None, seed=config.seed + 1), episodes).means.get(metric, math.nan)
+
+
+def plot_runs(run_dirs: list[Path | str], out: Path | str, metric: str | None = None,
+              baseline_episodes: int = 64) -> Path:
+    """Draws ``metric`` of every run against env steps and wall time into the PNG ``out``.
+
+    ``metric`` defaults to the first counter per episode (e.g. tags_per_episode);
+    ``baseline_episodes=0`` leaves the random-play lines out.
+    """
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise UnavailableError("warpsim plot needs matplotlib: pip install 'warpsim[plots]'") from None
+    series = [(Path(run_dir), read_config(run_dir), read_metrics(run_dir)) for run_dir in run_dirs]
+    metric = metric or _default_metric(series[0][2])
+    figure, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+    for index, (path, config, records) in enumerate(series):
+        points = [r for r in records if isinstance(r.get(metric), (int, float))]
+        if not points:
+            known = sorted({key for r in records for key, value in r.items() if isinstance(value, (int, float))})
+            raise InvalidValueError(f"{path}/{METRICS_FILE} has no values of {metric!r}; it has: {', '.join(known)}")
+        colour = f"C{index}"
+        for axis, x in zip(axes, ("env_steps", "elapsed_seconds")):
+            axis.plot([r[x] for r in points], [r[metric] for r in points], color=colour, label=f"{path.name} (trained)")
+        if baseline_episodes:
+            level = random_play_value(config, metric, baseline_episodes)
+            for axis in axes:
+                axis.axhline(level, color=colour, linestyle="--", label=f"{path.name}: random play")
+    axes[0].set_xlabel("environment steps")
+    axes[1].set_xlabel("wall time (s)")
+    axes[0].set_ylabel(metric.replace("_", " "))
+    axes[1].legend(loc="best", fontsize="small")
+    for axis in axes:
+        axis.grid(alpha=0.3)
+    figure.tight_layout()
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(out, dpi=100)
+    plt.close(figure)
+    return out
+
+
+def _default_metric(records: list[dict]) -> str:
+    for record in records:
+        for key in record:
+            if key.endswith("_per_episode"):
+                return key
+    return "episode_length"
