@@ -13,6 +13,7 @@ from warpsim.bench_policy import POLICY_TIERS, run_policy_tier
 from warpsim.check import check
 from warpsim.device import gpu_available, resolve_placement, simulator_enabled
 from warpsim.errors import InvalidValueError, WarpsimError
+from warpsim.files import usable_directory
 from warpsim.registry import parse_env_settings, registered
 from warpsim.sweeps import NAMED_SWEEPS, run_sweep
 from warpsim.train import commands as train_commands
@@ -91,6 +92,8 @@ def _run_bench(args) -> int:
     if simulator_enabled() and resolve_placement(args.backend).backend == "cuda":
         raise InvalidValueError(f"--backend {args.backend} runs the kernels on the CUDA simulator here: it checks "
                          f"them, it is not timed (use a GPU, or --backend numpy)")
+    if not args.no_save:
+        usable_directory(args.results_dir, "results directory")  # before the timing, not after it
     options = dict(backend=args.backend, steps=args.steps, repeats=args.repeats, warmup_steps=args.warmup,
                    seed=args.seed, max_seconds=args.max_seconds, progress=bench.print_progress)
     if args.config in NAMED_SWEEPS:

@@ -316,6 +316,10 @@ class Environment:
             raise InvalidValueError(f"{where} with dims {array.dims!r}; give a tuple of 'E' (environments), "
                              f"'N' (agents) or positive ints, e.g. ('E', 'N')")
 
+    def array_bytes(self) -> int:
+        """Bytes of the environment's arrays (what ``make`` allocated for them)."""
+        return self._array_bytes(self._array_shapes())
+
     def _least_bytes_from_params(self) -> int:
         """A lower bound of the arrays' bytes from the parameters alone, in O(1): observations,
         actions and rewards of ``params.num_agents`` agents (when the parameters say it)."""

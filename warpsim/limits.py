@@ -22,10 +22,11 @@ MAX_INT32 = 2**31 - 1
 
 def is_real(value, low: float = -MAX_MAGNITUDE, high: float = MAX_MAGNITUDE) -> bool:
     """A finite int or float (not a bool) in [low, high]."""
-    return (isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
-            and math.isfinite(value) and low <= value <= high)
+    return bool(isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+                and math.isfinite(value) and low <= value <= high)
 
 
 def is_int(value, low: int = 1, high: int = MAX_INT32) -> bool:
     """An int (not a bool) in [low, high]."""
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)) and low <= value <= high
+    return bool(isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+                and low <= value <= high)

@@ -7,7 +7,7 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from warpsim.errors import InvalidValueError
+from warpsim.errors import InvalidValueError, RunFileError, WarpsimError
 from warpsim.registry import make, parse_env_settings, registered
 from warpsim.train import checkpoint
 from warpsim.train.config import TrainConfig, build_config, field_docs, read_config_file
@@ -15,7 +15,7 @@ from warpsim.train.evaluate import Player, evaluate
 from warpsim.train.loop import train
 from warpsim.train.policy import RolePolicies, roles_of
 from warpsim.train.presets import PRESETS
-from warpsim.train.render import play_episode, write_gif
+from warpsim.train.render import check_output_file, play_episode, write_gif
 
 NOT_FLAGS = ("env_params",)
 
@@ -25,7 +25,7 @@ def add_train(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config-file", type=Path, help="settings from a .json or .toml file")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="an environment parameter, e.g. --set num_runners=100 (repeatable)")
-    parser.add_argument("--run-dir", type=Path,
+    parser.add_argument("--run-dir", type=_directory_path,
                         help="where the run is written (default runs/<env>-<date>-<time>)")
     parser.add_argument("--resume", action="store_true",
                         help="continue the run in --run-dir from its checkpoint (its config is reused)")
@@ -76,8 +76,9 @@ def run_train(args) -> int:
 
 def add_evaluate(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("source", type=Path, help="a run directory or a checkpoint file")
-    parser.add_argument("--episodes", type=int, default=200, help="episodes to finish (default 200)")
-    parser.add_argument("--num-envs", type=int, default=64, help="environments played together (default 64)")
+    parser.add_argument("--episodes", type=positive_int, default=200, help="episodes to finish (default 200)")
+    parser.add_argument("--num-envs", type=positive_int, default=64,
+                        help="environments played together (default 64)")
     parser.add_argument("--random", action="append", default=[], metavar="ROLE",
                         help="this role acts uniformly at random instead (repeatable)")
     parser.add_argument("--sample", action="store_true", help="sample actions instead of taking the most likely")
@@ -104,21 +105,45 @@ def run_evaluate(args) -> int:
 
 def add_render(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("source", type=Path, help="a run directory or a checkpoint file")
-    parser.add_argument("--out", type=Path, required=True, help="the .gif to write")
-    parser.add_argument("--fps", type=int, default=10, help="frames per second (default 10)")
-    parser.add_argument("--max-steps", type=int, default=1000, help="longest episode drawn (default 1000)")
+    parser.add_argument("--out", type=_gif_path, required=True, help="the .gif to write")
+    parser.add_argument("--fps", type=positive_int, default=10, help="frames per second (default 10)")
+    parser.add_argument("--max-steps", type=positive_int, default=1000, help="longest episode drawn (default 1000)")
     parser.add_argument("--sample", action="store_true", help="sample actions instead of taking the most likely")
     _add_playing_options(parser)
     parser.set_defaults(run=run_render)
 
 
 def run_render(args) -> int:
+    check_output_file(args.out)  # before the episode is played
     env, policies, config = _load(args, num_envs=1)
     player = Player(env, policies, greedy=not args.sample, stack_observations=config.stack_observations,
                     seed=args.seed)
     frames = play_episode(player, max_steps=args.max_steps)
     print(f"wrote {len(frames)} frames to {write_gif(frames, env, args.out, fps=args.fps)}")
     return 0
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: an integer >= 1 (argparse reports anything else as a usage error)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not allowed; give an integer >= 1")
+    return value
+
+
+def _directory_path(text: str) -> Path:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path is not allowed; give a directory, e.g. runs/my-run")
+    return Path(text)
+
+
+def _gif_path(text: str) -> Path:
+    if not text.strip() or not text.lower().endswith(".gif"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; give a file name ending in .gif")
+    return Path(text)
 
 
 def _add_playing_options(parser: argparse.ArgumentParser) -> None:
@@ -131,7 +156,10 @@ def _add_playing_options(parser: argparse.ArgumentParser) -> None:
 def _load(args, num_envs: int):
     """The checkpoint's environment (with --set changes), its policies and its config."""
     saved = checkpoint.load(args.source)
-    config = build_config(saved["config"])
+    try:
+        config = build_config(saved["config"])
+    except (WarpsimError, TypeError) as error:
+        raise RunFileError(f"checkpoint {saved['path']} holds an unusable config: {error}") from None
     params = {**config.env_params, **parse_env_settings(config.env, args.set)}
     if config.env not in registered():
         raise InvalidValueError(f"checkpoint {saved['path']} is for environment {config.env!r}, which is not "
@@ -141,6 +169,6 @@ def _load(args, num_envs: int):
     policies = RolePolicies(env.spec, [role.name for role in roles_of(env.spec, env.device)],
                             config.stack_observations * env.spec.observation_size,
                             config.hidden_size, config.hidden_layers).to(env.device)
-    policies.load_state_dict(saved["policies"])
+    checkpoint.load_into(policies, saved["policies"], "networks", saved["path"])
     return env, policies.eval(), config
 

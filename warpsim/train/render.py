@@ -7,7 +7,8 @@ from pathlib import Path
 import numpy as np
 
 from warpsim.environment import Environment, Frame
-from warpsim.errors import InvalidValueError, UnavailableError
+from warpsim.errors import InvalidValueError, RunFileError, UnavailableError
+from warpsim.files import make_directory, usable_directory
 from warpsim.train.evaluate import Player
 
 ROLE_COLOURS = ("tab:red", "tab:blue", "tab:green", "tab:orange", "tab:purple")
@@ -26,6 +27,17 @@ def play_episode(player: Player, max_steps: int = 10_000) -> list[Frame]:
     return frames
 
 
+def check_output_file(path: Path | str) -> None:
+    """Refuses an output path that cannot be written, before any work: not a .gif, a directory,
+    or under a file or a read-only directory."""
+    path = Path(path)
+    if path.suffix.lower() != ".gif":
+        raise InvalidValueError(f"output {path} must end in .gif")
+    if path.is_dir():
+        raise RunFileError(f"output {path} is a directory; give a .gif file name")
+    usable_directory(path.parent, "output directory")
+
+
 def write_gif(frames: list[Frame], env: Environment, path: Path | str, fps: int = 10) -> Path:
     """Renders ``frames`` to ``path`` (.gif); agents are coloured by role."""
     try:
@@ -36,8 +48,9 @@ def write_gif(frames: list[Frame], env: Environment, path: Path | str, fps: int 
     except ImportError:
         raise UnavailableError("rendering needs matplotlib: pip install 'warpsim[plots]'") from None
     path = Path(path)
-    if path.suffix.lower() != ".gif":
-        raise InvalidValueError(f"output {path} must end in .gif")
+    check_output_file(path)
+    if not isinstance(fps, int) or isinstance(fps, bool) or fps < 1:
+        raise InvalidValueError(f"fps={fps!r} is not allowed; give an integer >= 1")
     if not frames:
         raise InvalidValueError("no frames to render")
     roles = np.array(env.spec.agent_roles)
@@ -65,7 +78,7 @@ def write_gif(frames: list[Frame], env: Environment, path: Path | str, fps: int 
         return points, title
 
     animation = FuncAnimation(figure, draw, frames=len(frames), blit=False)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_directory(path.parent, "output directory")
     animation.save(str(path), writer=PillowWriter(fps=fps))
     pyplot.close(figure)
     return path
