@@ -428,8 +428,9 @@ def as_input_tensor(value: Any, what: str) -> torch.Tensor:
                                f"(integers for actions, bools for a mask)")
     if array.dtype.kind == "u" and array.dtype.itemsize > 1:  # torch compares no wide unsigned ints
         array = np.minimum(array, np.iinfo(np.int64).max).astype(np.int64)
-    # A copy when strides are negative (a reversed view), which torch cannot wrap.
-    return torch.from_numpy(np.ascontiguousarray(array))
+    if any(stride < 0 for stride in array.strides):  # a reversed view, which torch cannot wrap
+        array = array.copy()
+    return torch.from_numpy(array)
 
 
 def torch_dtype(dtype) -> torch.dtype:
