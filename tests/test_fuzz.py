@@ -92,6 +92,7 @@ def make_calls(draw):
         "backend": st.sampled_from(["numpy", "numpy", "numpy", "cuda", "auto", "tpu", "", 3]),
         "seed": st.one_of(st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1), st.integers(-2, 2**64 + 1), VALUES),
         "checked": st.one_of(st.booleans(), st.booleans(), st.booleans(), VALUES),
+        "device": st.sampled_from([None, "cpu", "cuda:x", 3.5, "gpu", 0, -1]),
     }))
     options.setdefault("backend", "numpy")
     odd_num_envs = st.sampled_from([-1, 0, 2**31, 10**12, 10**30, 2.0, "2", None])
@@ -140,7 +141,7 @@ def odd_mask(env, kind: str, rng: np.random.Generator):
             "reversed": flags[::-1], "tensor": torch.from_numpy(flags), "2d": flags[None]}[kind]
 
 
-@settings(FUZZ, max_examples=600)
+@settings(FUZZ, max_examples=1500)
 @given(call=make_calls(), actions=st.lists(st.sampled_from(ACTION_KINDS), min_size=1, max_size=3),
        masks=st.lists(st.sampled_from(["bool", "int", "short", "string", "none list", "reversed", "tensor", "2d"]),
                       max_size=2),
@@ -178,7 +179,7 @@ STATE_VALUES = st.one_of(st.floats(allow_nan=True, allow_infinity=True, width=32
                          st.sampled_from([2**31 - 1, -(2**31), 1e30, -1e-30]))
 
 
-@settings(FUZZ, max_examples=150)
+@settings(FUZZ, max_examples=200)
 @given(env_id=st.sampled_from(ENVS), backend=st.sampled_from(["numpy", "numpy", "cuda"]),
        writes=st.lists(st.tuples(st.integers(0, 20), st.integers(0, 10**6), STATE_VALUES), min_size=1, max_size=3))
 def test_state_writes_are_refused_in_checked_mode_or_give_finite_outputs(env_id, backend, writes):
@@ -271,7 +272,7 @@ def resolve(argv: list, paths: dict) -> list:
     return resolved
 
 
-@settings(FUZZ, max_examples=100)
+@settings(FUZZ, max_examples=150)
 @given(argv=command_lines())
 def test_command_lines_end_in_success_or_one_line_and_exit_2(paths, capsys, argv):
     argv = resolve(argv, paths)

@@ -152,3 +152,9 @@ def test_checked_mode_refuses_to_step_from_a_nan_state(backend):
     unchecked.step()  # unchecked mode trusts the state (documented): no host read per step
     with pytest.raises(InvalidValueError, match=r"state.\w+\[0, 1\] = nan"):
         unchecked.validate_state()
+
+
+@pytest.mark.parametrize("device", ["cuda:x", 3.5, "gpu"])
+def test_a_device_that_is_not_one_is_a_clear_error(device):
+    with pytest.raises(InvalidValueError, match=f"device={device!r} is not a device"):
+        gridworld(device=device)
