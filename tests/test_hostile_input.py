@@ -158,3 +158,16 @@ def test_checked_mode_refuses_to_step_from_a_nan_state(backend):
 def test_a_device_that_is_not_one_is_a_clear_error(device):
     with pytest.raises(InvalidValueError, match=f"device={device!r} is not a device"):
         gridworld(device=device)
+
+
+@pytest.mark.gpu
+def test_unchecked_steps_read_nothing_back_on_a_gpu():
+    env = warpsim.make("tag_continuous", 8, backend="cuda", checked=False)
+    env.step(torch.zeros(tuple(env.actions.shape), dtype=torch.int64, device=env.device))  # compiles, warms up
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        env.step(torch.full(tuple(env.actions.shape), 2**40, dtype=torch.int64, device=env.device))
+        env.step()
+    finally:
+        torch.cuda.set_sync_debug_mode(0)

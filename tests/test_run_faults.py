@@ -319,3 +319,10 @@ def test_a_run_on_a_full_disk(small_disk, tmp_path, capsys):
     assert checkpoint.load(moved)["iteration"] == 4 and saved["iteration"] < 4
     main([*argv[:-1], str(tmp_path / "straight")])
     assert same_training(moved, tmp_path / "straight")
+
+
+def test_a_config_file_that_is_not_text(tmp_path, capsys):
+    (tmp_path / "settings.toml").write_bytes(b"\xff\xfe\x00binary")
+    line = cli_error(capsys, ["train", "--config-file", str(tmp_path / "settings.toml"), "--run-dir",
+                              str(tmp_path / "run")])
+    assert f"config file {tmp_path / 'settings.toml'} is not text" in line

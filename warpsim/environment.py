@@ -18,6 +18,7 @@ launches and auto-resets finished environments, the same way for every environme
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -361,7 +362,8 @@ class Environment:
     def _check_before_step(self, actions: torch.Tensor) -> None:
         """Checked mode: action indices in range and a valid state, in one host read."""
         bad_actions = (actions < 0) | (actions >= self._action_levels)
-        flags = torch.stack([bad_actions.any(), *(self._state_violations(name).any() for name in self._bounded)])
+        state_flags = (self._state_violations(array).any() for array in self._checked_state)
+        flags = torch.stack([bad_actions.any(), *state_flags])
         if not bool(flags.any()):
             return
         if bool(flags[0]):
@@ -372,18 +374,17 @@ class Environment:
                 f"of range; allowed: 0..{self.spec.action_levels[component] - 1}")
         self.validate_state()
 
-    @property
-    def _bounded(self) -> list[str]:
+    @functools.cached_property
+    def _checked_state(self) -> list[StateArray]:
         """State arrays with something to check: float arrays (finite) and those with bounds."""
-        return [array.name for array in self.spec.state
+        return [array for array in self.spec.state
                 if array.bounds is not None or getattr(self.state, array.name).is_floating_point()]
 
-    def _state_violations(self, name: str) -> torch.Tensor:
-        tensor = getattr(self.state, name)
-        bounds = next(array.bounds for array in self.spec.state if array.name == name)
+    def _state_violations(self, array: StateArray) -> torch.Tensor:
+        tensor = getattr(self.state, array.name)
         bad = ~torch.isfinite(tensor) if tensor.is_floating_point() else torch.zeros_like(tensor, dtype=torch.bool)
-        if bounds is not None:
-            bad |= (tensor < bounds[0]) | (tensor > bounds[1])
+        if array.bounds is not None:
+            bad |= (tensor < array.bounds[0]) | (tensor > array.bounds[1])
         return bad
 
     def validate_state(self) -> None:
@@ -394,10 +395,8 @@ class Environment:
         when it is written. Call this after writing state; checked mode (``checked=True``)
         calls it before every step, in the host read it makes for the action check anyway.
         """
-        for array in self.spec.state:
-            if array.name not in self._bounded:
-                continue
-            bad = self._state_violations(array.name)
+        for array in self._checked_state:
+            bad = self._state_violations(array)
             if bool(bad.any()):
                 index = tuple(int(i) for i in bad.nonzero()[0])
                 value = getattr(self.state, array.name)[index].item()

@@ -162,7 +162,10 @@ def read_config_file(path: Path) -> dict:
     path = Path(path)
     if not path.is_file():
         raise RunFileError(f"config file {path} does not exist")
-    text = path.read_text()
+    try:
+        text = path.read_text()
+    except UnicodeDecodeError:
+        raise RunFileError(f"config file {path} is not text (UTF-8); give a .json or .toml file") from None
     try:
         if path.suffix == ".toml":
             settings = tomllib.loads(text)
