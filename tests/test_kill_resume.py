@@ -57,10 +57,14 @@ def test_runs_killed_at_any_moment_resume_to_the_uninterrupted_result(tmp_path):
         kills += 1
         files_are_readable(run)
     rng = random.Random(17)
-    for _ in range(2):  # and at moments nobody chose: a random time after the resumed run logs its first record
+    for _ in range(2):  # and at moments nobody chose: 1 to 4 records into the resumed run, plus a random instant
+        kept = checkpoint.load(run)["iteration"]  # the records the resume keeps
         process = start(run, "none")
         assert process.stdout.readline().strip() == "logging"
-        time.sleep(rng.uniform(0.0, 0.5))
+        wanted = kept + rng.randint(1, 4)
+        while process.poll() is None and (run / "metrics.jsonl").read_text().count("\n") < wanted:
+            time.sleep(0.002)
+        time.sleep(rng.uniform(0.0, 0.08))
         assert process.poll() is None, "the run ended before the kill"
         process.kill()
         process.wait()
