@@ -8,6 +8,7 @@ minute. ``pytest -s tests/test_fuzz.py`` prints how many inputs were tried and h
 
 import collections
 import contextlib
+import os
 import signal
 from pathlib import Path
 
@@ -207,15 +208,20 @@ def test_state_writes_are_refused_in_checked_mode_or_give_finite_outputs(env_id,
 
 @pytest.fixture(scope="module")
 def paths(tmp_path_factory):
+    """A finished run, files and places for the command lines; the current directory moved to a
+    temporary one, so that nothing a command line writes can land in the repository."""
     root = tmp_path_factory.mktemp("cli")
+    here = os.getcwd()
+    os.chdir(root)
     run = root / "run"
     assert main(["train", "--env", "tag_gridworld", "--set", "num_taggers=1", "--set", "grid_length=3", "--set",
                  "episode_length=4", "--num-envs", "2", "--rollout-steps", "4", "--iterations", "1", "--backend",
                  "numpy", "--quiet", "--run-dir", str(run)]) == 0
     (root / "afile").write_text("x")
     (root / "garbage.pt").write_bytes(b"\x00garbage")
-    return {"run": run, "file": root / "afile", "under file": root / "afile" / "x", "missing": root / "missing",
-            "garbage": root / "garbage.pt", "empty": Path(""), "new": root / "new", "root": root}
+    yield {"run": run, "file": root / "afile", "under file": root / "afile" / "x", "missing": root / "missing",
+           "garbage": root / "garbage.pt", "empty": Path(""), "new": root / "new", "root": root}
+    os.chdir(here)
 
 
 SMALL = st.one_of(st.sampled_from(["1", "2"]),

@@ -145,6 +145,12 @@ def test_render_to_a_path_under_a_file_fails_before_playing(finished_run, tmp_pa
     assert f"{tmp_path / 'afile'} is a file" in line
 
 
+def test_empty_results_dir_is_refused(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["bench", "--backend", "numpy", "--env", "tag_gridworld", "--results-dir", ""])
+    assert stop.value.code == 2 and "an empty path is not allowed" in capsys.readouterr().err
+
+
 def test_bench_results_dir_under_a_file_fails_before_timing(tmp_path, capsys):
     (tmp_path / "afile").write_text("x")
     begin = time.perf_counter()

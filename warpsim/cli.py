@@ -6,7 +6,6 @@ import argparse
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 from warpsim import bench
 from warpsim.bench_policy import POLICY_TIERS, run_policy_tier
@@ -82,7 +81,7 @@ def _add_bench(parser: argparse.ArgumentParser) -> None:
                              f"this time (default {bench.DEFAULT_MAX_SECONDS['numpy']:g} on numpy, "
                              "no limit on cuda; inf: no limit)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--results-dir", type=Path, default=bench.RESULTS_DIR,
+    parser.add_argument("--results-dir", type=train_commands.directory_path, default=bench.RESULTS_DIR,
                         help="where <device>.json is appended (default benchmarks/results)")
     parser.add_argument("--no-save", action="store_true", help="print only; write no JSON")
     parser.set_defaults(run=_run_bench)

@@ -25,7 +25,7 @@ def add_train(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config-file", type=Path, help="settings from a .json or .toml file")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="an environment parameter, e.g. --set num_runners=100 (repeatable)")
-    parser.add_argument("--run-dir", type=_directory_path,
+    parser.add_argument("--run-dir", type=directory_path,
                         help="where the run is written (default runs/<env>-<date>-<time>)")
     parser.add_argument("--resume", action="store_true",
                         help="continue the run in --run-dir from its checkpoint (its config is reused)")
@@ -134,7 +134,8 @@ def positive_int(text: str) -> int:
     return value
 
 
-def _directory_path(text: str) -> Path:
+def directory_path(text: str) -> Path:
+    """An argparse type: a directory path, not empty (which would mean the current directory)."""
     if not text.strip():
         raise argparse.ArgumentTypeError("an empty path is not allowed; give a directory, e.g. runs/my-run")
     return Path(text)
