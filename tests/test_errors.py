@@ -8,10 +8,10 @@ import warpsim
 
 
 @pytest.mark.parametrize("params, match", [
-    (dict(tag_penalty_for_runner=0.5), r"tag_penalty_for_runner=0.5 .*<= 0"),
-    (dict(edge_hit_penalty=1.0), r"edge_hit_penalty=1.0 .*<= 0"),
-    (dict(num_runners=0), r"num_runners=0 .*>= 1"),
-    (dict(num_taggers=2.5), r"num_taggers=2.5 .*integer >= 1"),
+    (dict(tag_penalty_for_runner=0.5), r"tag_penalty_for_runner=0.5 .*\[-1e\+09, 0\]"),
+    (dict(edge_hit_penalty=1.0), r"edge_hit_penalty=1.0 .*\[-1e\+09, 0\]"),
+    (dict(num_runners=0), r"num_runners=0 .*integer in \[1, 2147483647\]"),
+    (dict(num_taggers=2.5), r"num_taggers=2.5 .*integer in \[1, "),
     (dict(tagging_distance=1.5), r"tagging_distance=1.5 .*\[0, 1\]"),
     (dict(use_full_observation=False, num_other_agents_observed=11), r"num_other_agents_observed=11 .*K < N=11"),
     (dict(use_full_observation=False, num_other_agents_observed=65, num_runners=100), r"K <= 64"),

@@ -157,13 +157,13 @@ def test_random_start_cells_come_from_each_environments_stream():
 
 
 INVALID = [
-    (dict(num_taggers=0), "num_taggers=0 is not allowed; give an integer >= 1"),
+    (dict(num_taggers=0), "num_taggers=0 is not allowed; give an integer in [1, "),
     (dict(num_taggers=2.0), "num_taggers=2.0 is not allowed"),
     (dict(grid_length=0), "grid_length=0 is not allowed; give an integer in [1, "),
     (dict(grid_length=2.5), "grid_length=2.5 is not allowed"),
     (dict(grid_length=2**24), f"grid_length={2**24} is not allowed"),
     (dict(episode_length=0), "episode_length=0 is not allowed; give an integer in [1, "),
-    (dict(wall_hit_penalty=-0.1), "wall_hit_penalty=-0.1 is not allowed; give a finite number >= 0"),
+    (dict(wall_hit_penalty=-0.1), "wall_hit_penalty=-0.1 is not allowed; give a number in [0, 1e+09]"),
     (dict(tag_reward_for_tagger=float("nan")), "tag_reward_for_tagger=nan is not allowed"),
     (dict(tag_penalty_for_runner=-2), "tag_penalty_for_runner=-2 is not allowed"),
     (dict(step_cost_for_tagger="0.01"), "step_cost_for_tagger='0.01' is not allowed"),

@@ -32,7 +32,7 @@ def test_episode_ends_after_episode_length_steps():
 
 
 @pytest.mark.parametrize("params, match", [
-    (dict(num_agents=0), r"num_agents=0 is not allowed; give an integer >= 1"),
+    (dict(num_agents=0), r"num_agents=0 is not allowed; give an integer in \[1, 2147483647\]"),
     (dict(step_size=-1.0), r"step_size=-1.0 is not allowed"),
 ])
 def test_invalid_parameters(params, match):

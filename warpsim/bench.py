@@ -18,7 +18,6 @@ import dataclasses
 import datetime
 import json
 import math
-import os
 import platform
 import re
 import statistics
@@ -33,7 +32,8 @@ import torch
 
 from warpsim.device import THREADS_PER_BLOCK, device_name, resolve_placement, simulator_enabled
 from warpsim.environment import Environment
-from warpsim.errors import InvalidValueError
+from warpsim.errors import InvalidValueError, RunFileError
+from warpsim.files import make_directory, replace_atomically, usable_directory
 from warpsim.floor import UNKNOWN, floor_fields
 from warpsim.registry import make
 
@@ -237,13 +237,18 @@ def device_slug(record: dict) -> str:
 
 def append_result(record: dict, results_dir: Path = RESULTS_DIR) -> Path:
     """Appends ``record`` to ``<results_dir>/<device-slug>.json`` (a JSON list), atomically."""
-    path = Path(results_dir) / f"{device_slug(record)}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    records = json.loads(path.read_text()) if path.exists() else []
+    path = usable_directory(results_dir, "results directory") / f"{device_slug(record)}.json"
+    make_directory(path.parent, "results directory")
+    try:
+        records = json.loads(path.read_text()) if path.exists() else []
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise RunFileError(f"results file {path} cannot be read ({str(error).splitlines()[0]}); move it away "
+                           f"or give another --results-dir") from None
+    if not isinstance(records, list):
+        raise RunFileError(f"results file {path} holds a {type(records).__name__}, not a list of records")
     records.append(record)
-    partial = path.with_suffix(".json.partial")
-    partial.write_text(json.dumps(records, indent=1) + "\n")
-    os.replace(partial, path)
+    text = json.dumps(records, indent=1) + "\n"
+    replace_atomically(path, text.encode(), "results file")
     return path
 
 

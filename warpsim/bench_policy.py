@@ -18,7 +18,9 @@ import time
 from warpsim.bench import DEFAULT_MAX_SECONDS, BenchConfig, Progress, fit_to_time, make_record, synchronize
 from warpsim.device import resolve_placement
 from warpsim.errors import InvalidValueError
+from warpsim.registry import make
 from warpsim.train.config import PRECISIONS, TrainConfig
+from warpsim.train.storage import check_training_fits, fitting_rollout_steps
 from warpsim.train.trainer import Trainer
 
 POLICY_TIERS = ("sim+policy", "train")
@@ -44,6 +46,8 @@ def run_policy_tier(config: BenchConfig, tier: str, backend: str = "auto", preci
             raise InvalidValueError(f"{name}={value!r} is not allowed; give an integer >= 1")
     if max_seconds is None:
         max_seconds = DEFAULT_MAX_SECONDS.get(resolve_placement(backend).backend, math.inf)
+
+    steps = _rollout_that_fits(config, env_id, backend, precision, steps, seed, progress)
 
     def trainer_for(num_envs: int) -> Trainer:
         return Trainer(TrainConfig(env=env_id, env_params=dict(config.params), num_envs=num_envs,
@@ -88,3 +92,19 @@ def run_policy_tier(config: BenchConfig, tier: str, backend: str = "auto", preci
         record["update"] = {"epochs": trainer.config.epochs, "minibatches": trainer.config.minibatches}
     return record
 
+
+
+def _rollout_that_fits(config: BenchConfig, env_id: str, backend: str, precision: str, steps: int, seed: int,
+                       progress: Progress | None) -> int:
+    """``steps``, or the longest shorter rollout (halving) whose training storage fits in memory."""
+    probe = make(env_id, 1, backend=backend, checked=False, **config.params)
+    wanted = TrainConfig(env=env_id, env_params=dict(config.params), num_envs=config.num_envs, backend=backend,
+                         precision=precision, rollout_steps=steps, seed=seed, anneal_lr=False)
+    fitting = fitting_rollout_steps(wanted, probe.spec, probe.array_bytes(), probe.placement)
+    if fitting == 0:
+        check_training_fits(TrainConfig(**{**wanted.to_dict(), "rollout_steps": 1}), probe.spec,
+                            probe.array_bytes(), probe.placement)  # raises DoesNotFitError, naming the sizes
+    if fitting < steps and progress:
+        progress(f"a rollout of {steps} steps of {config.num_envs} environments does not fit in memory; "
+                 f"timing rollouts of {fitting} steps")
+    return fitting

@@ -7,13 +7,13 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 from warpsim import bench
 from warpsim.bench_policy import POLICY_TIERS, run_policy_tier
 from warpsim.check import check
 from warpsim.device import gpu_available, resolve_placement, simulator_enabled
 from warpsim.errors import InvalidValueError, WarpsimError
+from warpsim.files import usable_directory
 from warpsim.registry import parse_env_settings, registered
 from warpsim.sweeps import NAMED_SWEEPS, run_sweep
 from warpsim.train import commands as train_commands
@@ -91,7 +91,7 @@ def _add_bench(parser: argparse.ArgumentParser) -> None:
                              f"this time (default {bench.DEFAULT_MAX_SECONDS['numpy']:g} on numpy, "
                              "no limit on cuda; inf: no limit)")
     parser.add_argument("--seed", type=int, default=0, help="seeds the starts and the random actions (default 0)")
-    parser.add_argument("--results-dir", type=Path, default=bench.RESULTS_DIR,
+    parser.add_argument("--results-dir", type=train_commands.directory_path, default=bench.RESULTS_DIR,
                         help="where <device>.json is appended (default benchmarks/results)")
     parser.add_argument("--no-save", action="store_true", help="print only; write no JSON")
     parser.set_defaults(run=_run_bench)
@@ -101,6 +101,8 @@ def _run_bench(args) -> int:
     if simulator_enabled() and resolve_placement(args.backend).backend == "cuda":
         raise InvalidValueError(f"--backend {args.backend} runs the kernels on the CUDA simulator here: it checks "
                          f"them, it is not timed (use a GPU, or --backend numpy)")
+    if not args.no_save:
+        usable_directory(args.results_dir, "results directory")  # before the timing, not after it
     options = dict(backend=args.backend, steps=args.steps, repeats=args.repeats, warmup_steps=args.warmup,
                    seed=args.seed, max_seconds=args.max_seconds, progress=bench.print_progress)
     if args.config in NAMED_SWEEPS:

@@ -62,8 +62,13 @@ class Placement:
 
 def resolve_placement(backend: str, device: str | int | None = None) -> Placement:
     """Turns a backend name (``auto``, ``cuda`` or ``numpy``) into a placement."""
-    if backend not in BACKENDS:
+    if not isinstance(backend, str) or backend not in BACKENDS:
         raise InvalidValueError(f"backend={backend!r} is not known; allowed: {', '.join(BACKENDS)}")
+    if device is not None:
+        try:
+            torch.device(device)
+        except (RuntimeError, TypeError, ValueError):
+            raise InvalidValueError(f"device={device!r} is not a device; give e.g. 'cpu', 'cuda' or 'cuda:0'") from None
     if backend == "auto":
         backend = "cuda" if gpu_available() else "numpy"
     if backend == "numpy":

@@ -19,6 +19,8 @@ launches and auto-resets finished environments, the same way for every environme
 
 from __future__ import annotations
 
+import functools
+import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -39,12 +41,15 @@ class StateArray:
 
     ``dims`` holds ``"E"`` (environments), ``"N"`` (agents) or positive ints, e.g.
     ``("E", "N")`` for a per-agent value or ``("N",)`` for a constant per agent.
+    ``bounds`` ``(low, high)``, if given, is the closed range every value keeps under
+    the rules: ``validate_state()`` refuses a value outside it (and any NaN or inf).
     """
 
     name: str
     dtype: type
     dims: tuple[str | int, ...]
     doc: str = ""
+    bounds: tuple[float, float] | None = None
 
     def shape(self, num_envs: int, num_agents: int) -> tuple[int, ...]:
         sizes = {"E": num_envs, "N": num_agents}
@@ -159,16 +164,21 @@ class Environment:
             raise InvalidTypeError(f"params must be a {self.Params.__name__}, got {type(params).__name__}")
         if not isinstance(num_envs, (int, np.integer)) or isinstance(num_envs, bool) or num_envs < 1:
             raise InvalidValueError(f"num_envs={num_envs!r} is not allowed; give an integer >= 1")
+        if not isinstance(checked, (bool, np.bool_)):
+            raise InvalidTypeError(f"checked={checked!r} is not allowed; give True or False")
         self.params = params
         self.num_envs = int(num_envs)
         self.seed = seed_to_uint64(seed)
         self.checked = bool(checked)
         self.placement = resolve_placement(backend, device)
+        # Before describe(), which builds per-agent tuples: a size far too large is refused at once.
+        self._check_fits_in_memory(self._least_bytes_from_params(), what="its arrays at least")
         self.spec = self.describe()
         self.num_agents = self.spec.num_agents
         shapes = self._array_shapes()
         scratch_shapes = self._scratch_shapes(taken=shapes)
-        self._check_fits_in_memory({**shapes, **scratch_shapes})
+        self._check_fits_in_memory(self._array_bytes({**shapes, **scratch_shapes}) + self.workspace_bytes(),
+                                   what="its arrays and a step's temporaries")
 
         device_ = self.placement.torch_device
         tensors = {name: torch.zeros(shape, dtype=dtype, device=device_)
@@ -207,6 +217,12 @@ class Environment:
 
     def setup(self) -> None:
         """Optional: make constant arrays (``self.constant``) after allocation."""
+
+    def workspace_bytes(self) -> int:
+        """Optional: bytes a step or reset allocates besides the declared arrays on
+        ``self.backend`` (e.g. the NumPy reference's pairwise temporaries). The memory
+        check counts them; ``self.spec`` and ``self.num_agents`` are set when it is called."""
+        return 0
 
     def frame(self, env_index: int) -> Frame:
         """Optional: the agents of environment ``env_index`` as a Frame, for rendering."""
@@ -257,7 +273,7 @@ class Environment:
         if mask is None:
             self._reset_mask.fill_(True)
         else:
-            mask = torch.as_tensor(mask)
+            mask = as_input_tensor(mask, "reset mask")
             if tuple(mask.shape) != (self.num_envs,) or mask.dtype != torch.bool:
                 raise InvalidValueError(f"reset mask has shape {tuple(mask.shape)} and dtype {mask.dtype}; "
                                  f"expected bool[{self.num_envs}] (one flag per environment)")
@@ -289,8 +305,8 @@ class Environment:
         """
         if actions is not None:
             self._write_actions(actions)
-        if self.checked:
-            self._check_action_range()
+        elif self.checked:
+            self._check_before_step(self.actions)
         if self.placement.runs_kernels:
             self.step_cuda()
             torch.logical_and(self.done, self.game_over(), out=self.terminated)
@@ -355,34 +371,119 @@ class Environment:
             raise InvalidValueError(f"{where} with dims {array.dims!r}; give a tuple of 'E' (environments), "
                              f"'N' (agents) or positive ints, e.g. ('E', 'N')")
 
-    def _check_fits_in_memory(self, shapes) -> None:
-        needed = sum(int(np.prod(shape)) * torch.empty((), dtype=dtype).element_size()
-                     for shape, dtype in shapes.values())
+    def array_bytes(self) -> int:
+        """Bytes of the environment's arrays (what ``make`` allocated for them)."""
+        return self._array_bytes(self._array_shapes())
+
+    def _least_bytes_from_params(self) -> int:
+        """A lower bound of the arrays' bytes from the parameters alone, in O(1): observations,
+        actions and rewards of ``params.num_agents`` agents (when the parameters say it)."""
+        agents = getattr(self.params, "num_agents", None)
+        if not isinstance(agents, (int, np.integer)) or agents < 1:
+            return 0
+        size = getattr(self.params, "observation_size", 1)
+        size = int(size) if isinstance(size, (int, np.integer)) and size >= 1 else 1
+        return self.num_envs * int(agents) * (4 * size + 4 + 4)
+
+    def _array_bytes(self, shapes) -> int:
+        # math.prod on Python ints: np.prod would wrap around in int64 for absurd sizes.
+        return sum(math.prod(shape) * torch.empty((), dtype=dtype).element_size() for shape, dtype in shapes.values())
+
+    def _check_fits_in_memory(self, needed: int, what: str) -> None:
         free = available_bytes(self.placement)
         if needed > 0.9 * free:
+            agents = getattr(self, "num_agents", getattr(self.params, "num_agents", "?"))
             raise DoesNotFitError(
-                f"{self.name} with num_envs={self.num_envs}, num_agents={self.num_agents} and "
-                f"observation_size={self.spec.observation_size} needs {needed / 2**30:.2f} GiB for its "
-                f"arrays, but only {free / 2**30:.2f} GiB is free on {self.device} (at most 90% may "
-                f"be used); lower num_envs or the number of agents, or observe fewer agents")
+                f"{self.name} with num_envs={self.num_envs}, num_agents={agents} needs "
+                f"{needed / 2**30:.4g} GiB for {what}, but only {free / 2**30:.2f} GiB is free on "
+                f"{self.device} (at most 90% may be used); lower num_envs or the number of agents, "
+                f"or observe fewer agents")
 
     def _write_actions(self, actions) -> None:
-        actions = torch.as_tensor(actions)
+        actions = as_input_tensor(actions, "actions")
         if tuple(actions.shape) != tuple(self.actions.shape):
             raise InvalidValueError(f"actions have shape {tuple(actions.shape)}; expected "
                              f"{tuple(self.actions.shape)} (num_envs, num_agents, action components)")
         if actions.dtype.is_floating_point or actions.dtype.is_complex or actions.dtype == torch.bool:
             raise InvalidTypeError(f"actions have dtype {actions.dtype}; expected an integer dtype (int32 is stored)")
+        actions = actions.to(self.device)
+        if self.checked:
+            self._check_before_step(actions)  # before narrowing to int32, which would wrap 2**32 + 3 to 3
+        elif actions.dtype not in (torch.int32, torch.int16, torch.int8, torch.uint8):
+            actions = actions.clamp(-2**31, 2**31 - 1)  # unchecked: clamped like any index out of range
         self.actions.copy_(actions)
 
-    def _check_action_range(self) -> None:
-        bad = (self.actions < 0) | (self.actions >= self._action_levels)
-        if bool(bad.any()):
-            env, agent, component = (int(i) for i in bad.nonzero()[0])
-            value = int(self.actions[env, agent, component])
+    def _check_before_step(self, actions: torch.Tensor) -> None:
+        """Checked mode: action indices in range and a valid state, in one host read."""
+        bad_actions = (actions < 0) | (actions >= self._action_levels)
+        state_flags = (self._state_violations(array).any() for array in self._checked_state)
+        flags = torch.stack([bad_actions.any(), *state_flags])
+        if not bool(flags.any()):
+            return
+        if bool(flags[0]):
+            env, agent, component = (int(i) for i in bad_actions.nonzero()[0])
+            value = int(actions[env, agent, component])
             raise InvalidValueError(
                 f"action index {value} of component {component} (env {env}, agent {agent}) is out "
                 f"of range; allowed: 0..{self.spec.action_levels[component] - 1}")
+        self.validate_state()
+
+    @functools.cached_property
+    def _checked_state(self) -> list[StateArray]:
+        """State arrays with something to check: float arrays (finite) and those with bounds."""
+        return [array for array in self.spec.state
+                if array.bounds is not None or getattr(self.state, array.name).is_floating_point()]
+
+    def _state_violations(self, array: StateArray) -> torch.Tensor:
+        tensor = getattr(self.state, array.name)
+        bad = ~torch.isfinite(tensor) if tensor.is_floating_point() else torch.zeros_like(tensor, dtype=torch.bool)
+        if array.bounds is not None:
+            bad |= (tensor < array.bounds[0]) | (tensor > array.bounds[1])
+        return bad
+
+    def validate_state(self) -> None:
+        """Raises InvalidValueError naming the first state array that holds NaN, inf, or a
+        value outside its declared ``bounds``: the array, the index and the value.
+
+        The step trusts the state it is given: a value written by hand is not checked
+        when it is written. Call this after writing state; checked mode (``checked=True``)
+        calls it before every step, in the host read it makes for the action check anyway.
+        """
+        for array in self._checked_state:
+            bad = self._state_violations(array)
+            if bool(bad.any()):
+                index = tuple(int(i) for i in bad.nonzero()[0])
+                value = getattr(self.state, array.name)[index].item()
+                finite = "a finite value" if getattr(self.state, array.name).is_floating_point() else "a value"
+                allowed = finite if array.bounds is None else \
+                    f"{finite} in [{array.bounds[0]:g}, {array.bounds[1]:g}]"
+                raise InvalidValueError(f"state.{array.name}[{', '.join(map(str, index))}] = {value!r} is not "
+                                        f"allowed; {array.name} holds {allowed} ({array.doc or 'see the spec'})")
+
+
+def as_input_tensor(value: Any, what: str) -> torch.Tensor:
+    """A tensor from a tensor, NumPy array or nested list given as ``what``; a clear error for
+    anything that cannot be one (strings, objects, ragged lists, meta tensors)."""
+    if isinstance(value, torch.Tensor):
+        if value.is_meta:
+            raise InvalidValueError(f"{what} is a meta tensor of shape {tuple(value.shape)}, which holds no "
+                                    f"values; give a tensor on the CPU or a GPU")
+        return value
+    if isinstance(value, (str, bytes)):
+        raise InvalidTypeError(f"{what} is a {type(value).__name__} ({value[:40]!r}); give a tensor or NumPy array")
+    try:
+        array = np.asarray(value)
+    except (ValueError, TypeError) as error:
+        raise InvalidValueError(f"{what} cannot be made an array ({type(value).__name__}): "
+                                f"{str(error).splitlines()[0]}") from None
+    if array.dtype.kind not in "biuf":
+        raise InvalidTypeError(f"{what} have NumPy dtype {array.dtype} ({type(value).__name__}); give numbers "
+                               f"(integers for actions, bools for a mask)")
+    if array.dtype.kind == "u" and array.dtype.itemsize > 1:  # torch compares no wide unsigned ints
+        array = np.minimum(array, np.iinfo(np.int64).max).astype(np.int64)
+    if any(stride < 0 for stride in array.strides):  # a reversed view, which torch cannot wrap
+        array = array.copy()
+    return torch.from_numpy(array)
 
 
 def torch_dtype(dtype) -> torch.dtype:

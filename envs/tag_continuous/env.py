@@ -9,7 +9,8 @@ import torch
 
 from warpsim.environment import EnvSpec, Environment, Frame, StateArray
 from warpsim.envs.tag_continuous import grid_kernels, kernels, reference
-from warpsim.envs.tag_continuous.params import Constants, TagContinuousParams
+from warpsim.envs.tag_continuous.nearest import KEYS_PER_CHUNK
+from warpsim.envs.tag_continuous.params import TWO_PI, Constants, TagContinuousParams
 from warpsim.kernels.grid_layout import GridLayout, agents_per_cell
 
 TAGGER, RUNNER = 1, 0
@@ -34,20 +35,24 @@ class TagContinuous(Environment):
     def describe(self) -> EnvSpec:
         p = self.params
         per_agent = ("E", "N")
+        length = float(np.float32(p.grid_length))
+        top_speed = float(np.float32(p.max_speed * max(p.skill_level_tagger, p.skill_level_runner)))
         return EnvSpec(
             num_agents=p.num_agents,
             observation_size=p.observation_size,
             action_levels=(p.num_acceleration_levels + 1, p.num_turn_levels + 1),
             state=(
-                StateArray("loc_x", np.float32, per_agent, "x position in [0, L]"),
-                StateArray("loc_y", np.float32, per_agent, "y position in [0, L]"),
-                StateArray("speed", np.float32, per_agent, "speed in [0, max_speed * skill]"),
-                StateArray("direction", np.float32, per_agent, "heading in [0, 2pi)"),
-                StateArray("acceleration", np.float32, per_agent, "current acceleration"),
-                StateArray("still_in_game", np.int32, per_agent, "1 while in the game, else 0"),
-                StateArray("agent_type", np.int32, ("N",), "1 tagger, 0 runner"),
-                StateArray("num_runners_left", np.int32, ("E",), "runners still in the game"),
-                StateArray("t", np.int32, ("E",), "steps since the reset"),
+                StateArray("loc_x", np.float32, per_agent, "x position in [0, L]", (0.0, length)),
+                StateArray("loc_y", np.float32, per_agent, "y position in [0, L]", (0.0, length)),
+                StateArray("speed", np.float32, per_agent, "speed in [0, max_speed * skill]", (0.0, top_speed)),
+                StateArray("direction", np.float32, per_agent, "heading in [0, 2pi)", (0.0, float(TWO_PI))),
+                # The step zeroes an acceleration that takes the speed past 0 or its cap.
+                StateArray("acceleration", np.float32, per_agent, "current acceleration",
+                           (-2 * top_speed, 2 * top_speed)),
+                StateArray("still_in_game", np.int32, per_agent, "1 while in the game, else 0", (0, 1)),
+                StateArray("agent_type", np.int32, ("N",), "1 tagger, 0 runner", (0, 1)),
+                StateArray("num_runners_left", np.int32, ("E",), "runners still in the game", (0, p.num_runners)),
+                StateArray("t", np.int32, ("E",), "steps since the reset", (0, p.episode_length)),
                 StateArray("tags", np.int32, ("E",), "runners tagged since the environment was made"),
             ),
             role_names=("runner", "tagger"),
@@ -100,6 +105,17 @@ class TagContinuous(Environment):
     def game_over(self) -> torch.Tensor:
         """bool[E]: every runner has been tagged out (only when tagged runners leave)."""
         return self.state.num_runners_left == 0
+
+    def workspace_bytes(self) -> int:
+        """The NumPy reference's pairwise temporaries: a chunk of environments x N x N
+        entries, at least one environment's, of some 64 bytes each (full observations)
+        or 24 (the keys of the K-nearest search)."""
+        if self.backend != "numpy":
+            return 0
+        n = self.num_agents
+        if self.params.use_full_observation:
+            return 64 * max(n * n, reference.PAIRWISE_CHUNK)
+        return 24 * max(n * n, KEYS_PER_CHUNK)
 
     def reset_numpy(self, envs: np.ndarray) -> None:
         reference.reset(self.views, self.params, self.constants, self.seed, envs)

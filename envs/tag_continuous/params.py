@@ -8,7 +8,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from warpsim.errors import InvalidValueError
+from warpsim.limits import MAX_INT32, MAX_MAGNITUDE, MIN_POSITIVE, is_int, is_real
 
+MAX_ACTION_LEVELS = 2**16
+"""Most choices of an action component (its table is built on the host)."""
 MAX_OBSERVED = 64
 """Most neighbours a partial observation may hold (the kernels keep them in registers)."""
 NEIGHBOUR_SEARCHES = ("auto", "grid", "brute_force")
@@ -22,7 +25,8 @@ ZERO = np.float32(0)
 
 @dataclass(frozen=True)
 class TagContinuousParams:
-    """Rules of tag_continuous (TAG_SPEC section 1). Invalid values raise ValueError."""
+    """Rules of tag_continuous (TAG_SPEC section 1). Invalid values raise InvalidValueError,
+    and so do values that would make NaN or inf in float32 (``warpsim.limits``)."""
 
     num_taggers: int = 1
     """Agents 0 .. num_taggers-1 chase the runners; >= 1."""
@@ -80,23 +84,25 @@ class TagContinuousParams:
             if not ok:
                 raise InvalidValueError(f"{field}={getattr(self, field)!r} is not allowed; {allowed}")
 
-        for field in ("num_taggers", "num_runners", "episode_length",
-                      "num_acceleration_levels", "num_turn_levels"):
-            value = getattr(self, field)
-            need(isinstance(value, int) and not isinstance(value, bool) and value >= 1,
-                 field, "give an integer >= 1")
+        for field in ("num_taggers", "num_runners", "episode_length"):
+            need(is_int(getattr(self, field)), field, f"give an integer in [1, {MAX_INT32}]")
+        for field in ("num_acceleration_levels", "num_turn_levels"):
+            need(is_int(getattr(self, field), 1, MAX_ACTION_LEVELS), field,
+                 f"give an integer in [1, {MAX_ACTION_LEVELS}]")
         for field in ("grid_length", "max_speed", "skill_level_tagger", "skill_level_runner"):
-            need(_is_real(getattr(self, field)) and getattr(self, field) > 0, field, "give a number > 0")
+            need(is_real(getattr(self, field), MIN_POSITIVE), field,
+                 f"give a number in [{MIN_POSITIVE:g}, {MAX_MAGNITUDE:g}] (float32 stays finite)")
         for field in ("edge_hit_penalty", "step_penalty_for_tagger", "tag_penalty_for_runner"):
-            need(_is_real(getattr(self, field)) and getattr(self, field) <= 0, field, "give a number <= 0")
+            need(is_real(getattr(self, field), high=0), field, f"give a number in [-{MAX_MAGNITUDE:g}, 0]")
         for field in ("tag_reward_for_tagger", "step_reward_for_runner", "end_of_game_reward_for_runner"):
-            need(_is_real(getattr(self, field)) and getattr(self, field) >= 0, field, "give a number >= 0")
+            need(is_real(getattr(self, field), low=0), field, f"give a number in [0, {MAX_MAGNITUDE:g}]")
         for field in ("min_acceleration", "max_acceleration", "min_turn", "max_turn"):
-            need(_is_real(getattr(self, field)), field, "give a finite number")
+            need(is_real(getattr(self, field)), field, f"give a number in [-{MAX_MAGNITUDE:g}, {MAX_MAGNITUDE:g}]")
+        need(is_int(self.num_agents), "num_runners", f"num_taggers + num_runners must be <= {MAX_INT32}")
         need(self.max_acceleration >= self.min_acceleration, "max_acceleration",
              f"it must be >= min_acceleration={self.min_acceleration!r}")
         need(self.max_turn >= self.min_turn, "max_turn", f"it must be >= min_turn={self.min_turn!r}")
-        need(_is_real(self.tagging_distance) and 0 <= self.tagging_distance <= 1,
+        need(is_real(self.tagging_distance, 0, 1),
              "tagging_distance", "give a fraction of grid_length in [0, 1]")
         for field in ("use_full_observation", "runner_exits_game_after_tagged"):
             need(isinstance(getattr(self, field), bool), field, "give True or False")
@@ -116,10 +122,6 @@ class TagContinuousParams:
     def observation_size(self) -> int:
         observed = self.num_agents - 1 if self.use_full_observation else self.num_other_agents_observed
         return 7 * observed + 1
-
-
-def _is_real(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 @dataclass(frozen=True)

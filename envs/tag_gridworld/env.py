@@ -28,10 +28,10 @@ class TagGridworld(Environment):
             observation_size=p.observation_size,
             action_levels=(NUM_ACTIONS,),
             state=(
-                StateArray("loc_x", np.int32, per_agent, "x cell in [0, L]"),
-                StateArray("loc_y", np.int32, per_agent, "y cell in [0, L]"),
-                StateArray("agent_type", np.int32, ("N",), "0 tagger, 1 runner"),
-                StateArray("t", np.int32, ("E",), "steps since the reset"),
+                StateArray("loc_x", np.int32, per_agent, "x cell in [0, L]", (0, p.grid_length)),
+                StateArray("loc_y", np.int32, per_agent, "y cell in [0, L]", (0, p.grid_length)),
+                StateArray("agent_type", np.int32, ("N",), "0 tagger, 1 runner", (0, 1)),
+                StateArray("t", np.int32, ("E",), "steps since the reset", (0, p.episode_length)),
                 StateArray("tags", np.int32, ("E",), "times the runner was tagged since the environment was made"),
             ),
             role_names=("tagger", "runner"),
@@ -48,6 +48,14 @@ class TagGridworld(Environment):
         self._move_x = self.constant(MOVE_X)
         self._move_y = self.constant(MOVE_Y)
         self._outcome_reward = self.constant(self.constants.outcome_reward)
+
+    def workspace_bytes(self) -> int:
+        """The NumPy reference's temporaries: the N x N one-hot block of full observations,
+        and per-agent arrays of some 64 bytes an agent."""
+        if self.backend != "numpy":
+            return 0
+        n = self.num_agents
+        return (4 * n * n if self.params.use_full_observation else 0) + 64 * self.num_envs * n
 
     def frame(self, env_index: int) -> Frame:
         s = self.state

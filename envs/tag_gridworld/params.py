@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from warpsim.errors import InvalidValueError
+from warpsim.limits import MAX_INT32, MAX_MAGNITUDE, is_real
 
 NUM_ACTIONS = 5
 """Action indices 0 stay, 1 (+1, 0), 2 (-1, 0), 3 (0, +1), 4 (0, -1)."""
@@ -28,7 +28,8 @@ ZERO = np.float32(0)
 
 @dataclass(frozen=True)
 class TagGridworldParams:
-    """Rules of tag_gridworld (TAG_SPEC section 2). Invalid values raise ValueError.
+    """Rules of tag_gridworld (TAG_SPEC section 2). Invalid values raise InvalidValueError,
+    and so do values that would make NaN or inf in float32 (``warpsim.limits``).
 
     The penalties and costs are positive magnitudes; the rules apply the signs.
     """
@@ -57,15 +58,16 @@ class TagGridworldParams:
             if not ok:
                 raise InvalidValueError(f"{field}={getattr(self, field)!r} is not allowed; {allowed}")
 
-        need(_is_int(self.num_taggers) and self.num_taggers >= 1, "num_taggers", "give an integer >= 1")
+        need(_is_int(self.num_taggers) and 1 <= self.num_taggers < MAX_INT32, "num_taggers",
+             f"give an integer in [1, {MAX_INT32 - 1}]")
         need(_is_int(self.episode_length) and 1 <= self.episode_length <= MAX_EPISODE_LENGTH,
              "episode_length", f"give an integer in [1, {MAX_EPISODE_LENGTH}]")
         need(_is_int(self.grid_length) and 1 <= self.grid_length <= MAX_GRID_LENGTH, "grid_length",
              f"give an integer in [1, {MAX_GRID_LENGTH}]")
         for field in ("wall_hit_penalty", "tag_reward_for_tagger", "tag_penalty_for_runner",
                       "step_cost_for_tagger"):
-            need(_is_real(getattr(self, field)) and getattr(self, field) >= 0, field,
-                 "give a finite number >= 0 (a magnitude: the rules apply the sign)")
+            need(is_real(getattr(self, field), low=0), field,
+                 f"give a number in [0, {MAX_MAGNITUDE:g}] (a magnitude: the rules apply the sign)")
         for field in ("use_full_observation", "fixed_start"):
             need(isinstance(getattr(self, field), bool), field, "give True or False")
 
@@ -80,10 +82,6 @@ class TagGridworldParams:
 
 def _is_int(value) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
-
-
-def _is_real(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 @dataclass(frozen=True)

@@ -23,16 +23,17 @@ class Beacon(Environment):
 
     def describe(self) -> EnvSpec:
         p = self.params
+        arena = (0.0, float(np.float32(p.grid_length)))  # bounds: validate_state() refuses values outside
         return EnvSpec(
             num_agents=p.num_agents,
             observation_size=3,
             action_levels=(5,),
             state=(
-                StateArray("pos_x", np.float32, ("E", "N"), "x position in [0, L]"),
-                StateArray("pos_y", np.float32, ("E", "N"), "y position in [0, L]"),
-                StateArray("beacon_x", np.float32, ("E",), "the beacon's x"),
-                StateArray("beacon_y", np.float32, ("E",), "the beacon's y"),
-                StateArray("t", np.int32, ("E",), "steps since the reset"),
+                StateArray("pos_x", np.float32, ("E", "N"), "x position in [0, L]", arena),
+                StateArray("pos_y", np.float32, ("E", "N"), "y position in [0, L]", arena),
+                StateArray("beacon_x", np.float32, ("E",), "the beacon's x", arena),
+                StateArray("beacon_y", np.float32, ("E",), "the beacon's y", arena),
+                StateArray("t", np.int32, ("E",), "steps since the reset", (0, p.episode_length)),
             ),
             role_names=("walker",),
             agent_roles=(0,) * p.num_agents,

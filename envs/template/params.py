@@ -3,6 +3,7 @@
 from dataclasses import dataclass
 
 from warpsim.errors import InvalidValueError
+from warpsim.limits import MAX_INT32, MAX_MAGNITUDE, MIN_POSITIVE, is_int, is_real
 
 
 @dataclass(frozen=True)
@@ -21,14 +22,15 @@ class BeaconParams:
     """An agent within this distance of the beacon earns 1 this step; >= 0."""
 
     def __post_init__(self):
+        # Reals within warpsim.limits keep float32 finite: no inf, no division by a value rounded to 0.
         for name, value, ok, allowed in (
-            ("num_agents", self.num_agents,
-             isinstance(self.num_agents, int) and self.num_agents >= 1, "an integer >= 1"),
-            ("grid_length", self.grid_length, self.grid_length > 0, "a number > 0"),
-            ("episode_length", self.episode_length,
-             isinstance(self.episode_length, int) and self.episode_length >= 1, "an integer >= 1"),
-            ("step_size", self.step_size, self.step_size > 0, "a number > 0"),
-            ("reach_radius", self.reach_radius, self.reach_radius >= 0, "a number >= 0"),
+            ("num_agents", self.num_agents, is_int(self.num_agents), f"an integer in [1, {MAX_INT32}]"),
+            ("grid_length", self.grid_length, is_real(self.grid_length, MIN_POSITIVE),
+             f"a number in [{MIN_POSITIVE:g}, {MAX_MAGNITUDE:g}]"),
+            ("episode_length", self.episode_length, is_int(self.episode_length), f"an integer in [1, {MAX_INT32}]"),
+            ("step_size", self.step_size, is_real(self.step_size, MIN_POSITIVE),
+             f"a number in [{MIN_POSITIVE:g}, {MAX_MAGNITUDE:g}]"),
+            ("reach_radius", self.reach_radius, is_real(self.reach_radius, 0), f"a number in [0, {MAX_MAGNITUDE:g}]"),
         ):
             if not ok:
                 raise InvalidValueError(f"{name}={value!r} is not allowed; give {allowed}")

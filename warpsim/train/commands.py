@@ -10,12 +10,12 @@ from pathlib import Path
 from warpsim.errors import InvalidValueError
 from warpsim.registry import parse_env_settings
 from warpsim.train import checkpoint, opponents
-from warpsim.train.config import TrainConfig, build_config, field_docs, read_config_file
+from warpsim.train.config import TrainConfig, build_config, field_docs, read_config_file, saved_config
 from warpsim.train.evaluate import Player, evaluate_run, load_run
 from warpsim.train.loop import train
 from warpsim.train.plot import plot_runs
 from warpsim.train.presets import PRESETS
-from warpsim.train.render import play_episode, write_gif
+from warpsim.train.render import check_output_file, play_episode, write_gif
 
 NOT_FLAGS = ("env_params", "opponents")
 
@@ -28,7 +28,7 @@ def add_train(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--opponent", action="append", default=[], metavar="ROLE=KIND",
                         help="a role that does not learn: ROLE=random (uniform play), ROLE=checkpoint:RUN_DIR "
                              "(that run's policy, frozen) or ROLE=self (learn; the default) (repeatable)")
-    parser.add_argument("--run-dir", type=Path,
+    parser.add_argument("--run-dir", type=directory_path,
                         help="where the run is written (default runs/<env>-<date>-<time>)")
     parser.add_argument("--resume", action="store_true",
                         help="continue the run in --run-dir from its checkpoint (its config is reused)")
@@ -81,8 +81,9 @@ def run_train(args) -> int:
 
 def add_evaluate(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("source", type=Path, help="a run directory or a checkpoint file")
-    parser.add_argument("--episodes", type=int, default=200, help="episodes to finish (default 200)")
-    parser.add_argument("--num-envs", type=int, default=64, help="environments played together (default 64)")
+    parser.add_argument("--episodes", type=positive_int, default=200, help="episodes to finish (default 200)")
+    parser.add_argument("--num-envs", type=positive_int, default=64,
+                        help="environments played together (default 64)")
     parser.add_argument("--random", action="append", default=[], metavar="ROLE",
                         help="this role acts uniformly at random instead (repeatable)")
     parser.add_argument("--sample", action="store_true", help="sample actions instead of taking the most likely")
@@ -102,15 +103,16 @@ def run_evaluate(args) -> int:
 
 def add_render(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("source", type=Path, help="a run directory or a checkpoint file")
-    parser.add_argument("--out", type=Path, required=True, help="the .gif to write")
-    parser.add_argument("--fps", type=int, default=10, help="frames per second (default 10)")
-    parser.add_argument("--max-steps", type=int, default=1000, help="longest episode drawn (default 1000)")
+    parser.add_argument("--out", type=_gif_path, required=True, help="the .gif to write")
+    parser.add_argument("--fps", type=positive_int, default=10, help="frames per second (default 10)")
+    parser.add_argument("--max-steps", type=positive_int, default=1000, help="longest episode drawn (default 1000)")
     parser.add_argument("--sample", action="store_true", help="sample actions instead of taking the most likely")
     _add_playing_options(parser)
     parser.set_defaults(run=run_render)
 
 
 def run_render(args) -> int:
+    check_output_file(args.out)  # before the episode is played
     env, policies, config = load_run(args.source, 1, backend=args.backend, seed=args.seed,
                                      env_params=_env_changes(args))
     player = Player(env, policies, greedy=not args.sample, random_roles=opponents.random_roles(config.opponents),
@@ -138,6 +140,30 @@ def run_plot(args) -> int:
     return 0
 
 
+def positive_int(text: str) -> int:
+    """An argparse type: an integer >= 1 (argparse reports anything else as a usage error)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not allowed; give an integer >= 1")
+    return value
+
+
+def directory_path(text: str) -> Path:
+    """An argparse type: a directory path, not empty (which would mean the current directory)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path is not allowed; give a directory, e.g. runs/my-run")
+    return Path(text)
+
+
+def _gif_path(text: str) -> Path:
+    if not text.strip() or not text.lower().endswith(".gif"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; give a file name ending in .gif")
+    return Path(text)
+
+
 def _add_playing_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=1, help="seeds the starts and any sampling (default 1)")
     parser.add_argument("--backend", default="auto", help="auto (default), cuda or numpy")
@@ -149,4 +175,5 @@ def _env_changes(args) -> dict:
     """The --set parameters, parsed for the environment of the run in ``args.source``."""
     if not args.set:
         return {}
-    return parse_env_settings(build_config(checkpoint.load(args.source)["config"]).env, args.set)
+    return parse_env_settings(saved_config(checkpoint.load(args.source)).env, args.set)
+

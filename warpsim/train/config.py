@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from warpsim.errors import InvalidValueError, RunFileError
+from warpsim.errors import InvalidValueError, RunFileError, WarpsimError
 from warpsim.train import opponents
 
 if sys.version_info >= (3, 11):
@@ -176,7 +176,10 @@ def read_config_file(path: Path) -> dict:
     path = Path(path)
     if not path.is_file():
         raise RunFileError(f"config file {path} does not exist")
-    text = path.read_text()
+    try:
+        text = path.read_text()
+    except UnicodeDecodeError:
+        raise RunFileError(f"config file {path} is not text (UTF-8); give a .json or .toml file") from None
     try:
         if path.suffix == ".toml":
             settings = tomllib.loads(text)
@@ -189,3 +192,11 @@ def read_config_file(path: Path) -> dict:
     if not isinstance(settings, dict):
         raise RunFileError(f"config file {path} must hold a table of settings, not {type(settings).__name__}")
     return settings
+
+
+def saved_config(checkpoint: dict) -> TrainConfig:
+    """The config a loaded checkpoint was trained with; a RunFileError naming the file when unusable."""
+    try:
+        return build_config(checkpoint["config"])
+    except (WarpsimError, TypeError) as error:
+        raise RunFileError(f"checkpoint {checkpoint['path']} holds an unusable config: {error}") from None

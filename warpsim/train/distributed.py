@@ -58,4 +58,7 @@ class World:
 
     def close(self) -> None:
         if self.size > 1 and dist.is_initialized():
+            # Every rank arrives first: a rank that tears down its connections while another still
+            # uses them makes gloo abort the process ("terminate called without an active exception").
+            dist.barrier()
             dist.destroy_process_group()

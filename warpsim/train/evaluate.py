@@ -17,7 +17,7 @@ from warpsim.environment import Environment
 from warpsim.errors import InvalidValueError, WarpsimError
 from warpsim.registry import env_class, make
 from warpsim.train import checkpoint, opponents, ppo
-from warpsim.train.config import TrainConfig, build_config
+from warpsim.train.config import TrainConfig, saved_config
 from warpsim.train.episodes import EpisodeStats
 from warpsim.train.opponents import random_actions
 from warpsim.train.policy import RolePolicies, roles_of
@@ -180,7 +180,7 @@ def load_run(source: Path | str, num_envs: int = 64, *, backend: str = "auto", s
     the shapes), its policies, in eval mode, and its config. ``source``: a run directory or a
     checkpoint file."""
     saved = checkpoint.load(source)
-    config = build_config(saved["config"])
+    config = saved_config(saved)
     try:
         env_class(config.env)
     except WarpsimError as error:
@@ -192,7 +192,7 @@ def load_run(source: Path | str, num_envs: int = 64, *, backend: str = "auto", s
     policies = RolePolicies(env.spec, [role.name for role in roles_of(env.spec, env.device)],
                             config.stack_observations * env.spec.observation_size,
                             config.hidden_size, config.hidden_layers).to(env.device)
-    policies.load_state_dict(saved["policies"])
+    checkpoint.load_into(policies, saved["policies"], "networks", saved["path"])
     return env, policies.eval(), config
 
 

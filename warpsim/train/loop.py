@@ -38,22 +38,37 @@ def train(config: TrainConfig | None, run_dir: Path | str | None = None, *, resu
         if run_dir is None:
             raise InvalidValueError("--resume needs the run directory to continue")
         directory = RunDirectory(run_dir, resume=True)
-        saved = checkpoint.load(directory.checkpoint_path)
         config = directory.saved_config()
+        saved = checkpoint.load(directory.checkpoint_path, needs=checkpoint.RESUME_KEYS)
         if iterations is not None:
+            if iterations < saved["iteration"]:
+                raise InvalidValueError(
+                    f"--iterations {iterations} is below the {saved['iteration']} iterations the run in "
+                    f"{directory.path} has done; give {saved['iteration']} or more to continue it (nothing was "
+                    f"changed)")
             config = TrainConfig(**{**config.to_dict(), "iterations": iterations})
     elif config is None:
         raise InvalidValueError("give a config, or resume a run directory")
     else:
-        directory = RunDirectory(run_dir or default_run_dir(config), resume=False)
+        directory = RunDirectory(run_dir if run_dir is not None else default_run_dir(config), resume=False)
         saved = None
     world = world or World.from_environment(uses_gpu=_uses_gpu(config))
     trainer = Trainer(config, world, load_opponents=saved is None)
     if saved is not None:
         checkpoint.check_compatible(saved, trainer.env, directory.checkpoint_path)
         trainer.load_state_dict(saved)
+    first_state = None if saved is not None else trainer.state_dict()  # every rank takes part in the gather
     if world.is_writer:
-        directory.start(config)
+        if first_state is not None:
+            # The checkpoint of iteration 0 before config.json: a directory that holds a run can always resume.
+            directory.create()
+            checkpoint.save(directory.checkpoint_path, first_state)
+            directory.write_config(config)
+        elif saved is not None:
+            directory.keep_metrics_up_to(trainer.iteration)
+            if saved["config"]["iterations"] != config.iterations:
+                directory.write_config(config)
+        directory.open_tensorboard()
     bar = ProgressBar(config.iterations, progress, trainer.iteration) if world.is_writer and progress else None
     try:
         _iterate(trainer, directory, bar, stop_after)
@@ -92,7 +107,10 @@ def _iterate(trainer: Trainer, directory: RunDirectory, bar, stop_after: int | N
             state = trainer.state_dict()
             if world.is_writer:
                 checkpoint.save(directory.checkpoint_path, state)
-    if bar:
+    if bar and trainer.env_steps == steps_at_start:
+        bar.message(f"nothing to do: the run in {directory.path} has done its {trainer.iteration} iterations; "
+                    f"give --iterations above {trainer.iteration} to extend it")
+    elif bar:
         rate = (trainer.env_steps - steps_at_start) * world.size / (time.perf_counter() - started)
         bar.message(f"done: iteration {trainer.iteration}, {rate:,.0f} env-steps/s overall; "
                     f"run directory {directory.path}")

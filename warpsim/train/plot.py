@@ -11,7 +11,7 @@ import json
 import math
 from pathlib import Path
 
-from warpsim.errors import InvalidValueError, RunFileError, UnavailableError
+from warpsim.errors import InvalidValueError, RunFileError, UnavailableError, WarpsimError
 from warpsim.registry import make
 from warpsim.train.config import TrainConfig, build_config
 from warpsim.train.evaluate import Player, evaluate
@@ -46,8 +46,10 @@ def read_config(run_dir: Path | str) -> TrainConfig:
         raise RunFileError(f"{run_dir} holds no {CONFIG_FILE}; give the directory of a training run")
     try:
         return build_config(json.loads(path.read_text()))
-    except json.JSONDecodeError as error:
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise RunFileError(f"{path} is not JSON: {error}") from None
+    except (WarpsimError, TypeError) as error:
+        raise RunFileError(f"{path}: {error}") from None
 
 
 def random_play_value(config: TrainConfig, metric: str, episodes: int, num_envs: int = 64) -> float:

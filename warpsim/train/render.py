@@ -7,8 +7,9 @@ from pathlib import Path
 import numpy as np
 
 from warpsim.environment import EnvSpec, Environment, Frame
-from warpsim.errors import InvalidValueError, UnavailableError
+from warpsim.errors import InvalidValueError, RunFileError, UnavailableError
 from warpsim.extras import install_hint
+from warpsim.files import make_directory, usable_directory
 from warpsim.train.evaluate import Player
 
 ROLE_COLOURS = {"tagger": "tab:red", "runner": "tab:blue"}
@@ -42,6 +43,17 @@ def play_episode(player: Player, max_steps: int = 10_000) -> list[Frame]:
     return frames
 
 
+def check_output_file(path: Path | str) -> None:
+    """Refuses an output path that cannot be written, before any work: not a .gif, a directory,
+    or under a file or a read-only directory."""
+    path = Path(path)
+    if path.suffix.lower() != ".gif":
+        raise InvalidValueError(f"output {path} must end in .gif")
+    if path.is_dir():
+        raise RunFileError(f"output {path} is a directory; give a .gif file name")
+    usable_directory(path.parent, "output directory")
+
+
 def write_gif(frames: list[Frame], env: Environment, path: Path | str, fps: int = 10) -> Path:
     """Renders ``frames`` to ``path`` (.gif); agents are coloured by role."""
     try:
@@ -52,8 +64,9 @@ def write_gif(frames: list[Frame], env: Environment, path: Path | str, fps: int 
     except ImportError:
         raise UnavailableError(f"rendering needs matplotlib: {install_hint('plots')}") from None
     path = Path(path)
-    if path.suffix.lower() != ".gif":
-        raise InvalidValueError(f"output {path} must end in .gif")
+    check_output_file(path)
+    if not isinstance(fps, int) or isinstance(fps, bool) or fps < 1:
+        raise InvalidValueError(f"fps={fps!r} is not allowed; give an integer >= 1")
     if not frames:
         raise InvalidValueError("no frames to render")
     roles = np.array(env.spec.agent_roles)
@@ -81,7 +94,7 @@ def write_gif(frames: list[Frame], env: Environment, path: Path | str, fps: int 
         return points, title
 
     animation = FuncAnimation(figure, draw, frames=len(frames), blit=False)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_directory(path.parent, "output directory")
     animation.save(str(path), writer=PillowWriter(fps=fps))
     pyplot.close(figure)
     return path

@@ -4,6 +4,10 @@
     runs/<name>/metrics.jsonl    one JSON object per metrics read
     runs/<name>/checkpoint.pt    the latest checkpoint (replaced atomically)
     runs/<name>/tensorboard/     event files, when the tensorboard package is installed
+
+A run starts by writing its checkpoint of iteration 0 and then ``config.json``: a
+directory with a ``config.json`` always has a checkpoint to resume from, and one
+without it holds no run (a new run may take it over).
 """
 
 from __future__ import annotations
@@ -14,7 +18,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from warpsim.errors import RunFileError
+from warpsim.errors import RunFileError, WarpsimError
+from warpsim.files import describe_os_error, make_directory, replace_atomically, usable_directory
 from warpsim.train.checkpoint import FILE_NAME
 from warpsim.train.config import TrainConfig, build_config
 
@@ -29,10 +34,13 @@ class RunDirectory:
     """Checks a run directory before anything is written, then writes into it."""
 
     def __init__(self, path: Path | str, *, resume: bool):
-        self.path = Path(path)
+        self.path = usable_directory(path, "run directory")
         self.config_path = self.path / CONFIG_FILE
         self.checkpoint_path = self.path / FILE_NAME
         self.metrics_path = self.path / METRICS_FILE
+        if resume and not self.config_path.is_file():
+            raise RunFileError(f"--resume: {self.path} holds no {CONFIG_FILE}, so no run to continue; "
+                               f"start one there without --resume")
         if resume and not self.checkpoint_path.is_file():
             raise RunFileError(f"--resume: {self.path} holds no {FILE_NAME} to continue from")
         if not resume and self.config_path.exists():
@@ -41,26 +49,64 @@ class RunDirectory:
         self._tensorboard: SummaryWriter | None = None
 
     def saved_config(self) -> TrainConfig:
-        return build_config(json.loads(self.config_path.read_text()))
+        """The run's config.json; a RunFileError naming the file when it cannot be used."""
+        try:
+            settings = json.loads(self.config_path.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            reason = describe_os_error(error) if isinstance(error, OSError) else str(error).splitlines()[0]
+            raise RunFileError(f"{self.config_path} cannot be read as a run's config: {reason}") from None
+        if not isinstance(settings, dict):
+            raise RunFileError(f"{self.config_path} must hold a JSON object of settings, "
+                               f"not {type(settings).__name__}")
+        try:
+            return build_config(settings)
+        except WarpsimError as error:
+            raise RunFileError(f"{self.config_path}: {error}") from None
 
-    def start(self, config: TrainConfig) -> None:
-        """Creates the directory and writes the resolved config (atomically)."""
-        self.path.mkdir(parents=True, exist_ok=True)
-        partial = self.config_path.with_name(CONFIG_FILE + ".partial")
-        partial.write_text(json.dumps(config.to_dict(), indent=2) + "\n")
-        os.replace(partial, self.config_path)
+    def create(self) -> None:
+        """Creates the directory, and clears metrics left by a run that never wrote its config."""
+        make_directory(self.path, "run directory")
+        if self.metrics_path.exists():
+            replace_atomically(self.metrics_path, b"", "metrics file")
+
+    def write_config(self, config: TrainConfig) -> None:
+        """Writes the resolved config (atomically): from then on the directory holds a run."""
+        text = json.dumps(config.to_dict(), indent=2) + "\n"
+        replace_atomically(self.config_path, text.encode(), "config")
+
+    def open_tensorboard(self) -> None:
         try:
             from torch.utils.tensorboard import SummaryWriter
         except ImportError:  # TensorBoard is optional; metrics.jsonl has everything.
             return
         self._tensorboard = SummaryWriter(str(self.path / "tensorboard"))
 
+    def keep_metrics_up_to(self, iteration: int) -> None:
+        """On resume: drops a trailing partial line and the records past ``iteration`` (the
+        checkpoint's), which the resumed run writes again."""
+        if not self.metrics_path.exists():
+            return
+        try:
+            lines = self.metrics_path.read_bytes().split(b"\n")
+        except OSError as error:
+            raise RunFileError(f"cannot read {self.metrics_path}: {describe_os_error(error)}") from None
+        kept = []
+        for line in lines[:-1]:  # what follows the last newline is a partial record, or nothing
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue  # a record cut by a crash in an older version; never written whole
+            if isinstance(record, dict) and isinstance(record.get("iteration"), int) \
+                    and record["iteration"] <= iteration:
+                kept.append(line + b"\n")
+        if len(kept) != len(lines) - 1 or lines[-1]:
+            replace_atomically(self.metrics_path, b"".join(kept), "metrics file")
+
     def log(self, metrics: dict) -> None:
-        """Appends one metrics record (NaN, from no finished episode, is written as null)."""
+        """Appends one metrics record whole, or not at all (NaN, from no finished episode, is written as null)."""
         clean = {key: (None if isinstance(value, float) and math.isnan(value) else value)
                  for key, value in metrics.items()}
-        with self.metrics_path.open("a") as stream:
-            stream.write(json.dumps(clean) + "\n")
+        append_line(self.metrics_path, json.dumps(clean))
         if self._tensorboard is not None:
             for key, value in clean.items():
                 if isinstance(value, (int, float)) and not isinstance(value, bool) and key != "iteration":
@@ -70,3 +116,28 @@ class RunDirectory:
     def close(self) -> None:
         if self._tensorboard is not None:
             self._tensorboard.close()
+
+
+def append_line(path: Path, line: str) -> None:
+    """Appends ``line`` and a newline in one write; a failed or short write is cut back off,
+    so the file only ever holds whole lines. Raises a RunFileError naming the path."""
+    data = (line + "\n").encode()
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    except OSError as error:
+        raise RunFileError(f"cannot append to {path}: {describe_os_error(error)}") from None
+    try:
+        size = os.fstat(descriptor).st_size
+        try:
+            written = os.write(descriptor, data)
+            if written != len(data):
+                raise OSError(28, f"only {written} of {len(data)} bytes were written")
+        except OSError as error:
+            try:
+                os.ftruncate(descriptor, size)
+            except OSError:
+                pass  # the next resume drops the partial line instead
+            raise RunFileError(f"cannot append to {path}: {describe_os_error(error)}; the records before "
+                               f"it are intact") from None
+    finally:
+        os.close(descriptor)

@@ -16,15 +16,16 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 
 from warpsim.device import gpu_available, resolve_placement
-from warpsim.errors import InvalidValueError, WarpsimError
+from warpsim.errors import InvalidValueError, RunFileError, WarpsimError
 from warpsim.registry import make
 from warpsim.train import opponents, ppo
-from warpsim.train.checkpoint import signature
+from warpsim.train.checkpoint import load_into, signature
 from warpsim.train.config import TrainConfig
 from warpsim.train.distributed import World
 from warpsim.train.episodes import EpisodeStats
 from warpsim.train.policy import RolePolicies, roles_of
 from warpsim.train.stacking import ObservationStack
+from warpsim.train.storage import check_training_fits
 
 UPDATE_STATS = ("ratio_deviation", "clip_fraction", "approx_kl", "policy_loss", "value_loss", "entropy")
 """Columns of ``Trainer.update_stats``, one row per minibatch of the last update."""
@@ -44,6 +45,10 @@ class Trainer:
         self.world = world or World()
         on_gpu = resolve_placement(config.backend).backend == "cuda" and gpu_available()
         device = self.world.local_rank if on_gpu and self.world.size > 1 else None  # one GPU per rank
+        # One environment first: its spec and size, to refuse a run that cannot fit before allocating it.
+        probe = make(config.env, 1, backend=config.backend, device=device, checked=False, **config.env_params)
+        check_training_fits(config, probe.spec, probe.array_bytes(), probe.placement)
+        del probe
         self.env = make(config.env, config.num_envs, backend=config.backend, device=device,
                         seed=config.seed + self.world.rank, checked=False, **config.env_params)
         self.device = self.env.device
@@ -78,6 +83,8 @@ class Trainer:
         self.stats = EpisodeStats(self.env, self.roles)
         self.iteration = 0
         self.env_steps = 0
+        self.lr_anchor = (0, config.learning_rate)
+        """(iteration, rate): with anneal_lr the rate falls linearly from here to 0 at the last iteration."""
         self.nonfinite = torch.zeros((), dtype=torch.bool, device=self.device)
         self._allocate_rollout()
         minibatches = config.epochs * config.minibatches
@@ -123,9 +130,10 @@ class Trainer:
     def iterate(self) -> None:
         """Collects one rollout and updates the policies on it."""
         if self.config.anneal_lr:
-            remaining = 1.0 - self.iteration / self.config.iterations
+            start, rate = self.lr_anchor
+            remaining = 1.0 - (self.iteration - start) / (self.config.iterations - start)
             for group in self.optimizer.param_groups:
-                group["lr"] = self.config.learning_rate * max(remaining, 0.0)
+                group["lr"] = rate * max(remaining, 0.0)
         next_values = self.collect()
         self.update(next_values)
         self.iteration += 1
@@ -248,7 +256,7 @@ class Trainer:
                "inputs": self.inputs.state_dict()}
         return {
             "signature": signature(env), "config": self.config.to_dict(), "world_size": self.world.size,
-            "iteration": self.iteration, "env_steps": self.env_steps,
+            "iteration": self.iteration, "env_steps": self.env_steps, "lr_anchor": list(self.lr_anchor),
             "policies": self.policies.state_dict(), "optimizer": self.optimizer.state_dict(),
             "scaler": None if self.scaler is None else self.scaler.state_dict(),
             "ranks": self.world.gather(own),
@@ -259,21 +267,31 @@ class Trainer:
         if checkpoint["world_size"] != self.world.size:
             raise InvalidValueError(f"checkpoint {checkpoint.get('path')} was written by {checkpoint['world_size']} "
                              f"process(es); resume it with as many (now {self.world.size})")
-        self.policies.load_state_dict(checkpoint["policies"])
-        self.optimizer.load_state_dict(checkpoint["optimizer"])
-        if self.scaler is not None and checkpoint["scaler"] is not None:
-            self.scaler.load_state_dict(checkpoint["scaler"])
-        own = checkpoint["ranks"][self.world.rank]
-        env = self.env
-        arrays = {"observations": env.observations, "actions": env.actions, "rewards": env.rewards,
-                  "done": env.done, **dict(env.state.items())}
-        for name, tensor in arrays.items():
-            tensor.copy_(own["env"][name])
-        self.generator.set_state(own["generator"])
-        self.stats.load_state_dict(own["stats"])
-        self.inputs.load_state_dict(own["inputs"])
+        source = str(checkpoint.get("path", "given"))
+        load_into(self.policies, checkpoint["policies"], "networks", source)
+        load_into(self.optimizer, checkpoint["optimizer"], "optimizer state", source)
+        if self.scaler is not None and checkpoint.get("scaler") is not None:
+            load_into(self.scaler, checkpoint["scaler"], "gradient scaler state", source)
+        try:
+            own = checkpoint["ranks"][self.world.rank]
+            env = self.env
+            arrays = {"observations": env.observations, "actions": env.actions, "rewards": env.rewards,
+                      "done": env.done, **dict(env.state.items())}
+            for name, tensor in arrays.items():
+                tensor.copy_(own["env"][name])
+            self.generator.set_state(own["generator"])
+            self.stats.load_state_dict(own["stats"])
+            self.inputs.load_state_dict(own["inputs"])
+        except (KeyError, IndexError, TypeError, RuntimeError) as error:
+            raise RunFileError(f"checkpoint {source}: its environment state does not fit ({type(error).__name__}: "
+                               f"{str(error).splitlines()[0] if str(error) else ''})") from None
         self.iteration = checkpoint["iteration"]
         self.env_steps = checkpoint["env_steps"]
+        start, rate = checkpoint.get("lr_anchor", (0, checkpoint["config"]["learning_rate"]))
+        self.lr_anchor = (int(start), float(rate))
+        if checkpoint["config"]["iterations"] != self.config.iterations:
+            # An extended (or shortened) run anneals from the rate it had reached, over what is left.
+            self.lr_anchor = (self.iteration, self.optimizer.param_groups[0]["lr"])
 
 
 def resolve_precision(precision: str, device: torch.device) -> str:

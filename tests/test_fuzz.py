@@ -1,0 +1,313 @@
+"""Property-based fuzzing of make, step, reset(mask), state writes and the command line.
+
+Every generated input either works, with finite outputs, or raises a WarpsimError whose
+message names what was wrong; never another exception, never a hang. The examples are
+derandomized (the same ones on every run) and bounded, so the file runs in well under a
+minute. ``pytest -s tests/test_fuzz.py`` prints how many inputs were tried and how they ended.
+"""
+
+import collections
+import contextlib
+import os
+import signal
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import warpsim
+from warpsim.cli import main
+from warpsim.envs.template import Beacon
+from warpsim.errors import WarpsimError
+from warpsim.registry import env_class
+
+TALLY: collections.Counter = collections.Counter()
+EXAMPLE_SECONDS = 30
+"""An example running longer is a hang."""
+
+FUZZ = settings(derandomize=True, database=None, deadline=None, print_blob=False,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
+                                       HealthCheck.filter_too_much, HealthCheck.data_too_large])
+
+NUMBERS = st.one_of(
+    st.integers(-2, 6),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.floats(0, 1),
+    st.sampled_from([2**31, 2**40, 10**30, 1e300, 5e-324, -0.0, 1e-40, 3.5e38, 1e9, 1e-9, -1e9]),
+)
+ODD = st.sampled_from([None, "3", "", True, False, [1], {"a": 1}, b"x", 2 + 1j])
+VALUES = st.one_of(NUMBERS, ODD)
+ENVS = ["tag_continuous", "tag_gridworld", Beacon]
+
+
+@contextlib.contextmanager
+def time_limit(seconds: int):
+    def hang(signum, frame):
+        raise TimeoutError(f"an example ran past {seconds} s: a hang")
+    previous = signal.signal(signal.SIGALRM, hang)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def expect_clear_error(error: WarpsimError, names) -> None:
+    message = str(error)
+    assert "\n" not in message.strip(), f"a multi-line message: {message!r}"
+    assert any(str(name) in message for name in names), f"{message!r} names none of {names}"
+    TALLY["clear errors"] += 1
+
+
+def assert_finite(env) -> None:
+    assert torch.isfinite(env.observations).all(), "non-finite observations from accepted input"
+    assert torch.isfinite(env.rewards).all(), "non-finite rewards from accepted input"
+    assert env.done.dtype == torch.bool
+
+
+def plausible(default):
+    """Values near a parameter's default: most of them valid."""
+    if isinstance(default, bool):
+        return st.booleans()
+    if isinstance(default, int):
+        return st.integers(max(0, default - 3), default + 3) if default < 50 else st.integers(1, 8)
+    if isinstance(default, float) and default != 0:
+        low, high = sorted((default / 4, default * 4))
+        return st.floats(low, high)
+    return st.floats(-1, 1)
+
+
+@st.composite
+def make_calls(draw):
+    env = draw(st.sampled_from(ENVS))
+    fields = [name for name in env_class(env).Params.__dataclass_fields__]
+    defaults = {name: field.default for name, field in env_class(env).Params.__dataclass_fields__.items()}
+    chosen = draw(st.lists(st.sampled_from(fields * 6 + ["bogus"]), unique=True, max_size=4))
+    params = {name: draw(VALUES if draw(st.integers(0, 7)) == 0 else plausible(defaults.get(name)))
+              for name in chosen}
+    options = draw(st.fixed_dictionaries({}, optional={
+        "backend": st.sampled_from(["numpy", "numpy", "numpy", "cuda", "auto", "tpu", "", 3]),
+        "seed": st.one_of(st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1), st.integers(-2, 2**64 + 1), VALUES),
+        "checked": st.one_of(st.booleans(), st.booleans(), st.booleans(), VALUES),
+        "device": st.sampled_from([None, "cpu", "cuda:x", 3.5, "gpu", 0, -1]),
+    }))
+    options.setdefault("backend", "numpy")
+    odd_num_envs = st.sampled_from([-1, 0, 2**31, 10**12, 10**30, 2.0, "2", None])
+    num_envs = draw(odd_num_envs if draw(st.integers(0, 7)) == 0 else st.integers(1, 4))
+    return env, num_envs, params, options
+
+
+def make_or_error(env, num_envs, params, options):
+    TALLY["inputs"] += 1
+    TALLY["make calls"] += 1
+    try:
+        with time_limit(EXAMPLE_SECONDS):
+            return warpsim.make(env, num_envs, **params, **options)
+    except WarpsimError as error:
+        expect_clear_error(error, ["num_envs", *params, *options])
+    return None
+
+
+ACTION_KINDS = ["valid", "out of range", "wide", "float", "bool", "shape", "string", "object", "reversed", "list",
+                "meta", "huge list"]
+
+
+def odd_actions(env, kind: str, rng: np.random.Generator):
+    levels = np.array(env.spec.action_levels)
+    shape = tuple(env.actions.shape)
+    valid = (rng.random(shape) * levels).astype(np.int64)
+    return {
+        "valid": valid,
+        "out of range": valid + levels * rng.integers(1, 3),
+        "wide": valid + 2**32,
+        "float": valid.astype(np.float32),
+        "bool": valid > 0,
+        "shape": valid[..., :0] if shape[-1] else valid[None],
+        "string": np.full(shape, "1"),
+        "object": valid.astype(object),
+        "reversed": valid[::-1],
+        "list": valid.tolist(),
+        "meta": torch.zeros(shape, dtype=torch.int32, device="meta"),
+        "huge list": np.full(shape, 2**70, dtype=object).tolist(),
+    }[kind]
+
+
+def odd_mask(env, kind: str, rng: np.random.Generator):
+    flags = rng.random(env.num_envs) < 0.5
+    return {"bool": flags, "int": flags.astype(np.int64), "short": flags[:-1], "string": "all", "none list": [None],
+            "reversed": flags[::-1], "tensor": torch.from_numpy(flags), "2d": flags[None]}[kind]
+
+
+@settings(FUZZ, max_examples=1500)
+@given(call=make_calls(), actions=st.lists(st.sampled_from(ACTION_KINDS), min_size=1, max_size=3),
+       masks=st.lists(st.sampled_from(["bool", "int", "short", "string", "none list", "reversed", "tensor", "2d"]),
+                      max_size=2),
+       seed=st.integers(0, 2**32 - 1))
+def test_make_step_and_reset_either_work_or_raise_a_clear_error(call, actions, masks, seed):
+    env = make_or_error(*call)
+    if env is None:
+        return
+    TALLY["environments made"] += 1
+    rng = np.random.default_rng(seed)
+    for kind in actions:
+        TALLY["inputs"] += 1
+        with time_limit(EXAMPLE_SECONDS):
+            try:
+                env.step(odd_actions(env, kind, rng))
+            except WarpsimError as error:
+                expect_clear_error(error, ["action"])
+                assert kind != "valid", f"valid actions refused: {error}"
+                continue
+        assert kind in ("valid", "reversed", "list") or not env.checked, f"{kind} actions accepted in checked mode"
+        assert_finite(env)
+    for kind in masks:
+        TALLY["inputs"] += 1
+        with time_limit(EXAMPLE_SECONDS):
+            try:
+                env.reset(odd_mask(env, kind, rng))
+            except WarpsimError as error:
+                expect_clear_error(error, ["reset mask"])
+                continue
+        assert kind in ("bool", "reversed", "tensor"), f"a {kind} reset mask was accepted"
+        assert_finite(env)
+
+
+STATE_VALUES = st.one_of(st.floats(allow_nan=True, allow_infinity=True, width=32), st.integers(-3, 12),
+                         st.sampled_from([2**31 - 1, -(2**31), 1e30, -1e-30]))
+
+
+@settings(FUZZ, max_examples=200)
+@given(env_id=st.sampled_from(ENVS), backend=st.sampled_from(["numpy", "numpy", "cuda"]),
+       writes=st.lists(st.tuples(st.integers(0, 20), st.integers(0, 10**6), STATE_VALUES), min_size=1, max_size=3))
+def test_state_writes_are_refused_in_checked_mode_or_give_finite_outputs(env_id, backend, writes):
+    env = warpsim.make(env_id, 2, backend=backend)
+    names = list(env.state)
+    for which, position, value in writes:
+        TALLY["inputs"] += 1
+        name = names[which % len(names)]
+        target = getattr(env.state, name)
+        index = position % target.numel()
+        if not target.is_floating_point():
+            if isinstance(value, float) and not np.isfinite(value):
+                continue  # NaN has no integer form: nothing to write
+            value = int(np.clip(value, np.iinfo(np.int32).min, np.iinfo(np.int32).max))
+        target.view(-1)[index] = value
+        TALLY["state writes"] += 1
+    with time_limit(EXAMPLE_SECONDS):
+        try:
+            env.step()
+        except WarpsimError as error:
+            expect_clear_error(error, [f"state.{name}" for name in names])
+            return
+    assert_finite(env)
+
+
+@pytest.fixture(scope="module")
+def paths(tmp_path_factory):
+    """A finished run, files and places for the command lines; the current directory moved to a
+    temporary one, so that nothing a command line writes can land in the repository."""
+    root = tmp_path_factory.mktemp("cli")
+    here = os.getcwd()
+    os.chdir(root)
+    run = root / "run"
+    assert main(["train", "--env", "tag_gridworld", "--set", "num_taggers=1", "--set", "grid_length=3", "--set",
+                 "episode_length=4", "--num-envs", "2", "--rollout-steps", "4", "--iterations", "1", "--backend",
+                 "numpy", "--quiet", "--run-dir", str(run)]) == 0
+    (root / "afile").write_text("x")
+    (root / "garbage.pt").write_bytes(b"\x00garbage")
+    yield {"run": run, "file": root / "afile", "under file": root / "afile" / "x", "missing": root / "missing",
+           "garbage": root / "garbage.pt", "empty": Path(""), "new": root / "new", "root": root}
+    os.chdir(here)
+
+
+SMALL = st.one_of(st.sampled_from(["1", "2"]),
+                  st.sampled_from(["0", "-1", "abc", "", "2.5", "1e300", "nan", "inf", "True", "0.5"]))
+LARGE = st.one_of(SMALL, st.just("99999999999999999999"))
+SETTINGS = st.sampled_from(["num_taggers=1e300", "grid_length=-1", "episode_length=True", "bogus=1", "num_taggers",
+                            "grid_length=3", "wall_hit_penalty=inf", "tag_reward_for_tagger='x'",
+                            "use_full_observation=False", "grid_length=1e30"])
+
+
+@st.composite
+def command_lines(draw):
+    command = draw(st.sampled_from(["train", "evaluate", "render", "bench"]))
+    place = draw(st.sampled_from(["run", "file", "under file", "missing", "garbage", "empty", "new"]))
+
+    def options(choices: dict) -> list:
+        chosen = draw(st.lists(st.sampled_from(sorted(choices)), unique=True, max_size=3))
+        return [part for name in chosen for part in (name, draw(choices[name]))]
+
+    sets = [part for setting in draw(st.lists(SETTINGS, max_size=2)) for part in ("--set", setting)]
+    if command == "train":
+        argv = ["--env", "tag_gridworld", "--num-envs", "2", "--rollout-steps", "4", "--iterations", "1",
+                "--quiet", "--backend", "numpy", *sets, *options({
+                    "--num-envs": LARGE, "--rollout-steps": LARGE, "--iterations": SMALL, "--hidden-size": LARGE,
+                    "--learning-rate": SMALL, "--gamma": SMALL, "--minibatches": LARGE, "--seed": LARGE})]
+        resume = draw(st.booleans())
+        argv = ["--resume", "--iterations", draw(SMALL)] if resume else argv
+        return ["train", *argv, "--run-dir", place]
+    if command == "evaluate":
+        return ["evaluate", place, "--backend", "numpy", "--episodes", "2", "--num-envs", "2", *sets,
+                *options({"--episodes": SMALL, "--num-envs": LARGE, "--seed": LARGE,
+                          "--random": st.sampled_from(["tagger", "nobody", ""])})]
+    if command == "render":
+        out = draw(st.sampled_from(["new/a.gif", "file", "under file/a.gif", "new/a.png", "run"]))
+        return ["render", place, "--backend", "numpy", "--out", out, "--max-steps", "3",
+                *options({"--fps": SMALL, "--max-steps": SMALL, "--seed": LARGE})]
+    return ["bench", "--backend", "numpy", "--env", "tag_gridworld", "--num-envs", "2", "--steps", "2", "--repeats",
+            "1", "--warmup", "1", "--results-dir", place, *sets,
+            *options({"--num-envs": LARGE, "--steps": SMALL, "--repeats": SMALL, "--warmup": SMALL,
+                      "--max-seconds": SMALL, "--tier": st.sampled_from(["sim", "train", "bogus"])})]
+
+
+def resolve(argv: list, paths: dict) -> list:
+    """Puts the fixture's paths where the command line names them."""
+    resolved = []
+    for part in argv:
+        head, _, tail = part.partition("/")
+        if head in paths:
+            place = paths[head] if head != "new" else paths["root"] / f"new{TALLY['inputs']}"
+            part = str(place / tail) if tail else str(place)
+            if head == "empty":
+                part = ""
+        resolved.append(part)
+    return resolved
+
+
+@settings(FUZZ, max_examples=150)
+@given(argv=command_lines())
+def test_command_lines_end_in_success_or_one_line_and_exit_2(paths, capsys, argv):
+    argv = resolve(argv, paths)
+    TALLY["inputs"] += 1
+    TALLY["command lines"] += 1
+    with time_limit(EXAMPLE_SECONDS):
+        try:
+            code = main(argv)
+        except SystemExit as stop:  # argparse: a usage error
+            code = stop.code
+            assert code == 2, f"{argv}: exit {code}"
+            TALLY["clear errors"] += 1
+            TALLY["usage errors"] += 1
+            capsys.readouterr()
+            return
+    err = capsys.readouterr().err
+    TALLY[f"exit {code}"] += 1
+    if code == 0:
+        return
+    assert code == 2, f"{argv}: exit {code}"
+    lines = [line for line in err.splitlines() if ": error: " in line]  # bench also prints progress lines
+    assert len(lines) == 1 and lines[0].startswith(f"warpsim {argv[0]}: error: "), err
+    assert err.rstrip().endswith(lines[0]), f"the error is not one line: {err!r}"
+    tokens = [part.lstrip("-").replace("-", "_") for part in argv] + [part for part in argv if part]
+    expect_clear_error(WarpsimError(lines[0]), [token for token in tokens if len(token) > 1] + ["empty path"])
+
+
+def test_zz_print_the_tally():
+    """Runs last in this file: the figures of the fuzz pass (shown with ``pytest -s``)."""
+    print(f"\nfuzz: {TALLY['inputs']} inputs ({TALLY['command lines']} command lines, {TALLY['environments made']} "
+          f"environments made), {TALLY['clear errors']} clear errors, 0 raw exceptions, 0 hangs, "
+          f"0 silent failures (any of these would have failed a test above); {dict(TALLY)}")

@@ -1,0 +1,79 @@
+"""SIGKILL at several moments of a training run, each followed by a resume: the result
+equals an uninterrupted run bit for bit, and no kill leaves a file that cannot be read."""
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from test_run_faults import same_training
+
+from warpsim.train import checkpoint
+
+WORKER = Path(__file__).with_name("kill_worker.py")
+
+
+def start(run: Path, hold: str) -> subprocess.Popen:
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    env.pop("NUMBA_ENABLE_CUDASIM", None)  # the numpy backend needs no simulator
+    process = subprocess.Popen([sys.executable, str(WORKER), str(run), hold], stdout=subprocess.PIPE, text=True,
+                               env=env)
+    watchdog = threading.Timer(120, process.kill)  # never a hang, whatever goes wrong
+    watchdog.daemon = True
+    watchdog.start()
+    return process
+
+
+def files_are_readable(run: Path) -> None:
+    """What a kill leaves: whole metrics lines but maybe one, a loadable checkpoint if config.json exists."""
+    if (run / "config.json").exists():
+        json.loads((run / "config.json").read_text())
+        checkpoint.load(run, needs=checkpoint.RESUME_KEYS)
+    if (run / "metrics.jsonl").exists():
+        for line in (run / "metrics.jsonl").read_text().splitlines():
+            json.loads(line)
+
+
+def test_runs_killed_at_any_moment_resume_to_the_uninterrupted_result(tmp_path):
+    run, straight = tmp_path / "run", tmp_path / "straight"
+    uninterrupted = start(straight, "none")
+    holds = [
+        "checkpoint:1",  # its first checkpoint (iteration 0), before config.json exists: a new run takes over
+        "metrics:2",  # records 1 and 2 written, the checkpoint holds iteration 0: the resume drops them
+        "checkpoint:2",  # halfway through the checkpoint of iteration 4: the one of iteration 2 is intact
+    ]
+    kills = 0
+    for hold in holds:
+        process = start(run, hold)
+        lines = iter(process.stdout.readline, "")
+        assert "holding" in (line.strip() for line in lines), f"the run never reached {hold}"
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        kills += 1
+        files_are_readable(run)
+    rng = random.Random(17)
+    for _ in range(2):  # and at moments nobody chose: 1 to 4 records into the resumed run, plus a random instant
+        kept = checkpoint.load(run)["iteration"]  # the records the resume keeps
+        process = start(run, "none")
+        assert process.stdout.readline().strip() == "logging"
+        wanted = kept + rng.randint(1, 4)
+        while process.poll() is None and (run / "metrics.jsonl").read_text().count("\n") < wanted:
+            time.sleep(0.002)
+        time.sleep(rng.uniform(0.0, 0.08))
+        assert process.poll() is None, "the run ended before the kill"
+        process.kill()
+        process.wait()
+        kills += 1
+        files_are_readable(run)
+        print(f"killed at a random moment: checkpoint of iteration {checkpoint.load(run)['iteration']}, "
+              f"{(run / 'metrics.jsonl').read_text().count(chr(10))} records")
+    assert start(run, "none").wait() == 0
+    assert uninterrupted.wait() == 0
+    assert kills == 5
+    assert checkpoint.load(run)["iteration"] == 24
+    assert same_training(run, straight)

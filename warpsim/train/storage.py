@@ -1,0 +1,69 @@
+"""What training allocates, estimated before anything is: the environments, the rollout
+storage, the update's temporaries, the networks and the optimizer.
+
+The estimate errs high (activations are counted for the forward and the backward pass
+of every layer, the minibatch copies for all of a role's samples at once); training is
+refused with a DoesNotFitError when it exceeds 90% of the memory free where it runs.
+"""
+
+from __future__ import annotations
+
+import math
+
+from warpsim.device import Placement, available_bytes
+from warpsim.environment import EnvSpec
+from warpsim.errors import DoesNotFitError
+from warpsim.train.config import TrainConfig
+
+FLOAT = 4
+"""Bytes of every stored value: float32 observations, log-probs, values, rewards; int32 actions."""
+SAFETY = 0.9
+"""Share of the free memory training may plan to use."""
+
+
+def network_parameters(input_size: int, outputs: int, hidden_size: int, hidden_layers: int) -> int:
+    """Parameters of one ActorCritic: the hidden layers, the policy head and the value head."""
+    count, width = 0, input_size
+    for _ in range(hidden_layers):
+        count += width * hidden_size + hidden_size
+        width = hidden_size
+    return count + width * (outputs + 1) + outputs + 1
+
+
+def training_bytes(config: TrainConfig, spec: EnvSpec, env_bytes_per_env: int) -> int:
+    """Bytes one process's training allocates with ``config`` on an environment of ``spec``."""
+    e, t = config.num_envs, config.rollout_steps
+    n, d = spec.num_agents, spec.observation_size * config.stack_observations
+    a, outputs = len(spec.action_levels), sum(spec.action_levels)
+    width = max(d, config.hidden_size * config.hidden_layers, outputs)
+    samples = t * e * n
+    rollout = samples * FLOAT * (d + a + 3) + t * e * FLOAT  # observations, actions, log-probs, values, rewards
+    update = samples * FLOAT * 2 + 2 * math.ceil(samples / config.minibatches) * FLOAT * (d + a + 4 + 4 * width)
+    collect = e * n * FLOAT * (d + 4 * width)  # one step's inputs and activations
+    networks = len(spec.role_names) * network_parameters(d, outputs, config.hidden_size, config.hidden_layers)
+    return e * env_bytes_per_env + rollout + update + collect + networks * FLOAT * 4  # weights, grads, Adam moments
+
+
+def check_training_fits(config: TrainConfig, spec: EnvSpec, env_bytes_per_env: int, placement: Placement) -> None:
+    """Raises DoesNotFitError, naming the settings to lower, when training would not fit."""
+    needed = training_bytes(config, spec, env_bytes_per_env)
+    free = available_bytes(placement)
+    if needed > SAFETY * free:
+        raise DoesNotFitError(
+            f"training {config.env} with num_envs={config.num_envs}, rollout_steps={config.rollout_steps} and "
+            f"{spec.num_agents} agents of {spec.observation_size * config.stack_observations} inputs needs about "
+            f"{needed / 2**30:.3g} GiB (environments, rollout storage, update, networks and optimizer), but only "
+            f"{free / 2**30:.2f} GiB is free on {placement.torch_device} (at most {SAFETY:.0%} may be used); "
+            f"lower num_envs or rollout_steps")
+
+
+def fitting_rollout_steps(config: TrainConfig, spec: EnvSpec, env_bytes_per_env: int, placement: Placement) -> int:
+    """The longest rollout, at most ``config.rollout_steps``, whose training fits; 0 if none does."""
+    free = SAFETY * available_bytes(placement)
+    steps = config.rollout_steps
+    while steps >= 1:
+        trial = TrainConfig(**{**config.to_dict(), "rollout_steps": steps})
+        if training_bytes(trial, spec, env_bytes_per_env) <= free:
+            return steps
+        steps //= 2
+    return 0
