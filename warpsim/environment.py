@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import torch
@@ -32,6 +32,11 @@ from warpsim.errors import DoesNotFitError, InvalidTypeError, InvalidValueError
 from warpsim.kernels.random import seed_to_uint64
 from warpsim.kernels.reset import count_resets
 
+if TYPE_CHECKING:
+    from warpsim.graph import StepGraph
+
+CHECK_EVERY = 64
+"""Checked mode reads its device-side flags back every this many steps (and at ``check()``)."""
 STATE_DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64")
 
 
@@ -205,6 +210,8 @@ class Environment:
         """bool[E], all True: the mask for kernels that concern every environment."""
         self._reset_mask = torch.zeros(self.num_envs, dtype=torch.bool, device=device_)
         self._reset_mask_view = kernel_view(self._reset_mask)
+        self._bad_actions_seen = torch.zeros((), dtype=torch.bool, device=device_)
+        self._steps_since_check = 0
         self.launch = Launcher(self.placement)
         self._constants: list[torch.Tensor] = []
         self.setup()
@@ -306,7 +313,13 @@ class Environment:
         if actions is not None:
             self._write_actions(actions)
         elif self.checked:
-            self._check_before_step(self.actions)
+            self._flag_bad_actions(self.actions)
+        self._advance(auto_reset)
+        self._count_checked_steps(1)
+        return self.observations, self.rewards, self.done
+
+    def _advance(self, auto_reset: bool) -> None:
+        """The step itself: kernels (or the reference), ``terminated``, and the auto-reset."""
         if self.placement.runs_kernels:
             self.step_cuda()
             torch.logical_and(self.done, self.game_over(), out=self.terminated)
@@ -320,7 +333,15 @@ class Environment:
             if auto_reset and finished.size:
                 self.reset_numpy(finished)
                 self.views.episode[finished] += 1
-        return self.observations, self.rewards, self.done
+
+    def graph(self, steps: int = 1) -> StepGraph:
+        """``steps`` auto-resetting steps captured as one CUDA graph; ``replay()`` runs them.
+
+        Each replayed step reads ``env.actions`` as it is when the replay runs (write it in
+        place before). On the numpy backend and under the simulator nothing can be captured:
+        ``replay()`` steps eagerly, with the same results (see ``StepGraph``)."""
+        from warpsim.graph import StepGraph
+        return StepGraph(self, steps)
 
     def _array_shapes(self) -> dict[str, tuple[tuple[int, ...], torch.dtype]]:
         e, n, spec = self.num_envs, self.num_agents, self.spec
@@ -406,26 +427,58 @@ class Environment:
                              f"{tuple(self.actions.shape)} (num_envs, num_agents, action components)")
         if actions.dtype.is_floating_point or actions.dtype.is_complex or actions.dtype == torch.bool:
             raise InvalidTypeError(f"actions have dtype {actions.dtype}; expected an integer dtype (int32 is stored)")
+        if self.checked and actions.device.type == "cpu":
+            self._check_host_actions(actions)  # before narrowing to int32, which would wrap 2**32 + 3 to 3
         actions = actions.to(self.device)
-        if self.checked:
-            self._check_before_step(actions)  # before narrowing to int32, which would wrap 2**32 + 3 to 3
-        elif actions.dtype not in (torch.int32, torch.int16, torch.int8, torch.uint8):
-            actions = actions.clamp(-2**31, 2**31 - 1)  # unchecked: clamped like any index out of range
+        if actions.dtype not in (torch.int32, torch.int16, torch.int8, torch.uint8):
+            actions = actions.clamp(-2**31, 2**31 - 1)  # out of range stays out of range (and is clamped)
+        if self.checked and actions.device.type != "cpu":
+            self._flag_bad_actions(actions)
         self.actions.copy_(actions)
 
-    def _check_before_step(self, actions: torch.Tensor) -> None:
-        """Checked mode: action indices in range and a valid state, in one host read."""
-        bad_actions = (actions < 0) | (actions >= self._action_levels)
-        state_flags = (self._state_violations(array).any() for array in self._checked_state)
-        flags = torch.stack([bad_actions.any(), *state_flags])
-        if not bool(flags.any()):
-            return
-        if bool(flags[0]):
-            env, agent, component = (int(i) for i in bad_actions.nonzero()[0])
+    def _bad_actions(self, actions: torch.Tensor) -> torch.Tensor:
+        return (actions < 0) | (actions >= self._action_levels)
+
+    def _check_host_actions(self, actions: torch.Tensor) -> None:
+        """Checked mode, actions on the host: refused at once, naming the first bad index."""
+        bad = self._bad_actions(actions)
+        if bool(bad.any()):
+            env, agent, component = (int(i) for i in bad.nonzero()[0])
             value = int(actions[env, agent, component])
             raise InvalidValueError(
                 f"action index {value} of component {component} (env {env}, agent {agent}) is out "
                 f"of range; allowed: 0..{self.spec.action_levels[component] - 1}")
+
+    def _flag_bad_actions(self, actions: torch.Tensor) -> None:
+        """Checked mode, actions on the device: remembered in a device flag, read by ``check()``."""
+        torch.logical_or(self._bad_actions_seen, self._bad_actions(actions).any(), out=self._bad_actions_seen)
+
+    def _count_checked_steps(self, steps: int) -> None:
+        if self.checked:
+            self._steps_since_check += steps
+            if self._steps_since_check >= CHECK_EVERY:
+                self.check()
+
+    def check(self) -> None:
+        """Reads checked mode's device-side findings back (one host read) and raises
+        InvalidValueError if an action index out of range reached the device since the last
+        check, or if the state is invalid now (``validate_state()``).
+
+        Checked mode calls it every ``CHECK_EVERY`` steps; call it yourself for an earlier
+        report (e.g. after each step while debugging). Actions given from the host to
+        ``step(actions)`` are checked at once, before they are copied in."""
+        steps, self._steps_since_check = self._steps_since_check, 0
+        state_flags = (self._state_violations(array).any() for array in self._checked_state)
+        flags = torch.stack([self._bad_actions_seen, *state_flags])
+        if not bool(flags.any()):
+            return
+        if bool(flags[0]):
+            self._bad_actions_seen.zero_()
+            allowed = ", ".join(f"component {k}: 0..{levels - 1}" for k, levels in enumerate(self.spec.action_levels))
+            raise InvalidValueError(
+                f"an action index out of range reached env.actions on the device within the last {steps} step(s) "
+                f"(the kernels clamped it to the nearest valid index); allowed: {allowed}. Actions given from "
+                f"the host to step(actions) are checked at once; call env.check() after each step to find the step")
         self.validate_state()
 
     @functools.cached_property
@@ -447,7 +500,7 @@ class Environment:
 
         The step trusts the state it is given: a value written by hand is not checked
         when it is written. Call this after writing state; checked mode (``checked=True``)
-        calls it before every step, in the host read it makes for the action check anyway.
+        calls it every ``CHECK_EVERY`` steps, in ``check()``.
         """
         for array in self._checked_state:
             bad = self._state_violations(array)
