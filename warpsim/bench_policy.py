@@ -54,7 +54,7 @@ def run_policy_tier(config: BenchConfig, tier: str, backend: str = "auto", preci
                                    backend=backend, precision=precision, rollout_steps=steps,
                                    iterations=1_000_000, seed=seed, anneal_lr=False))
 
-    run_once = (lambda trainer: trainer.collect()) if tier == "sim+policy" else Trainer.iterate
+    run_once = (lambda trainer: trainer.rollout()) if tier == "sim+policy" else Trainer.iterate
 
     def seconds_per_step(num_envs: int) -> float:
         trainer = trainer_for(num_envs)

@@ -25,6 +25,7 @@ else:  # tomllib is new in Python 3.11; tomli is the same parser (a dependency o
     import tomli as tomllib
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+GRAPHS = ("auto", "on", "off")
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,8 @@ class TrainConfig:
     """Hidden layers of the networks."""
     precision: str = "auto"
     """Network precision: auto (bf16 autocast on CUDA, fp32 on CPU), fp32, bf16, or fp16 (CUDA, gradient scaler)."""
+    graphs: str = "auto"
+    """Rollouts as one replayed CUDA graph: auto (with CUDA and one process), on (an error without CUDA), off."""
     log_every: int = 10
     """Iterations between metric reads (the trainer's only host synchronisations) and progress lines."""
     checkpoint_every: int = 50
@@ -105,6 +108,7 @@ class TrainConfig:
         for name in ("anneal_lr", "normalize_advantages"):
             need(isinstance(getattr(self, name), bool), name, "give true or false")
         need(self.precision in PRECISIONS, "precision", f"choose one of {', '.join(PRECISIONS)}")
+        need(self.graphs in GRAPHS, "graphs", f"choose one of {', '.join(GRAPHS)}")
         need(self.backend in ("auto", "cuda", "numpy"), "backend", "choose auto, cuda or numpy")
         need(isinstance(self.env, str) and bool(self.env), "env", "give an environment id or package.module:Class")
         need(isinstance(self.env_params, dict) and all(isinstance(k, str) for k in self.env_params),

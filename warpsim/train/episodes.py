@@ -68,9 +68,10 @@ class EpisodeStats:
         self.length += 1
         counters = self._counters()
         event = counters != self.counter_last
-        self.first_event = torch.where(event & (self.first_event == 0), self.length, self.first_event)
-        self.last_event = torch.where(event, self.length, self.last_event)
-        self.counter_last = counters
+        # In place, never rebound: a captured rollout (CUDA graph) keeps reading the same tensors.
+        self.first_event.copy_(torch.where(event & (self.first_event == 0), self.length, self.first_event))
+        self.last_event.copy_(torch.where(event, self.length, self.last_event))
+        self.counter_last.copy_(counters)
         roles, count = len(self.role_names), len(self.counter_names)
         episode_counts = (counters - self.counter_start).float()
         first = torch.where(self.first_event > 0, self.first_event, self.length)
@@ -88,7 +89,7 @@ class EpisodeStats:
         self.length *= kept
         self.first_event *= kept
         self.last_event *= kept
-        self.counter_start = torch.where(done, counters, self.counter_start)
+        self.counter_start.copy_(torch.where(done, counters, self.counter_start))
 
     def read(self) -> dict:
         """Per-episode means since the last read (NaN when no episode finished), then restarts."""

@@ -10,6 +10,7 @@ returns stay float32, stored actions int32.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 import os
 
 import torch
@@ -23,6 +24,7 @@ from warpsim.train.checkpoint import load_into, signature
 from warpsim.train.config import TrainConfig
 from warpsim.train.distributed import World
 from warpsim.train.episodes import EpisodeStats
+from warpsim.train.graphs import CUDA_GRAPH, EAGER, RolloutGraph, resolve_graphs
 from warpsim.train.policy import RolePolicies, roles_of
 from warpsim.train.stacking import ObservationStack
 from warpsim.train.storage import check_training_fits
@@ -44,6 +46,9 @@ class Trainer:
         self.config = config
         self.world = world or World()
         on_gpu = resolve_placement(config.backend).backend == "cuda" and gpu_available()
+        self.graphs = resolve_graphs(config.graphs, torch.device("cuda" if on_gpu else "cpu"), self.world.size)
+        """Whether each rollout replays one captured CUDA graph (``config.graphs``)."""
+        self.launches = CUDA_GRAPH if self.graphs else EAGER
         device = self.world.local_rank if on_gpu and self.world.size > 1 else None  # one GPU per rank
         # One environment first: its spec and size, to refuse a run that cannot fit before allocating it.
         probe = make(config.env, 1, backend=config.backend, device=device, checked=False, **config.env_params)
@@ -80,6 +85,9 @@ class Trainer:
         self.optimizer = torch.optim.Adam(self.trained_parameters, lr=config.learning_rate, eps=1e-5)
         self.scaler = torch.amp.GradScaler(self.device.type) if self.precision == "fp16" else None
         self.generator = torch.Generator(self.device).manual_seed(config.seed + self.world.rank)
+        self.rollout: Callable[[], list[torch.Tensor]] = (
+            RolloutGraph(self.collect, self.generator, self.device) if self.graphs else self.collect)
+        """Collects one rollout, by replaying its captured graph or eagerly (``collect``)."""
         self.stats = EpisodeStats(self.env, self.roles)
         self.iteration = 0
         self.env_steps = 0
@@ -134,7 +142,7 @@ class Trainer:
             remaining = 1.0 - (self.iteration - start) / (self.config.iterations - start)
             for group in self.optimizer.param_groups:
                 group["lr"] = rate * max(remaining, 0.0)
-        next_values = self.collect()
+        next_values = self.rollout()
         self.update(next_values)
         self.iteration += 1
         self.env_steps += self.config.rollout_steps * self.env.num_envs
