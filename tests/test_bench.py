@@ -19,7 +19,7 @@ TINY = bench.BenchConfig("tag_continuous", 4, dict(num_taggers=2, num_runners=6,
 FIELDS = {"date", "tier", "device", "backend", "precision", "env", "num_envs", "num_agents", "observation",
           "thread_mapping", "params", "versions", "warmup_steps", "repeats", "steps_per_repeat",
           "startup_seconds", "env_steps_per_second", "agent_steps_per_second", "tool", "config",
-          "requested_num_envs", "max_seconds", "floor"}
+          "requested_num_envs", "max_seconds", "floor", "launches", "host_us_per_step"}
 FLOOR_FIELDS = {"bytes_per_env_step", "distance_evaluations_per_env_step", "flops_per_env_step",
                 "copy_bandwidth_gb_per_s", "copy_method", "fp32_gflop_per_s", "fp32_method",
                 "memory_floor_seconds_per_env_step", "compute_floor_seconds_per_env_step",
@@ -284,6 +284,7 @@ def test_every_tier_of_every_named_config_runs_at_a_tiny_size(name, tier, tmp_pa
     assert FIELDS <= set(record)
     assert (record["tier"], record["env"], record["num_envs"], record["backend"]) == (tier, named.env, 2, "numpy")
     assert record["precision"] == "fp32" and record["steps_per_repeat"] == 5
+    assert record["launches"] == "eager"
     assert record["agent_steps_per_second"]["median"] > 0
     if tier != "sim":
         assert record["networks"]["parameters"] > 0
@@ -303,3 +304,22 @@ def test_policy_tiers_reject_an_unknown_precision():
     from warpsim.bench_policy import run_policy_tier
     with pytest.raises(ValueError, match="precision='fp8' is not allowed; choose one of auto, fp32, bf16, fp16"):
         run_policy_tier(TINY, "train", backend="numpy", precision="fp8")
+
+
+def test_host_time_per_step_is_recorded_apart_from_the_rate():
+    record = bench.run_sim(TINY, backend="numpy", steps=3, repeats=3, warmup_steps=1)
+    host, rate = record["host_us_per_step"], record["env_steps_per_second"]["median"]
+    assert 0 < host["min"] <= host["median"] <= host["max"]
+    # On a CPU the host does the whole step: its time is the step time, E environments at a time.
+    assert host["median"] == pytest.approx(1e6 * record["num_envs"] / rate, rel=0.5)
+    assert f"host {host['median']:.1f} us per step" in bench.summary(record)
+
+
+@pytest.mark.parametrize("graphs", ["on", "both"])
+@pytest.mark.parametrize("tier", ["sim", "train"])
+def test_graphs_on_where_none_can_be_captured_is_a_clear_error(graphs, tier, tmp_path, capsys):
+    code = main(["bench", "--env", "tag_gridworld", "--num-envs", "1", "--backend", "numpy", "--tier", tier,
+                 "--graphs", graphs, "--steps", "2", "--repeats", "1", "--results-dir", str(tmp_path)])
+    assert code == 2
+    assert "CUDA graphs need the cuda backend on a GPU" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())

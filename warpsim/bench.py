@@ -35,6 +35,7 @@ from warpsim.environment import Environment
 from warpsim.errors import InvalidValueError, RunFileError
 from warpsim.files import make_directory, replace_atomically, usable_directory
 from warpsim.floor import UNKNOWN, floor_fields
+from warpsim.graph import EAGER
 from warpsim.registry import make
 
 Progress = Callable[[str], None]
@@ -80,12 +81,15 @@ NAMED_CONFIGS = {
 
 def run_sim(config: BenchConfig, backend: str = "auto", steps: int = 100, repeats: int = 5,
             warmup_steps: int = 10, seed: int = 0, max_seconds: float | None = None,
-            progress: Progress | None = None) -> dict:
+            progress: Progress | None = None, graphs: bool = False) -> dict:
     """Times the sim tier of ``config``; returns one result record (see docs/benchmarks.md).
 
     ``max_seconds`` (None: DEFAULT_MAX_SECONDS of the backend, ``math.inf``: no limit)
     bounds the warm-up and timed steps by scaling E down (see the module docstring).
+    With ``graphs`` a repeat replays the ``steps`` steps captured as one CUDA graph
+    (``Environment.graph``); the record's ``launches`` says which ran.
     """
+    check_graphs(graphs, backend)
     for name, value, low in (("steps", steps, 1), ("repeats", repeats, 1), ("warmup_steps", warmup_steps, 1)):
         if not isinstance(value, int) or value < low:
             raise InvalidValueError(f"{name}={value!r} is not allowed; give an integer >= {low}")
@@ -102,18 +106,35 @@ def run_sim(config: BenchConfig, backend: str = "auto", steps: int = 100, repeat
     startup = time.perf_counter() - started
     for _ in range(warmup_steps):
         env.step()
+    graph = env.graph(steps) if graphs else None
+    if graph is not None:
+        graph.replay()  # the capture
     synchronize(env)
 
-    rates = []
+    rates, host_seconds = [], []
     for repeat in range(repeats):
         begin = time.perf_counter()
-        for _ in range(steps):
-            env.step()
+        if graph is not None:
+            graph.replay()
+        else:
+            for _ in range(steps):
+                env.step()
+        host_seconds.append((time.perf_counter() - begin) / steps)
         synchronize(env)
         rates.append(steps * env.num_envs / (time.perf_counter() - begin))
         if progress:
             progress(f"repeat {repeat + 1}/{repeats}: {rates[-1] * env.num_agents:.3e} agent-steps/s")
-    return make_record(config, env, rates, startup, steps, repeats, warmup_steps, max_seconds)
+    return make_record(config, env, rates, startup, steps, repeats, warmup_steps, max_seconds,
+                       launches=graph.launches if graph else EAGER, host_seconds=host_seconds)
+
+
+def check_graphs(graphs: bool, backend: str) -> None:
+    """Refuses timing CUDA graphs where none can be captured (the numpy backend, the simulator)."""
+    if not isinstance(graphs, bool):
+        raise InvalidValueError(f"graphs={graphs!r} is not allowed; give True (CUDA graphs) or False (eager)")
+    if graphs and (resolve_placement(backend).backend != "cuda" or simulator_enabled()):
+        raise InvalidValueError(f"graphs on with backend={backend!r}: CUDA graphs need the cuda backend on a GPU "
+                                f"(here steps would run eagerly); time it with graphs off")
 
 
 def fit_to_time(requested_envs: int, seconds_per_step: Callable[[int], float], steps: int, repeats: int,
@@ -181,7 +202,9 @@ def _spread(values: list[float]) -> dict:
 
 def make_record(config: BenchConfig, env: Environment, rates: list[float], startup: float, steps: int,
                 repeats: int, warmup_steps: int, max_seconds: float, tier: str = "sim",
-                precision: str = "fp32") -> dict:
+                precision: str = "fp32", launches: str = EAGER, host_seconds: list[float] | None = None) -> dict:
+    """The result record; ``host_seconds`` per step, if given, is the time until the host had launched
+    a repeat's work (before it waits for the device): ``host_us_per_step``."""
     params = env.params
     mapping = (f"one thread per agent, {THREADS_PER_BLOCK} threads per block"
                if env.backend == "cuda" else "NumPy, vectorised over environments and agents")
@@ -194,6 +217,7 @@ def make_record(config: BenchConfig, env: Environment, rates: list[float], start
         "device": _device_of(env),
         "backend": env.backend,
         "precision": precision,
+        "launches": launches,
         "env": env.name or type(env).__name__,
         "requested_num_envs": config.num_envs,
         "num_envs": env.num_envs,
@@ -210,6 +234,7 @@ def make_record(config: BenchConfig, env: Environment, rates: list[float], start
         "env_steps_per_second": env_rates,
         "agent_steps_per_second": _spread([rate * env.num_agents for rate in rates]),
         "floor": floor_fields(env, env_rates["median"]),
+        **({"host_us_per_step": _spread([1e6 * seconds for seconds in host_seconds])} if host_seconds else {}),
     }
 
 
@@ -257,10 +282,12 @@ def summary(record: dict) -> str:
     env_rate = record["env_steps_per_second"]["median"]
     scaled = "" if record["num_envs"] == record["requested_num_envs"] else f" (of {record['requested_num_envs']})"
     return (f"{record['tier']} tier, {record['env']} E={record['num_envs']}{scaled} N={record['num_agents']} "
-            f"{record['observation']} on {record['backend']} ({record['device']}, {record['precision']}): "
+            f"{record['observation']} on {record['backend']} ({record['device']}, {record['precision']}, "
+            f"{record.get('launches', EAGER)} launches): "
             f"{agent:.3e} agent-steps/s "
             f"({env_rate:.3e} env-steps/s), median of {record['repeats']} x {record['steps_per_repeat']} steps; "
-            f"start-up {record['startup_seconds']:.1f} s")
+            f"start-up {record['startup_seconds']:.1f} s"
+            + (f"; host {record['host_us_per_step']['median']:.1f} us per step" if "host_us_per_step" in record else ""))
 
 
 def print_progress(message: str) -> None:

@@ -15,7 +15,8 @@ from __future__ import annotations
 import math
 import time
 
-from warpsim.bench import DEFAULT_MAX_SECONDS, BenchConfig, Progress, fit_to_time, make_record, synchronize
+from warpsim.bench import (DEFAULT_MAX_SECONDS, BenchConfig, Progress, check_graphs, fit_to_time, make_record,
+                           synchronize)
 from warpsim.device import resolve_placement
 from warpsim.errors import InvalidValueError
 from warpsim.registry import make
@@ -28,11 +29,13 @@ POLICY_TIERS = ("sim+policy", "train")
 
 def run_policy_tier(config: BenchConfig, tier: str, backend: str = "auto", precision: str = "auto",
                     steps: int = 32, repeats: int = 5, warmup_steps: int = 1, seed: int = 0,
-                    max_seconds: float | None = None, progress: Progress | None = None) -> dict:
+                    max_seconds: float | None = None, progress: Progress | None = None, graphs: bool = False) -> dict:
     """Times ``tier`` of ``config``; returns one result record like ``run_sim``'s.
 
-    ``warmup_steps`` counts untimed rollouts (or iterations) after start-up.
+    ``warmup_steps`` counts untimed rollouts (or iterations) after start-up. With ``graphs``
+    each rollout replays one captured CUDA graph (the trainer's ``graphs="on"``).
     """
+    check_graphs(graphs, backend)
     if tier not in POLICY_TIERS:
         raise InvalidValueError(f"tier={tier!r} is not a policy tier; allowed: {', '.join(POLICY_TIERS)}")
     if precision not in PRECISIONS:
@@ -52,7 +55,8 @@ def run_policy_tier(config: BenchConfig, tier: str, backend: str = "auto", preci
     def trainer_for(num_envs: int) -> Trainer:
         return Trainer(TrainConfig(env=env_id, env_params=dict(config.params), num_envs=num_envs,
                                    backend=backend, precision=precision, rollout_steps=steps,
-                                   iterations=1_000_000, seed=seed, anneal_lr=False))
+                                   iterations=1_000_000, seed=seed, anneal_lr=False,
+                                   graphs="on" if graphs else "off"))
 
     run_once = (lambda trainer: trainer.rollout()) if tier == "sim+policy" else Trainer.iterate
 
@@ -73,19 +77,20 @@ def run_policy_tier(config: BenchConfig, tier: str, backend: str = "auto", preci
     run_once(trainer)
     synchronize(trainer.env)
     startup = time.perf_counter() - started
-    for _ in range(warmup_steps):
+    for _ in range(warmup_steps):  # with graphs, the start-up's rollout was the eager warm-up; this one captures
         run_once(trainer)
     synchronize(trainer.env)
-    rates = []
+    rates, host_seconds = [], []
     for repeat in range(repeats):
         begin = time.perf_counter()
         run_once(trainer)
+        host_seconds.append((time.perf_counter() - begin) / steps)
         synchronize(trainer.env)
         rates.append(steps * num_envs / (time.perf_counter() - begin))
         if progress:
             progress(f"{tier} repeat {repeat + 1}/{repeats}: {rates[-1] * trainer.env.num_agents:.3e} agent-steps/s")
     record = make_record(config, trainer.env, rates, startup, steps, repeats, warmup_steps, max_seconds,
-                     tier=tier, precision=trainer.precision)
+                         tier=tier, precision=trainer.precision, launches=trainer.launches, host_seconds=host_seconds)
     record["networks"] = {"hidden_size": trainer.config.hidden_size, "hidden_layers": trainer.config.hidden_layers,
                           "parameters": sum(p.numel() for p in trainer.policies.parameters())}
     if tier == "train":

@@ -62,6 +62,9 @@ def plain_text(docstring: str | None) -> str:
     return re.sub(r"``(.*?)``", r"\1", re.sub(r":[a-z]+:`([^`]*)`", r"\1", docstring or ""), flags=re.DOTALL)
 
 
+GRAPH_CHOICES = ("off", "on", "both")
+
+
 def _add_bench(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", choices=sorted(bench.NAMED_CONFIGS) + sorted(NAMED_SWEEPS),
                         help="a named config or sweep of docs/benchmarks.md (other options override a config)")
@@ -79,6 +82,9 @@ def _add_bench(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--precision", action="append", choices=PRECISIONS,
                         help="network precision of the policy tiers (repeatable; default auto: bf16 on CUDA, "
                              "fp32 on a CPU)")
+    parser.add_argument("--graphs", choices=GRAPH_CHOICES, default="off",
+                        help="off (default): every launch eager; on: each repeat replays its steps (sim) or rollout "
+                             "(policy tiers) captured as one CUDA graph (GPU only); both: one record each")
     parser.add_argument("--no-baseline", action="store_true",
                         help="on a GPU, skip the NumPy backend run of the same config that is otherwise "
                              "timed next to each figure")
@@ -101,6 +107,8 @@ def _run_bench(args) -> int:
     if simulator_enabled() and resolve_placement(args.backend).backend == "cuda":
         raise InvalidValueError(f"--backend {args.backend} runs the kernels on the CUDA simulator here: it checks "
                          f"them, it is not timed (use a GPU, or --backend numpy)")
+    if args.graphs != "off":
+        bench.check_graphs(True, args.backend)  # before the eager run of --graphs both
     if not args.no_save:
         usable_directory(args.results_dir, "results directory")  # before the timing, not after it
     options = dict(backend=args.backend, steps=args.steps, repeats=args.repeats, warmup_steps=args.warmup,
@@ -110,7 +118,8 @@ def _run_bench(args) -> int:
             if given:
                 raise InvalidValueError(f"{option} does not combine with --config {args.config}: a sweep runs the "
                                  f"config of docs/benchmarks.md (vary one with --config train-ref or headline)")
-        records = run_sweep(NAMED_SWEEPS[args.config], args.values, args.num_envs, **options)
+        records = (record for graphs in _graph_runs(args) for record in
+                   run_sweep(NAMED_SWEEPS[args.config], args.values, args.num_envs, graphs=graphs, **options))
     elif args.values:
         raise InvalidValueError(f"--values gives the points of a sweep; use it with --config "
                          f"{' or '.join(sorted(NAMED_SWEEPS))}")
@@ -127,14 +136,22 @@ def _run_tiers(config: bench.BenchConfig, args, options: dict):
     """Each asked tier (and precision), each followed on a GPU by the NumPy baseline and the ratio."""
     for tier in args.tier or ["sim"]:
         for precision in (["fp32"] if tier == "sim" else args.precision or ["auto"]):
-            record = _run_tier(config, tier, precision, options)
-            yield record
+            for graphs in _graph_runs(args):
+                record = _run_tier(config, tier, precision, {**options, "graphs": graphs})
+                yield record
             if record["backend"] == "cuda" and not args.no_baseline and not simulator_enabled():
-                baseline = _run_tier(config, tier, precision, {**options, "backend": "numpy", "max_seconds": None})
+                baseline = _run_tier(config, tier, precision,
+                                     {**options, "backend": "numpy", "max_seconds": None, "graphs": False})
                 yield baseline
                 ratio = (record["agent_steps_per_second"]["median"]
                          / baseline["agent_steps_per_second"]["median"])
-                print(f"{tier} {record['precision']}: GPU / NumPy = {ratio:,.1f}x per agent-step", flush=True)
+                print(f"{tier} {record['precision']} {record['launches']}: GPU / NumPy = {ratio:,.1f}x per agent-step",
+                      flush=True)
+
+
+def _graph_runs(args) -> list[bool]:
+    """Whether each run of a config replays CUDA graphs, from --graphs."""
+    return {"off": [False], "on": [True], "both": [False, True]}[args.graphs]
 
 
 def _run_tier(config: bench.BenchConfig, tier: str, precision: str, options: dict) -> dict:
