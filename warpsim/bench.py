@@ -286,8 +286,12 @@ def summary(record: dict) -> str:
             f"{record.get('launches', EAGER)} launches): "
             f"{agent:.3e} agent-steps/s "
             f"({env_rate:.3e} env-steps/s), median of {record['repeats']} x {record['steps_per_repeat']} steps; "
-            f"start-up {record['startup_seconds']:.1f} s"
-            + (f"; host {record['host_us_per_step']['median']:.1f} us per step" if "host_us_per_step" in record else ""))
+            f"start-up {record['startup_seconds']:.1f} s" + _host_time(record))
+
+
+def _host_time(record: dict) -> str:
+    host = record.get("host_us_per_step")
+    return f"; host {host['median']:.1f} us per step" if host else ""
 
 
 def print_progress(message: str) -> None:

@@ -15,8 +15,15 @@ from __future__ import annotations
 import math
 import time
 
-from warpsim.bench import (DEFAULT_MAX_SECONDS, BenchConfig, Progress, check_graphs, fit_to_time, make_record,
-                           synchronize)
+from warpsim.bench import (
+    DEFAULT_MAX_SECONDS,
+    BenchConfig,
+    Progress,
+    check_graphs,
+    fit_to_time,
+    make_record,
+    synchronize,
+)
 from warpsim.device import resolve_placement
 from warpsim.errors import InvalidValueError
 from warpsim.registry import make

@@ -10,8 +10,8 @@ returns stay float32, stored actions int32.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
 import os
+from collections.abc import Callable
 
 import torch
 from torch.nn.parallel import DistributedDataParallel
