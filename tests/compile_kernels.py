@@ -52,7 +52,7 @@ def recorded_launches(env):
     env.launch = recorder
     env.step_cuda()
     env.reset_cuda(env.views.done)
-    launches.append((count_resets, (env.views.done, env.views.episode)))
+    launches.append((count_resets, (env.views.done, env.views.episode)))  # the runtime's, whether launched or not
     return launches
 
 

@@ -149,6 +149,11 @@ class Environment:
     params: Any
     """The ``Params`` instance the environments were made with."""
 
+    counts_resets: ClassVar[bool] = False
+    """True when ``reset_cuda`` itself advances ``state.episode`` of the environments it resets
+    (in a per-environment kernel it launches anyway, after the kernels that draw from the
+    counter): the runtime then launches no ``count_resets`` of its own, one launch fewer a step."""
+
     BUFFERS: ClassVar[tuple[str, ...]] = ("observations", "actions", "rewards", "done")
     """Tensors the kernels hold views of: bound once, then only written into."""
 
@@ -286,8 +291,7 @@ class Environment:
                                  f"expected bool[{self.num_envs}] (one flag per environment)")
             self._reset_mask.copy_(mask)
         if self.placement.runs_kernels:
-            self.reset_cuda(self._reset_mask_view)
-            self.launch(count_resets, self.num_envs, self._reset_mask_view, self.views.episode)
+            self._reset_kernels(self._reset_mask_view)
         else:
             envs = np.flatnonzero(self._reset_mask_view)
             if envs.size:
@@ -324,8 +328,7 @@ class Environment:
             self.step_cuda()
             torch.logical_and(self.done, self.game_over(), out=self.terminated)
             if auto_reset:
-                self.reset_cuda(self.views.done)
-                self.launch(count_resets, self.num_envs, self.views.done, self.views.episode)
+                self._reset_kernels(self.views.done)
         else:
             self.step_numpy()
             torch.logical_and(self.done, self.game_over(), out=self.terminated)
@@ -333,6 +336,11 @@ class Environment:
             if auto_reset and finished.size:
                 self.reset_numpy(finished)
                 self.views.episode[finished] += 1
+
+    def _reset_kernels(self, mask: Any) -> None:
+        self.reset_cuda(mask)
+        if not self.counts_resets:
+            self.launch(count_resets, self.num_envs, mask, self.views.episode)
 
     def graph(self, steps: int = 1) -> StepGraph:
         """``steps`` auto-resetting steps captured as one CUDA graph; ``replay()`` runs them.

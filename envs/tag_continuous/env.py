@@ -31,6 +31,7 @@ class TagContinuous(Environment):
 
     name = "tag_continuous"
     Params = TagContinuousParams
+    counts_resets = True
 
     def describe(self) -> EnvSpec:
         p = self.params
@@ -129,7 +130,7 @@ class TagContinuous(Environment):
         self.launch(kernels.reset_agents, agents, mask, self.seed, v.episode, c.grid_length,
                     v.loc_x, v.loc_y, v.speed, v.direction, v.acceleration, v.still_in_game)
         self.launch(kernels.reset_envs, self.num_envs, mask, np.int32(p.num_runners),
-                    v.t, v.num_runners_left)
+                    v.t, v.num_runners_left, v.episode)
         self._observe(mask)
 
     def step_cuda(self) -> None:

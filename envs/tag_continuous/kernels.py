@@ -273,12 +273,15 @@ def reset_agents(mask, seed, episode, grid_length,
 
 
 @cuda.jit
-def reset_envs(mask, num_runners, t, num_runners_left):
-    """Per-environment part of a reset where ``mask`` is set.
+def reset_envs(mask, num_runners, t, num_runners_left, episode):
+    """Per-environment part of a reset where ``mask`` is set, after ``reset_agents`` (which
+    reads the episode counter).
 
-    mask bool[E]; num_runners int32; t int32[E]; num_runners_left int32[E].
+    mask bool[E]; num_runners int32; t int32[E]; num_runners_left int32[E];
+    episode int32[E] (advanced by one).
     """
     e = cuda.grid(1)
     if e < t.shape[0] and mask[e]:
         t[e] = 0
         num_runners_left[e] = num_runners
+        episode[e] += np.int32(1)

@@ -19,6 +19,7 @@ class TagGridworld(Environment):
 
     name = "tag_gridworld"
     Params = TagGridworldParams
+    counts_resets = True
 
     def describe(self) -> EnvSpec:
         p = self.params
@@ -81,7 +82,7 @@ class TagGridworld(Environment):
         agents = self.num_envs * self.num_agents
         self.launch(kernels.reset_agents, agents, mask, self.seed, v.episode, p.fixed_start,
                     c.grid_length, c.start_cells, v.loc_x, v.loc_y)
-        self.launch(kernels.reset_envs, self.num_envs, mask, v.t)
+        self.launch(kernels.reset_envs, self.num_envs, mask, v.t, v.episode)
         self._observe(mask)
 
     def step_cuda(self) -> None:

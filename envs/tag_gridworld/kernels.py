@@ -175,11 +175,13 @@ def reset_agents(mask, seed, episode, fixed_start, grid_length, start_cells, loc
 
 
 @cuda.jit
-def reset_envs(mask, t):
-    """Per-environment part of a reset where ``mask`` is set. One thread per environment.
+def reset_envs(mask, t, episode):
+    """Per-environment part of a reset where ``mask`` is set, after ``reset_agents`` (which
+    reads the episode counter). One thread per environment.
 
-    mask bool[E]; t int32[E] (written).
+    mask bool[E]; t int32[E] (written); episode int32[E] (advanced by one).
     """
     e = cuda.grid(1)
     if e < t.shape[0] and mask[e]:
         t[e] = 0
+        episode[e] += np.int32(1)
