@@ -30,6 +30,7 @@ DOCS_DIR = ROOT / "docs"
 TEMPLATE = Path(__file__).with_name("report_template.md")
 TABLE_CONFIGS = ("headline", "train-ref", "grid")
 CPU_BASELINE_PREFIX = "cpu-baseline-N"
+LAUNCHES = ("eager", "cuda-graph")
 TIERS = ("sim", "sim+policy", "train")
 PRECISIONS = ("fp32", "bf16", "fp64")
 REQUIRED = ("date", "device", "num_envs", "num_agents", "agent_steps_per_second")
@@ -49,9 +50,9 @@ def _normalized(record: dict, where: str) -> dict:
     missing = [name for name in REQUIRED if name not in record]
     if missing:
         raise ValueError(f"{where} lacks {', '.join(missing)}; every record needs {', '.join(REQUIRED)}")
-    record = {"tool": "warpsim", "tier": "sim", "precision": "fp32", "backend": "-",
+    record = {"tool": "warpsim", "tier": "sim", "precision": "fp32", "backend": "-", "launches": "eager",
               "requested_num_envs": record["num_envs"], **record}
-    for name, allowed in (("tier", TIERS), ("precision", PRECISIONS)):
+    for name, allowed in (("tier", TIERS), ("precision", PRECISIONS), ("launches", LAUNCHES)):
         if record[name] not in allowed:
             raise ValueError(f"{where} has {name}={record[name]!r}; allowed: {', '.join(allowed)}")
     record["config"] = record.get("config") or _inferred_config(record)
@@ -86,7 +87,12 @@ def on_gpu(record: dict) -> bool:
 
 def series_of(record: dict) -> tuple:
     """What one line of a plot (one group of a table) holds fixed."""
-    return record["tool"], record["backend"], record["tier"], record["precision"], record["device"]
+    return record["tool"], record["backend"], record["tier"], _precision(record), record["device"]
+
+
+def _precision(record: dict) -> str:
+    """The precision, and the launches where they are CUDA graphs (eager is the default)."""
+    return record["precision"] + (" cuda-graph" if record["launches"] == "cuda-graph" else "")
 
 
 def latest(records: list[dict], size: str | None = None) -> list[dict]:
@@ -161,7 +167,7 @@ def config_table(records: list[dict]) -> str:
         versus_warpsim = _ratio(rate(gpu) / rate(record)) if gpu and record["tool"] != "warpsim" else "-"
         env_rate = record.get("env_steps_per_second")
         env_rate = env_rate["median"] if isinstance(env_rate, dict) else env_rate
-        rows.append([record["config"], record["tool"], record["backend"], record["tier"], record["precision"],
+        rows.append([record["config"], record["tool"], record["backend"], record["tier"], _precision(record),
                      record["device"], _num_envs(record), str(record["num_agents"]), _si(rate(record)),
                      _si(env_rate) if env_rate else "-", versus_numpy, versus_warpsim, record["date"][:10]])
     if not rows:

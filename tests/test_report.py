@@ -105,3 +105,18 @@ def test_the_cpu_baseline_table_compares_the_newest_run_with_each_tool(tmp_path)
     assert "| 110 | vmas | cpu | 1024 |" in table and "100.0x" in table
     assert "5,000.0x" in table, "mpe2 computes in float64, which the report accepts"
     assert "1.000e+03" not in table, "only the newest run is shown"
+
+
+def test_eager_and_graph_records_of_one_config_are_rows_of_their_own(results, tmp_path):
+    path = results / "nvidia-h100-80gb-hbm3.json"
+    path.write_text(json.dumps([record("train-ref", "cuda", 2e8, num_agents=110, tier="train", launches="eager"),
+                                record("train-ref", "cuda", 9e8, num_agents=110, tier="train", launches="cuda-graph",
+                                       date="2026-12-01T11:00:00+00:00")]))
+    page = load_report().render(results, tmp_path / "docs").read_text()
+    rows = {tuple(cell.strip() for cell in line.split("|")[1:7]) for line in page.splitlines()
+            if line.startswith("| ") and "|---" not in line}
+    assert ("train-ref", "warpsim", "cuda", "train", "fp32", H100) in rows
+    assert ("train-ref", "warpsim", "cuda", "train", "fp32 cuda-graph", H100) in rows
+    path.write_text(json.dumps([record("train-ref", "cuda", 2e8, launches="replayed")]))
+    with pytest.raises(ValueError, match="launches='replayed'; allowed: eager, cuda-graph"):
+        load_report().render(results, tmp_path / "docs")
