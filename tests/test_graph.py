@@ -74,9 +74,25 @@ def test_checked_mode_refuses_bad_host_actions_at_once(backend):
 
 
 @pytest.mark.parametrize("backend", ["numpy", "cuda"])
-def test_checked_mode_reports_bad_device_actions_at_the_next_check(backend):
+def test_on_the_cpu_checked_mode_refuses_bad_actions_and_state_before_every_step(backend):
     env = warpsim.make("tag_continuous", 2, backend=backend, **SMALL)
-    env.actions[0, 1, 1] = -1  # written in place: on a GPU this is device memory, never read per step
+    assert env.check_every == 1  # a read costs nothing where the arrays are on the host
+    env.actions[0, 1, 1] = -1
+    t = env.state.t.clone()
+    with pytest.raises(InvalidValueError, match=r"action index -1 of component 1 \(env 0, agent 1\) is out of range"):
+        env.step()
+    env.actions.zero_()
+    env.state.speed[1, 0] = float("nan")
+    with pytest.raises(InvalidValueError, match=r"state.speed\[1, 0\] = nan"):
+        env.step()
+    assert torch.equal(env.state.t, t)  # neither step ran
+
+
+@pytest.mark.parametrize("backend", ["numpy", "cuda"])
+def test_with_check_every_bad_device_actions_are_reported_at_the_next_check(backend):
+    env = warpsim.make("tag_continuous", 2, backend=backend, **SMALL)
+    env.check_every = CHECK_EVERY  # the GPU's default: no host read per step
+    env.actions[0, 1, 1] = -1  # written in place: on a GPU this is device memory
     env.step()
     env.actions.zero_()
     for _ in range(CHECK_EVERY - 2):
@@ -92,17 +108,27 @@ def test_checked_mode_reports_bad_device_actions_at_the_next_check(backend):
 
 
 @pytest.mark.parametrize("backend", ["numpy", "cuda"])
-def test_checked_mode_reports_an_invalid_state_at_the_next_check(backend):
+def test_with_check_every_an_invalid_state_is_reported_at_the_next_check(backend):
     env = warpsim.make("tag_continuous", 2, backend=backend, num_runners=3)
+    env.check_every = 3
     env.state.direction[0, 1] = float("nan")
-    env.step()  # trusted until the next check (no host read per step)
+    env.step()
+    env.step()  # trusted until the next check
     with pytest.raises(InvalidValueError, match=r"state.\w+\[0, 1\] = nan"):
-        env.check()
+        env.step()
     unchecked = warpsim.make("tag_continuous", 2, backend=backend, num_runners=3, checked=False)
     unchecked.actions.fill_(-5)
-    for _ in range(CHECK_EVERY):
+    for _ in range(3):
         unchecked.step()  # unchecked: nothing is flagged or read
     unchecked.check()
+
+
+@pytest.mark.parametrize("steps", [0, -2, 2.0, True, None])
+def test_check_every_must_be_a_positive_integer(steps):
+    env = warpsim.make("tag_gridworld", 1, backend="numpy")
+    with pytest.raises(InvalidValueError, match=f"check_every={steps!r} is not allowed; give an integer >= 1"):
+        env.check_every = steps
+    assert env.check_every == 1
 
 
 @pytest.mark.gpu
@@ -122,6 +148,7 @@ def test_replaying_a_captured_graph_equals_eager_stepping_on_the_gpu(seed, env_i
 @pytest.mark.gpu
 def test_a_stale_capture_is_captured_again_on_the_gpu():
     env = warpsim.make("tag_continuous", 4, backend="cuda", **SMALL)
+    assert env.check_every == CHECK_EVERY
     graph = env.graph(steps=3)
     graph.replay()
     graph.replay()

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from warpsim.graph import StepGraph
 
 CHECK_EVERY = 64
-"""Checked mode reads its device-side flags back every this many steps (and at ``check()``)."""
+"""On a GPU, checked mode reads its device-side findings back every this many steps (``check_every``)."""
 STATE_DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64")
 
 
@@ -217,6 +217,7 @@ class Environment:
         self._reset_mask_view = kernel_view(self._reset_mask)
         self._bad_actions_seen = torch.zeros((), dtype=torch.bool, device=device_)
         self._steps_since_check = 0
+        self.check_every = CHECK_EVERY if self.placement.on_gpu else 1
         self.launch = Launcher(self.placement)
         self._constants: list[torch.Tensor] = []
         self.setup()
@@ -317,10 +318,31 @@ class Environment:
         if actions is not None:
             self._write_actions(actions)
         elif self.checked:
-            self._flag_bad_actions(self.actions)
+            self._check_device_actions(self.actions)
+        if self.checked and self.check_every == 1:
+            self.check()  # before the step: an invalid state never reaches the kernels
         self._advance(auto_reset)
-        self._count_checked_steps(1)
+        if self.check_every > 1:
+            self._count_checked_steps(1)
         return self.observations, self.rewards, self.done
+
+    @property
+    def check_every(self) -> int:
+        """Checked mode's interval, in steps, between reads of its findings (``check()``).
+
+        1 (the default on the CPU, where a read costs nothing): before every step, actions
+        out of range and an invalid state are refused at once. ``CHECK_EVERY`` (the default on
+        a GPU, where a read makes the host wait for the device): actions already on the device
+        are checked there into a flag, and the flag and the state are read every so many steps.
+        Actions given from the host to ``step(actions)`` are always checked at once."""
+        return self._check_every
+
+    @check_every.setter
+    def check_every(self, steps: int) -> None:
+        if not isinstance(steps, (int, np.integer)) or isinstance(steps, bool) or steps < 1:
+            raise InvalidValueError(f"check_every={steps!r} is not allowed; give an integer >= 1 (steps between "
+                                    f"checked mode's reads; 1: before every step)")
+        self._check_every = int(steps)
 
     def _advance(self, auto_reset: bool) -> None:
         """The step itself: kernels (or the reference), ``terminated``, and the auto-reset."""
@@ -441,7 +463,7 @@ class Environment:
         if actions.dtype not in (torch.int32, torch.int16, torch.int8, torch.uint8):
             actions = actions.clamp(-2**31, 2**31 - 1)  # out of range stays out of range (and is clamped)
         if self.checked and actions.device.type != "cpu":
-            self._flag_bad_actions(actions)
+            self._check_device_actions(actions)
         self.actions.copy_(actions)
 
     def _bad_actions(self, actions: torch.Tensor) -> torch.Tensor:
@@ -457,14 +479,22 @@ class Environment:
                 f"action index {value} of component {component} (env {env}, agent {agent}) is out "
                 f"of range; allowed: 0..{self.spec.action_levels[component] - 1}")
 
+    def _check_device_actions(self, actions: torch.Tensor) -> None:
+        """Checked mode, actions in the environment's memory: refused at once with ``check_every``
+        1 (a host read), else flagged on the device for the next ``check()``."""
+        if self.check_every == 1:
+            self._check_host_actions(actions)
+        else:
+            self._flag_bad_actions(actions)
+
     def _flag_bad_actions(self, actions: torch.Tensor) -> None:
-        """Checked mode, actions on the device: remembered in a device flag, read by ``check()``."""
         torch.logical_or(self._bad_actions_seen, self._bad_actions(actions).any(), out=self._bad_actions_seen)
 
     def _count_checked_steps(self, steps: int) -> None:
+        """Counts steps taken without a check; checks when ``check_every`` is reached."""
         if self.checked:
             self._steps_since_check += steps
-            if self._steps_since_check >= CHECK_EVERY:
+            if self._steps_since_check >= self.check_every:
                 self.check()
 
     def check(self) -> None:
@@ -472,9 +502,9 @@ class Environment:
         InvalidValueError if an action index out of range reached the device since the last
         check, or if the state is invalid now (``validate_state()``).
 
-        Checked mode calls it every ``CHECK_EVERY`` steps; call it yourself for an earlier
-        report (e.g. after each step while debugging). Actions given from the host to
-        ``step(actions)`` are checked at once, before they are copied in."""
+        Checked mode calls it every ``check_every`` steps; call it yourself for an earlier
+        report. Actions given from the host to ``step(actions)`` are checked at once, before
+        they are copied in."""
         steps, self._steps_since_check = self._steps_since_check, 0
         state_flags = (self._state_violations(array).any() for array in self._checked_state)
         flags = torch.stack([self._bad_actions_seen, *state_flags])
@@ -486,7 +516,7 @@ class Environment:
             raise InvalidValueError(
                 f"an action index out of range reached env.actions on the device within the last {steps} step(s) "
                 f"(the kernels clamped it to the nearest valid index); allowed: {allowed}. Actions given from "
-                f"the host to step(actions) are checked at once; call env.check() after each step to find the step")
+                f"the host to step(actions) are checked at once; set env.check_every = 1 to find the step")
         self.validate_state()
 
     @functools.cached_property
@@ -508,7 +538,7 @@ class Environment:
 
         The step trusts the state it is given: a value written by hand is not checked
         when it is written. Call this after writing state; checked mode (``checked=True``)
-        calls it every ``CHECK_EVERY`` steps, in ``check()``.
+        calls it every ``check_every`` steps (before every step on the CPU), in ``check()``.
         """
         for array in self._checked_state:
             bad = self._state_violations(array)
