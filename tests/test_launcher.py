@@ -9,6 +9,7 @@ import torch
 from numba import cuda
 
 import warpsim
+from warpsim import device
 from warpsim.device import Launcher, resolve_placement
 from warpsim.errors import InvalidTypeError
 
@@ -101,3 +102,67 @@ def test_every_shipped_environment_launches_numpy_scalars_only():
         env = warpsim.make(env_id, 2, backend="cuda")
         for _ in range(2):
             env.step()
+
+
+def test_a_launch_is_marshalled_once_and_then_replayed_as_it_was(monkeypatch):
+    """The Launcher's cache of prepared launches, with a stand-in for the GPU-only preparation."""
+    prepared = []
+
+    def prepare(configured, args):
+        prepared.append(args)
+        return lambda: configured(*args)  # on a GPU: the packed arguments handed to the driver
+
+    monkeypatch.setattr(device, "prepared_launch", prepare)
+    values = warpsim.make("beacon", 1, backend="cuda").views.pos_x[0]
+    start = values.copy()
+    launcher = cuda_launcher()
+    assert not launcher.prepare_arguments  # off where nothing is a GPU
+    launcher.prepare_arguments = True
+    for factor, times in ((np.float32(0.5), 3), (np.float32(2.0), 2)):
+        for _ in range(times):
+            launcher(scale, values.size, factor, values)
+    assert np.array_equal(values, start * np.float32(0.125) * np.float32(4.0))
+    assert [args[0] for args in prepared] == [0.5, 2.0]  # once per scalar value, then replayed
+    with pytest.raises(InvalidTypeError, match="is the Python float 0.5"):
+        launcher(scale, values.size, 0.5, values)  # never prepared, so still refused
+
+
+def test_a_prepared_launch_the_driver_refuses_falls_back_to_numba(monkeypatch):
+    def refused():
+        raise TypeError("unsupported kernel argument")
+
+    monkeypatch.setattr(device, "prepared_launch", lambda configured, args: refused)
+    values = warpsim.make("beacon", 1, backend="cuda").views.pos_x[0]
+    start = values.copy()
+    launcher = cuda_launcher()
+    launcher.prepare_arguments = True
+    for _ in range(3):
+        launcher(scale, values.size, np.float32(0.5), values)
+    assert np.array_equal(values, start * np.float32(0.125))
+    assert [launch for launch, _ in launcher._prepared.values()] == [None]
+
+
+def test_without_a_gpu_there_is_nothing_to_prepare():
+    values = warpsim.make("beacon", 1, backend="cuda").views.pos_x[0]
+    configured = scale[1, 8, 0, 0]
+    assert device.prepared_launch(configured, (np.float32(1.0), values)) is None
+
+
+@pytest.mark.gpu
+def test_prepared_launches_step_as_numba_launches_do_on_the_gpu():
+    params = dict(num_taggers=2, num_runners=10, episode_length=6, use_full_observation=False,
+                  num_other_agents_observed=3)
+    prepared, plain = (warpsim.make("tag_continuous", 8, backend="cuda", seed=3, **params) for _ in range(2))
+    plain.launch.prepare_arguments = False
+    rng = np.random.default_rng(0)
+    levels = np.array(prepared.spec.action_levels)
+    for _ in range(20):
+        actions = (rng.random(tuple(prepared.actions.shape)) * levels).astype(np.int32)
+        prepared.step(actions)
+        plain.step(actions)
+        for name, tensor in prepared.state.items():
+            assert torch.equal(tensor, getattr(plain.state, name)), name
+        assert torch.equal(prepared.observations, plain.observations)
+        assert torch.equal(prepared.rewards, plain.rewards)
+    assert any(launch is not None for launch, _ in prepared.launch._prepared.values())
+    assert not plain.launch._prepared

@@ -10,9 +10,11 @@ without a GPU.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,14 +109,17 @@ class Launcher:
 
     Numba stream objects and launch configurations are cached, so a launch does not wrap
     anything anew. Python numbers are refused as kernel arguments (see
-    :func:`refuse_python_numbers`).
+    :func:`refuse_python_numbers`). On a GPU each launch's arguments are also marshalled
+    only once (see :func:`prepared_launch`); ``prepare_arguments = False`` turns that off.
     """
 
     def __init__(self, placement: Placement):
         self._placement = placement
         self._streams: dict[int, object] = {}
         self._configured: dict[tuple[Any, int, int, int], Any] = {}
+        self._prepared: dict[tuple, tuple[Callable[[], Any] | None, tuple]] = {}
         self.threads_per_block = SIMULATOR_THREADS_PER_BLOCK if simulator_enabled() else THREADS_PER_BLOCK
+        self.prepare_arguments = placement.on_gpu
 
     def stream(self):
         if not self._placement.on_gpu:
@@ -135,9 +140,19 @@ class Launcher:
         self._launch(kernel, num_blocks, shared_bytes, args)
 
     def _launch(self, kernel, blocks: int, shared_bytes: int, args: tuple) -> None:
-        refuse_python_numbers(kernel, args)
         stream = self.stream()
         key = (kernel, blocks, shared_bytes, id(stream))
+        if self.prepare_arguments:
+            # Arrays by identity (the entry keeps them alive, so an id is never reused), scalars by value.
+            launch_key = (key, *((type(a), a) if isinstance(a, (np.generic, bool)) else id(a) for a in args))
+            prepared = self._prepared.get(launch_key)
+            if prepared is not None and prepared[0] is not None:
+                try:
+                    prepared[0]()
+                    return
+                except (TypeError, ValueError):  # the packed arguments were refused before anything was launched
+                    self._prepared[launch_key] = (None, args)
+        refuse_python_numbers(kernel, args)
         configured = self._configured.get(key)
         if configured is None:
             with warnings.catch_warnings():
@@ -145,7 +160,49 @@ class Launcher:
                 warnings.filterwarnings("ignore", message=LOW_OCCUPANCY_WARNING)
                 configured = kernel[blocks, self.threads_per_block, stream, shared_bytes]
             self._configured[key] = configured
-        configured(*args)
+        configured(*args)  # through Numba: compiles the kernel at its first launch
+        if self.prepare_arguments and launch_key not in self._prepared and len(self._prepared) < MAX_PREPARED:
+            self._prepared[launch_key] = (prepared_launch(configured, args), args)
+
+
+MAX_PREPARED = 512
+"""Launches a Launcher keeps marshalled; beyond it (arguments made anew at every launch) Numba marshals them."""
+
+
+def prepared_launch(configured, args: tuple) -> Callable[[], Any] | None:
+    """The launch of ``configured`` (a Numba launch configuration) with ``args``, marshalled now
+    by Numba's own code and kept: a call then only hands the packed arguments to the driver.
+
+    Numba types, looks up and packs every argument at every launch (microseconds each, a
+    step's largest host cost); warpsim launches the same kernels on the same views of
+    buffers that never move, with the same scalars, so that work can be done once. None
+    where it does not apply (a launch that copies host arrays, a debug or launch-config
+    sensitive kernel, Numba internals other than expected): such launches go through Numba.
+    """
+    try:
+        # The very launch function, config class and version flag Numba's own launches use.
+        from numba.cuda.dispatcher import CUDA_CORE_GE_1_0, LaunchConfig, launch
+
+        dispatcher = configured.dispatcher
+        if (configured.pre_launch_callbacks or dispatcher.specialized or dispatcher._launch_config_sensitive
+                or dispatcher._launch_config_is_specialized):
+            return None
+        kernel = dispatcher.overloads[tuple(dispatcher.typeof_pyval(a) for a in args)]
+        if kernel.debug or kernel.extensions:
+            return None
+        writebacks: list = []
+        packed: list = []
+        for argument_type, value in zip(kernel.argument_types, args):
+            kernel._prepare_args(argument_type, value, configured.stream, writebacks, packed)
+        if writebacks:
+            return None
+        cooperative = {"is_cooperative" if CUDA_CORE_GE_1_0 else "cooperative_launch": kernel.cooperative}
+        config = LaunchConfig(grid=configured.griddim, block=configured.blockdim,
+                              shmem_size=configured.sharedmem, **cooperative)
+        function = kernel._codelibrary.get_cufunc().kernel
+    except (AttributeError, ImportError, KeyError, TypeError, NotImplementedError):
+        return None
+    return functools.partial(launch, configured.stream, config, function, *packed)
 
 
 def refuse_python_numbers(kernel, args: tuple) -> None:
