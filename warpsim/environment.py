@@ -19,129 +19,25 @@ launches and auto-resets finished environments, the same way for every environme
 
 from __future__ import annotations
 
-import functools
 import math
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import torch
 
+from warpsim.checked_mode import CHECK_EVERY, CheckedMode
 from warpsim.device import Launcher, available_bytes, kernel_view, resolve_placement
 from warpsim.errors import DoesNotFitError, InvalidTypeError, InvalidValueError
 from warpsim.kernels.random import seed_to_uint64
 from warpsim.kernels.reset import count_resets
+from warpsim.spec import STATE_DTYPES, ArrayNamespace, EnvSpec, Frame, StateArray
 
 if TYPE_CHECKING:
     from warpsim.graph import StepGraph
 
-CHECK_EVERY = 64
-"""On a GPU, checked mode reads its device-side findings back every this many steps (``check_every``)."""
-STATE_DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64")
 
 
-@dataclass(frozen=True)
-class StateArray:
-    """Declares one state array: its name, dtype and shape in terms of E and N.
-
-    ``dims`` holds ``"E"`` (environments), ``"N"`` (agents) or positive ints, e.g.
-    ``("E", "N")`` for a per-agent value or ``("N",)`` for a constant per agent.
-    ``bounds`` ``(low, high)``, if given, is the closed range every value keeps under
-    the rules: ``validate_state()`` refuses a value outside it (and any NaN or inf).
-    """
-
-    name: str
-    dtype: type
-    dims: tuple[str | int, ...]
-    doc: str = ""
-    bounds: tuple[float, float] | None = None
-
-    def shape(self, num_envs: int, num_agents: int) -> tuple[int, ...]:
-        sizes = {"E": num_envs, "N": num_agents}
-        return tuple(sizes[dim] if isinstance(dim, str) else dim for dim in self.dims)
-
-
-@dataclass(frozen=True)
-class EnvSpec:
-    """What an environment is made of, for given parameters.
-
-    ``action_levels[k]`` is the number of choices of action component k: a valid
-    index is in ``[0, action_levels[k] - 1]``. ``agent_roles[i]`` indexes
-    ``role_names``; agents of one role share a policy in the trainer.
-    ``counters`` names int32[E] state arrays that count events (tags, goals, ...)
-    since the environment was made, across resets: the trainer and ``warpsim
-    evaluate`` report how many happen per episode. ``write_order`` names arrays (state
-    arrays, ``"observations"``, ``"rewards"``, ``"done"``) in the order a step computes
-    them: ``warpsim check`` lists the arrays that differ at a step in this order, so the
-    first one named points at the cause (unnamed arrays follow in declaration order).
-    ``observation_label`` and ``distance_evaluations_per_step`` (optional) describe the
-    step to benchmark records: how agents observe (e.g. "full", "partial K=10") and the
-    pairwise distances (dx, dy, dx*dx + dy*dy) one environment step evaluates, for the
-    floor; left None, records say "unknown".
-    ``scratch`` declares working arrays of the kernels (e.g. a neighbour grid in global
-    memory): allocated once with the environment and counted in its memory check, but
-    neither state nor compared; kernels reach them as ``env.scratch.<name>``.
-    """
-
-    num_agents: int
-    observation_size: int
-    action_levels: tuple[int, ...]
-    state: tuple[StateArray, ...]
-    role_names: tuple[str, ...]
-    agent_roles: tuple[int, ...]
-    counters: tuple[str, ...] = ()
-    write_order: tuple[str, ...] = ()
-    observation_label: str | None = None
-    distance_evaluations_per_step: int | None = None
-    scratch: tuple[StateArray, ...] = ()
-
-
-@dataclass(frozen=True)
-class Frame:
-    """Where the agents of one environment are, for drawing it (``warpsim render``)."""
-
-    positions: np.ndarray
-    """float[N, 2], x and y of every agent."""
-    active: np.ndarray
-    """bool[N], False for agents out of the game (drawn faded)."""
-    extent: float
-    """The arena is the square [0, extent] x [0, extent]."""
-    time: int
-    """Steps since the environment's reset."""
-
-
-class ArrayNamespace:
-    """Arrays reachable by attribute; an attribute cannot be rebound, only written into."""
-
-    def __init__(self, arrays: dict):
-        object.__setattr__(self, "_arrays", dict(arrays))
-        for name, array in arrays.items():
-            object.__setattr__(self, name, array)
-
-    def __getattr__(self, name: str) -> Any:
-        # Only reached for names that are not arrays; the annotation lets type checkers
-        # accept ``state.loc_x`` for any environment's arrays.
-        raise AttributeError(f"no array named '{name}'; arrays: {', '.join(self.__dict__.get('_arrays', ()))}")
-
-    def __setattr__(self, name, value):
-        raise AttributeError(
-            f"cannot rebind '{name}': write into the array in place, e.g. state.{name}[...] = value")
-
-    def __iter__(self):
-        return iter(self._arrays)
-
-    def __contains__(self, name):
-        return name in self._arrays
-
-    def items(self):
-        return self._arrays.items()
-
-    def __repr__(self):
-        shapes = ", ".join(f"{name}{tuple(a.shape)}" for name, a in self._arrays.items())
-        return f"ArrayNamespace({shapes})"
-
-
-class Environment:
+class Environment(CheckedMode):
     """Base class of warpsim's batched environments (see the module docstring)."""
 
     name: ClassVar[str] = ""
@@ -326,24 +222,6 @@ class Environment:
             self._count_checked_steps(1)
         return self.observations, self.rewards, self.done
 
-    @property
-    def check_every(self) -> int:
-        """Checked mode's interval, in steps, between reads of its findings (``check()``).
-
-        1 (the default on the CPU, where a read costs nothing): before every step, actions
-        out of range and an invalid state are refused at once. ``CHECK_EVERY`` (the default on
-        a GPU, where a read makes the host wait for the device): actions already on the device
-        are checked there into a flag, and the flag and the state are read every so many steps.
-        Actions given from the host to ``step(actions)`` are always checked at once."""
-        return self._check_every
-
-    @check_every.setter
-    def check_every(self, steps: int) -> None:
-        if not isinstance(steps, (int, np.integer)) or isinstance(steps, bool) or steps < 1:
-            raise InvalidValueError(f"check_every={steps!r} is not allowed; give an integer >= 1 (steps between "
-                                    f"checked mode's reads; 1: before every step)")
-        self._check_every = int(steps)
-
     def _advance(self, auto_reset: bool) -> None:
         """The step itself: kernels (or the reference), ``terminated``, and the auto-reset."""
         if self.placement.runs_kernels:
@@ -465,91 +343,6 @@ class Environment:
         if self.checked and actions.device.type != "cpu":
             self._check_device_actions(actions)
         self.actions.copy_(actions)
-
-    def _bad_actions(self, actions: torch.Tensor) -> torch.Tensor:
-        return (actions < 0) | (actions >= self._action_levels)
-
-    def _check_host_actions(self, actions: torch.Tensor) -> None:
-        """Checked mode, actions on the host: refused at once, naming the first bad index."""
-        bad = self._bad_actions(actions)
-        if bool(bad.any()):
-            env, agent, component = (int(i) for i in bad.nonzero()[0])
-            value = int(actions[env, agent, component])
-            raise InvalidValueError(
-                f"action index {value} of component {component} (env {env}, agent {agent}) is out "
-                f"of range; allowed: 0..{self.spec.action_levels[component] - 1}")
-
-    def _check_device_actions(self, actions: torch.Tensor) -> None:
-        """Checked mode, actions in the environment's memory: refused at once with ``check_every``
-        1 (a host read), else flagged on the device for the next ``check()``."""
-        if self.check_every == 1:
-            self._check_host_actions(actions)
-        else:
-            self._flag_bad_actions(actions)
-
-    def _flag_bad_actions(self, actions: torch.Tensor) -> None:
-        torch.logical_or(self._bad_actions_seen, self._bad_actions(actions).any(), out=self._bad_actions_seen)
-
-    def _count_checked_steps(self, steps: int) -> None:
-        """Counts steps taken without a check; checks when ``check_every`` is reached."""
-        if self.checked:
-            self._steps_since_check += steps
-            if self._steps_since_check >= self.check_every:
-                self.check()
-
-    def check(self) -> None:
-        """Reads checked mode's device-side findings back (one host read) and raises
-        InvalidValueError if an action index out of range reached the device since the last
-        check, or if the state is invalid now (``validate_state()``).
-
-        Checked mode calls it every ``check_every`` steps; call it yourself for an earlier
-        report. Actions given from the host to ``step(actions)`` are checked at once, before
-        they are copied in."""
-        steps, self._steps_since_check = self._steps_since_check, 0
-        state_flags = (self._state_violations(array).any() for array in self._checked_state)
-        flags = torch.stack([self._bad_actions_seen, *state_flags])
-        if not bool(flags.any()):
-            return
-        if bool(flags[0]):
-            self._bad_actions_seen.zero_()
-            allowed = ", ".join(f"component {k}: 0..{levels - 1}" for k, levels in enumerate(self.spec.action_levels))
-            raise InvalidValueError(
-                f"an action index out of range reached env.actions on the device within the last {steps} step(s) "
-                f"(the kernels clamped it to the nearest valid index); allowed: {allowed}. Actions given from "
-                f"the host to step(actions) are checked at once; set env.check_every = 1 to find the step")
-        self.validate_state()
-
-    @functools.cached_property
-    def _checked_state(self) -> list[StateArray]:
-        """State arrays with something to check: float arrays (finite) and those with bounds."""
-        return [array for array in self.spec.state
-                if array.bounds is not None or getattr(self.state, array.name).is_floating_point()]
-
-    def _state_violations(self, array: StateArray) -> torch.Tensor:
-        tensor = getattr(self.state, array.name)
-        bad = ~torch.isfinite(tensor) if tensor.is_floating_point() else torch.zeros_like(tensor, dtype=torch.bool)
-        if array.bounds is not None:
-            bad |= (tensor < array.bounds[0]) | (tensor > array.bounds[1])
-        return bad
-
-    def validate_state(self) -> None:
-        """Raises InvalidValueError naming the first state array that holds NaN, inf, or a
-        value outside its declared ``bounds``: the array, the index and the value.
-
-        The step trusts the state it is given: a value written by hand is not checked
-        when it is written. Call this after writing state; checked mode (``checked=True``)
-        calls it every ``check_every`` steps (before every step on the CPU), in ``check()``.
-        """
-        for array in self._checked_state:
-            bad = self._state_violations(array)
-            if bool(bad.any()):
-                index = tuple(int(i) for i in bad.nonzero()[0])
-                value = getattr(self.state, array.name)[index].item()
-                finite = "a finite value" if getattr(self.state, array.name).is_floating_point() else "a value"
-                allowed = finite if array.bounds is None else \
-                    f"{finite} in [{array.bounds[0]:g}, {array.bounds[1]:g}]"
-                raise InvalidValueError(f"state.{array.name}[{', '.join(map(str, index))}] = {value!r} is not "
-                                        f"allowed; {array.name} holds {allowed} ({array.doc or 'see the spec'})")
 
 
 def as_input_tensor(value: Any, what: str) -> torch.Tensor:

@@ -1,0 +1,137 @@
+"""Checked mode: action indices in range and a valid state, without a host read per GPU step.
+
+Actions given from the host to ``step(actions)`` are checked on the host before they are
+copied in. What is already in the environment's memory (actions written in place, a tensor
+on its device, the state) is checked every ``check_every`` steps: 1 on the CPU, where a
+read costs nothing (refused before the step), ``CHECK_EVERY`` on a GPU (actions flagged on
+the device, the flag and the state read at intervals and by ``check()``).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import torch
+
+from warpsim.errors import InvalidValueError
+from warpsim.spec import ArrayNamespace, EnvSpec, StateArray
+
+CHECK_EVERY = 64
+"""On a GPU, checked mode reads its device-side findings back every this many steps (``check_every``)."""
+
+
+class CheckedMode:
+    """The checks of ``Environment`` (a base class of it)."""
+
+    spec: EnvSpec
+    state: ArrayNamespace
+    checked: bool
+    _action_levels: torch.Tensor
+    _bad_actions_seen: torch.Tensor
+    _steps_since_check: int
+    _check_every: int
+
+    @property
+    def check_every(self) -> int:
+        """Checked mode's interval, in steps, between reads of its findings (``check()``).
+
+        1 (the default on the CPU, where a read costs nothing): before every step, actions
+        out of range and an invalid state are refused at once. ``CHECK_EVERY`` (the default on
+        a GPU, where a read makes the host wait for the device): actions already on the device
+        are checked there into a flag, and the flag and the state are read every so many steps.
+        Actions given from the host to ``step(actions)`` are always checked at once."""
+        return self._check_every
+
+    @check_every.setter
+    def check_every(self, steps: int) -> None:
+        if not isinstance(steps, (int, np.integer)) or isinstance(steps, bool) or steps < 1:
+            raise InvalidValueError(f"check_every={steps!r} is not allowed; give an integer >= 1 (steps between "
+                                    f"checked mode's reads; 1: before every step)")
+        self._check_every = int(steps)
+
+
+    def _bad_actions(self, actions: torch.Tensor) -> torch.Tensor:
+        return (actions < 0) | (actions >= self._action_levels)
+
+    def _check_host_actions(self, actions: torch.Tensor) -> None:
+        """Checked mode, actions on the host: refused at once, naming the first bad index."""
+        bad = self._bad_actions(actions)
+        if bool(bad.any()):
+            env, agent, component = (int(i) for i in bad.nonzero()[0])
+            value = int(actions[env, agent, component])
+            raise InvalidValueError(
+                f"action index {value} of component {component} (env {env}, agent {agent}) is out "
+                f"of range; allowed: 0..{self.spec.action_levels[component] - 1}")
+
+    def _check_device_actions(self, actions: torch.Tensor) -> None:
+        """Checked mode, actions in the environment's memory: refused at once with ``check_every``
+        1 (a host read), else flagged on the device for the next ``check()``."""
+        if self.check_every == 1:
+            self._check_host_actions(actions)
+        else:
+            self._flag_bad_actions(actions)
+
+    def _flag_bad_actions(self, actions: torch.Tensor) -> None:
+        torch.logical_or(self._bad_actions_seen, self._bad_actions(actions).any(), out=self._bad_actions_seen)
+
+    def _count_checked_steps(self, steps: int) -> None:
+        """Counts steps taken without a check; checks when ``check_every`` is reached."""
+        if self.checked:
+            self._steps_since_check += steps
+            if self._steps_since_check >= self.check_every:
+                self.check()
+
+    def check(self) -> None:
+        """Reads checked mode's device-side findings back (one host read) and raises
+        InvalidValueError if an action index out of range reached the device since the last
+        check, or if the state is invalid now (``validate_state()``).
+
+        Checked mode calls it every ``check_every`` steps; call it yourself for an earlier
+        report. Actions given from the host to ``step(actions)`` are checked at once, before
+        they are copied in."""
+        steps, self._steps_since_check = self._steps_since_check, 0
+        state_flags = (self._state_violations(array).any() for array in self._checked_state)
+        flags = torch.stack([self._bad_actions_seen, *state_flags])
+        if not bool(flags.any()):
+            return
+        if bool(flags[0]):
+            self._bad_actions_seen.zero_()
+            allowed = ", ".join(f"component {k}: 0..{levels - 1}" for k, levels in enumerate(self.spec.action_levels))
+            raise InvalidValueError(
+                f"an action index out of range reached env.actions on the device within the last {steps} step(s) "
+                f"(the kernels clamped it to the nearest valid index); allowed: {allowed}. Actions given from "
+                f"the host to step(actions) are checked at once; set env.check_every = 1 to find the step")
+        self.validate_state()
+
+    @functools.cached_property
+    def _checked_state(self) -> list[StateArray]:
+        """State arrays with something to check: float arrays (finite) and those with bounds."""
+        return [array for array in self.spec.state
+                if array.bounds is not None or getattr(self.state, array.name).is_floating_point()]
+
+    def _state_violations(self, array: StateArray) -> torch.Tensor:
+        tensor = getattr(self.state, array.name)
+        bad = ~torch.isfinite(tensor) if tensor.is_floating_point() else torch.zeros_like(tensor, dtype=torch.bool)
+        if array.bounds is not None:
+            bad |= (tensor < array.bounds[0]) | (tensor > array.bounds[1])
+        return bad
+
+    def validate_state(self) -> None:
+        """Raises InvalidValueError naming the first state array that holds NaN, inf, or a
+        value outside its declared ``bounds``: the array, the index and the value.
+
+        The step trusts the state it is given: a value written by hand is not checked
+        when it is written. Call this after writing state; checked mode (``checked=True``)
+        calls it every ``check_every`` steps (before every step on the CPU), in ``check()``.
+        """
+        for array in self._checked_state:
+            bad = self._state_violations(array)
+            if bool(bad.any()):
+                index = tuple(int(i) for i in bad.nonzero()[0])
+                value = getattr(self.state, array.name)[index].item()
+                finite = "a finite value" if getattr(self.state, array.name).is_floating_point() else "a value"
+                allowed = finite if array.bounds is None else \
+                    f"{finite} in [{array.bounds[0]:g}, {array.bounds[1]:g}]"
+                raise InvalidValueError(f"state.{array.name}[{', '.join(map(str, index))}] = {value!r} is not "
+                                        f"allowed; {array.name} holds {allowed} ({array.doc or 'see the spec'})")

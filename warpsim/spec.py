@@ -1,0 +1,112 @@
+"""What an environment declares: its state arrays, its EnvSpec, its frames for drawing,
+and the namespace through which its arrays are reached by name."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+STATE_DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64")
+
+
+@dataclass(frozen=True)
+class StateArray:
+    """Declares one state array: its name, dtype and shape in terms of E and N.
+
+    ``dims`` holds ``"E"`` (environments), ``"N"`` (agents) or positive ints, e.g.
+    ``("E", "N")`` for a per-agent value or ``("N",)`` for a constant per agent.
+    ``bounds`` ``(low, high)``, if given, is the closed range every value keeps under
+    the rules: ``validate_state()`` refuses a value outside it (and any NaN or inf).
+    """
+
+    name: str
+    dtype: type
+    dims: tuple[str | int, ...]
+    doc: str = ""
+    bounds: tuple[float, float] | None = None
+
+    def shape(self, num_envs: int, num_agents: int) -> tuple[int, ...]:
+        sizes = {"E": num_envs, "N": num_agents}
+        return tuple(sizes[dim] if isinstance(dim, str) else dim for dim in self.dims)
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """What an environment is made of, for given parameters.
+
+    ``action_levels[k]`` is the number of choices of action component k: a valid
+    index is in ``[0, action_levels[k] - 1]``. ``agent_roles[i]`` indexes
+    ``role_names``; agents of one role share a policy in the trainer.
+    ``counters`` names int32[E] state arrays that count events (tags, goals, ...)
+    since the environment was made, across resets: the trainer and ``warpsim
+    evaluate`` report how many happen per episode. ``write_order`` names arrays (state
+    arrays, ``"observations"``, ``"rewards"``, ``"done"``) in the order a step computes
+    them: ``warpsim check`` lists the arrays that differ at a step in this order, so the
+    first one named points at the cause (unnamed arrays follow in declaration order).
+    ``observation_label`` and ``distance_evaluations_per_step`` (optional) describe the
+    step to benchmark records: how agents observe (e.g. "full", "partial K=10") and the
+    pairwise distances (dx, dy, dx*dx + dy*dy) one environment step evaluates, for the
+    floor; left None, records say "unknown".
+    ``scratch`` declares working arrays of the kernels (e.g. a neighbour grid in global
+    memory): allocated once with the environment and counted in its memory check, but
+    neither state nor compared; kernels reach them as ``env.scratch.<name>``.
+    """
+
+    num_agents: int
+    observation_size: int
+    action_levels: tuple[int, ...]
+    state: tuple[StateArray, ...]
+    role_names: tuple[str, ...]
+    agent_roles: tuple[int, ...]
+    counters: tuple[str, ...] = ()
+    write_order: tuple[str, ...] = ()
+    observation_label: str | None = None
+    distance_evaluations_per_step: int | None = None
+    scratch: tuple[StateArray, ...] = ()
+
+
+@dataclass(frozen=True)
+class Frame:
+    """Where the agents of one environment are, for drawing it (``warpsim render``)."""
+
+    positions: np.ndarray
+    """float[N, 2], x and y of every agent."""
+    active: np.ndarray
+    """bool[N], False for agents out of the game (drawn faded)."""
+    extent: float
+    """The arena is the square [0, extent] x [0, extent]."""
+    time: int
+    """Steps since the environment's reset."""
+
+
+class ArrayNamespace:
+    """Arrays reachable by attribute; an attribute cannot be rebound, only written into."""
+
+    def __init__(self, arrays: dict):
+        object.__setattr__(self, "_arrays", dict(arrays))
+        for name, array in arrays.items():
+            object.__setattr__(self, name, array)
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for names that are not arrays; the annotation lets type checkers
+        # accept ``state.loc_x`` for any environment's arrays.
+        raise AttributeError(f"no array named '{name}'; arrays: {', '.join(self.__dict__.get('_arrays', ()))}")
+
+    def __setattr__(self, name, value):
+        raise AttributeError(
+            f"cannot rebind '{name}': write into the array in place, e.g. state.{name}[...] = value")
+
+    def __iter__(self):
+        return iter(self._arrays)
+
+    def __contains__(self, name):
+        return name in self._arrays
+
+    def items(self):
+        return self._arrays.items()
+
+    def __repr__(self):
+        shapes = ", ".join(f"{name}{tuple(a.shape)}" for name, a in self._arrays.items())
+        return f"ArrayNamespace({shapes})"
