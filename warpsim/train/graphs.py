@@ -17,8 +17,6 @@ import torch
 
 from warpsim.errors import InvalidValueError
 
-EAGER, CUDA_GRAPH = "eager", "cuda-graph"
-
 
 def resolve_graphs(setting: str, device: torch.device, world_size: int) -> bool:
     """Whether rollouts replay a captured graph: ``auto`` and ``on`` with CUDA in a single

@@ -18,13 +18,14 @@ from torch.nn.parallel import DistributedDataParallel
 
 from warpsim.device import gpu_available, resolve_placement
 from warpsim.errors import InvalidValueError, RunFileError, WarpsimError
+from warpsim.graph import CUDA_GRAPH, EAGER
 from warpsim.registry import make
 from warpsim.train import opponents, ppo
 from warpsim.train.checkpoint import load_into, signature
 from warpsim.train.config import TrainConfig
 from warpsim.train.distributed import World
 from warpsim.train.episodes import EpisodeStats
-from warpsim.train.graphs import CUDA_GRAPH, EAGER, RolloutGraph, resolve_graphs
+from warpsim.train.graphs import RolloutGraph, resolve_graphs
 from warpsim.train.policy import RolePolicies, roles_of
 from warpsim.train.stacking import ObservationStack
 from warpsim.train.storage import check_training_fits
