@@ -50,7 +50,6 @@ class CheckedMode:
                                     f"checked mode's reads; 1: before every step)")
         self._check_every = int(steps)
 
-
     def _bad_actions(self, actions: torch.Tensor) -> torch.Tensor:
         return (actions < 0) | (actions >= self._action_levels)
 
