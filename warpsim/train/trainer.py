@@ -183,8 +183,10 @@ class Trainer:
                 r = self._learner_index.get(role.name)
                 if r is not None:
                     self.observations[r][t].copy_(role.of(inputs))
-                stored = r is not None and not self.hybrid
-                batch = self.observations[r][t] if stored else self.policy_roles[role.name].of(policy_inputs)
+                if r is not None and not self.hybrid:
+                    batch = self.observations[r][t]  # the stored copy: no second gather
+                else:
+                    batch = self.policy_roles[role.name].of(policy_inputs)
                 batches.append(batch.flatten(0, 1))
             with self.autocast():
                 outputs = self.policies(batches, [role.name for role in self.acting])
