@@ -61,6 +61,24 @@ def test_cpu_policy_device_on_cpu_environments_is_the_default_bit_for_bit():
     assert torch.equal(explicit.actions[0], default.actions[0])
 
 
+@pytest.mark.parametrize("opponents", [{}, {"tagger": "random"}], ids=["self-play", "random taggers"])
+def test_the_hybrid_bookkeeping_trains_as_one_device(monkeypatch, opponents):
+    """The hybrid path (separate action buffer, rollout mirror, per-role indices on the networks'
+    device) run with 'cpu:0' as the networks' device, which torch tells apart from 'cpu'."""
+    single = Trainer(TrainConfig(**TAG, opponents=opponents))
+    monkeypatch.setattr("warpsim.train.trainer.resolve_policy_device", lambda setting, env: torch.device("cpu", 0))
+    hybrid = Trainer(TrainConfig(**TAG, opponents=opponents))
+    assert hybrid.hybrid and hybrid.mirror is not None and hybrid.step_actions is not hybrid.env.actions
+    for _ in range(3):
+        single.iterate()
+        hybrid.iterate()
+    for mine, theirs in zip(hybrid.policies.parameters(), single.policies.parameters()):
+        assert torch.equal(mine, theirs)
+    assert torch.equal(hybrid.env.state.episode, single.env.state.episode)
+    assert torch.equal(hybrid.env.actions, single.env.actions)
+    assert all(torch.equal(copy, source) for copy, source in zip(hybrid.mirror.copies, hybrid.mirror.sources))
+
+
 def test_config_json_and_resume_keep_the_policy_device(tmp_path):
     config = TrainConfig(**TAG, iterations=3, policy_device="cpu", checkpoint_every=100)
     train(config, tmp_path / "run", stop_after=1, progress=None)
