@@ -1,7 +1,9 @@
 """The trainer's policy_device: networks on another device than the environments."""
 
+import importlib.util
 import json
 import warnings
+from pathlib import Path
 
 import pytest
 import torch
@@ -160,3 +162,24 @@ def test_a_hybrid_iteration_makes_only_the_documented_copies(opponents):
         torch.cuda.set_sync_debug_mode(0)
     waits = [w for w in caught if "synchroniz" in str(w.message)]
     assert len(waits) == 2 * trainer.config.rollout_steps + 1
+
+
+def placement_script():
+    path = Path(__file__).parent.parent / "benchmarks" / "placement.py"
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@no_gpu
+def test_the_placement_benchmark_times_the_cpu_placement_alone_without_a_gpu(tmp_path, capsys):
+    code = placement_script().main(["--sizes", "tag-small", "--hidden", "64", "256", "--steps", "4",
+                                    "--repeats", "1", "--results-dir", str(tmp_path)])
+    assert code == 0
+    assert "no CUDA GPU here: timing all-cpu only (not numpy-env-gpu-networks, all-gpu)" in capsys.readouterr().err
+    (results,) = tmp_path.glob("*.json")
+    records = json.loads(results.read_text())
+    assert [(r["placement"], r["networks"]["hidden_size"], r["policy_device"]) for r in records] == [
+        ("all-cpu", 64, "cpu"), ("all-cpu", 256, "cpu")]
+    assert all(r["tier"] == "train" and r["config"] == "tag-small" for r in records)
