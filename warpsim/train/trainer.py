@@ -177,7 +177,9 @@ class Trainer:
         env, levels = self.env, self.env.spec.action_levels
         for t in range(self.config.rollout_steps):
             inputs = self.inputs.advance()
-            policy_inputs = inputs.to(self.device)  # hybrid: the step's one copy to the networks
+            # Hybrid: the step's one copy to the networks. Being blocking, it also lets the last update's
+            # non-blocking copies out of the pinned storage finish before this step overwrites it.
+            policy_inputs = inputs.to(self.device)
             batches = []
             for role in self.acting:
                 r = self._learner_index.get(role.name)
