@@ -15,6 +15,8 @@ from __future__ import annotations
 import math
 import time
 
+import torch
+
 from warpsim.bench import (
     DEFAULT_MAX_SECONDS,
     BenchConfig,
@@ -36,11 +38,13 @@ POLICY_TIERS = ("sim+policy", "train")
 
 def run_policy_tier(config: BenchConfig, tier: str, backend: str = "auto", precision: str = "auto",
                     steps: int = 32, repeats: int = 5, warmup_steps: int = 1, seed: int = 0,
-                    max_seconds: float | None = None, progress: Progress | None = None, graphs: bool = False) -> dict:
+                    max_seconds: float | None = None, progress: Progress | None = None, graphs: bool = False,
+                    hidden_size: int = 64, policy_device: str = "auto") -> dict:
     """Times ``tier`` of ``config``; returns one result record like ``run_sim``'s.
 
     ``warmup_steps`` counts untimed rollouts (or iterations) after start-up. With ``graphs``
     each rollout replays one captured CUDA graph (the trainer's ``graphs="on"``).
+    ``hidden_size`` and ``policy_device`` are the trainer's settings of those names.
     """
     check_graphs(graphs, backend)
     if tier not in POLICY_TIERS:
@@ -57,23 +61,24 @@ def run_policy_tier(config: BenchConfig, tier: str, backend: str = "auto", preci
     if max_seconds is None:
         max_seconds = DEFAULT_MAX_SECONDS.get(resolve_placement(backend).backend, math.inf)
 
-    steps = _rollout_that_fits(config, env_id, backend, precision, steps, seed, progress)
+    steps = _rollout_that_fits(config, env_id, backend, precision, steps, seed, progress, hidden_size)
 
     def trainer_for(num_envs: int) -> Trainer:
         return Trainer(TrainConfig(env=env_id, env_params=dict(config.params), num_envs=num_envs,
                                    backend=backend, precision=precision, rollout_steps=steps,
                                    iterations=1_000_000, seed=seed, anneal_lr=False,
-                                   graphs="on" if graphs else "off"))
+                                   graphs="on" if graphs else "off", hidden_size=hidden_size,
+                                   policy_device=policy_device))
 
     run_once = (lambda trainer: trainer.rollout()) if tier == "sim+policy" else Trainer.iterate
 
     def seconds_per_step(num_envs: int) -> float:
         trainer = trainer_for(num_envs)
         run_once(trainer)
-        synchronize(trainer.env)
+        _wait(trainer)
         begin = time.perf_counter()
         run_once(trainer)
-        synchronize(trainer.env)
+        _wait(trainer)
         return (time.perf_counter() - begin) / steps
 
     # A repeat is one rollout of ``steps`` steps: the time budget is counted in rollouts.
@@ -82,17 +87,17 @@ def run_policy_tier(config: BenchConfig, tier: str, backend: str = "auto", preci
     started = time.perf_counter()
     trainer = trainer_for(num_envs)
     run_once(trainer)
-    synchronize(trainer.env)
+    _wait(trainer)
     startup = time.perf_counter() - started
     for _ in range(warmup_steps):  # with graphs, the start-up's rollout was the eager warm-up; this one captures
         run_once(trainer)
-    synchronize(trainer.env)
+    _wait(trainer)
     rates, host_seconds = [], []
     for repeat in range(repeats):
         begin = time.perf_counter()
         run_once(trainer)
         host_seconds.append((time.perf_counter() - begin) / steps)
-        synchronize(trainer.env)
+        _wait(trainer)
         rates.append(steps * num_envs / (time.perf_counter() - begin))
         if progress:
             progress(f"{tier} repeat {repeat + 1}/{repeats}: {rates[-1] * trainer.env.num_agents:.3e} agent-steps/s")
@@ -100,18 +105,27 @@ def run_policy_tier(config: BenchConfig, tier: str, backend: str = "auto", preci
                          tier=tier, precision=trainer.precision, launches=trainer.launches, host_seconds=host_seconds)
     record["networks"] = {"hidden_size": trainer.config.hidden_size, "hidden_layers": trainer.config.hidden_layers,
                           "parameters": sum(p.numel() for p in trainer.policies.parameters())}
+    record["policy_device"] = str(trainer.device)
     if tier == "train":
         record["update"] = {"epochs": trainer.config.epochs, "minibatches": trainer.config.minibatches}
     return record
 
 
 
+def _wait(trainer: Trainer) -> None:
+    """Waits for the environments' device and, when they differ, the networks'."""
+    synchronize(trainer.env)
+    if trainer.hybrid and trainer.device.type == "cuda":
+        torch.cuda.synchronize(trainer.device)
+
+
 def _rollout_that_fits(config: BenchConfig, env_id: str, backend: str, precision: str, steps: int, seed: int,
-                       progress: Progress | None) -> int:
+                       progress: Progress | None, hidden_size: int = 64) -> int:
     """``steps``, or the longest shorter rollout (halving) whose training storage fits in memory."""
     probe = make(env_id, 1, backend=backend, checked=False, **config.params)
     wanted = TrainConfig(env=env_id, env_params=dict(config.params), num_envs=config.num_envs, backend=backend,
-                         precision=precision, rollout_steps=steps, seed=seed, anneal_lr=False)
+                         precision=precision, rollout_steps=steps, seed=seed, anneal_lr=False,
+                         hidden_size=hidden_size)
     fitting = fitting_rollout_steps(wanted, probe.spec, probe.array_bytes(), probe.placement)
     if fitting == 0:
         check_training_fits(TrainConfig(**{**wanted.to_dict(), "rollout_steps": 1}), probe.spec,

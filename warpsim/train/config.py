@@ -42,6 +42,8 @@ class TrainConfig:
     """Environments each process steps together (E)."""
     backend: str = "auto"
     """Where the environments run: auto (cuda when a GPU is there), cuda or numpy."""
+    policy_device: str = "auto"
+    """Where the networks run: auto (the environments' device), cpu, cuda or cuda:N (e.g. numpy environments)."""
     seed: int = 0
     """Seeds the environments, the network initialisation and the action sampling."""
     iterations: int = 100
@@ -110,6 +112,7 @@ class TrainConfig:
         need(self.precision in PRECISIONS, "precision", f"choose one of {', '.join(PRECISIONS)}")
         need(self.graphs in GRAPHS, "graphs", f"choose one of {', '.join(GRAPHS)}")
         need(self.backend in ("auto", "cuda", "numpy"), "backend", "choose auto, cuda or numpy")
+        need(is_policy_device(self.policy_device), "policy_device", "choose auto, cpu, cuda or cuda:N (N >= 0)")
         need(isinstance(self.env, str) and bool(self.env), "env", "give an environment id or package.module:Class")
         need(isinstance(self.env_params, dict) and all(isinstance(k, str) for k in self.env_params),
              "env_params", "give a mapping of parameter names to values")
@@ -119,6 +122,13 @@ class TrainConfig:
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+
+def is_policy_device(value) -> bool:
+    """Whether ``value`` names a policy device: auto, cpu, cuda or cuda:N."""
+    if value in ("auto", "cpu", "cuda"):
+        return True
+    return isinstance(value, str) and value.startswith("cuda:") and value[5:].isdigit() and value[5:].isascii()
 
 
 def _is_int(value) -> bool:

@@ -18,13 +18,18 @@ import torch
 from warpsim.errors import InvalidValueError
 
 
-def resolve_graphs(setting: str, device: torch.device, world_size: int) -> bool:
+def resolve_graphs(setting: str, device: torch.device, world_size: int, hybrid: bool = False) -> bool:
     """Whether rollouts replay a captured graph: ``auto`` and ``on`` with CUDA in a single
-    process; several processes (DDP) run eagerly; ``on`` without CUDA is an error."""
+    process; several processes (DDP) run eagerly; ``on`` without CUDA is an error. Networks
+    on another device than the environments (``hybrid``, see ``policy_device``) run eagerly too: their
+    rollout copies between devices every step, which one stream's graph does not hold."""
     if setting == "on" and device.type != "cuda":
         raise InvalidValueError(f"graphs='on' needs CUDA (the environments run on {device}); use graphs='auto' "
                                 f"or 'off'")
-    return setting != "off" and device.type == "cuda" and world_size == 1
+    if setting == "on" and hybrid:
+        raise InvalidValueError("graphs='on' needs the networks on the environments' device, and policy_device "
+                                "places them elsewhere; use graphs='auto' or 'off'")
+    return setting != "off" and device.type == "cuda" and world_size == 1 and not hybrid
 
 
 class RolloutGraph:

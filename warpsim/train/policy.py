@@ -53,6 +53,12 @@ class Role:
             return per_agent[:, self.agents]
         return per_agent.index_select(1, self.agents)
 
+    def on(self, device: torch.device) -> Role:
+        """The same role, its agent index (if any) on ``device``."""
+        if isinstance(self.agents, slice):
+            return self
+        return Role(self.name, self.agents.to(device), self.count)
+
     def write(self, per_agent: torch.Tensor, values: torch.Tensor) -> None:
         """Writes ``values`` into the role's part of ``per_agent`` in place."""
         if isinstance(self.agents, slice):

@@ -16,7 +16,7 @@ from collections.abc import Callable
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
-from warpsim.device import gpu_available, resolve_placement
+from warpsim.device import Placement, gpu_available, resolve_placement
 from warpsim.errors import InvalidValueError, RunFileError, WarpsimError
 from warpsim.graph import CUDA_GRAPH, EAGER
 from warpsim.registry import make
@@ -26,6 +26,7 @@ from warpsim.train.config import TrainConfig
 from warpsim.train.distributed import World
 from warpsim.train.episodes import EpisodeStats
 from warpsim.train.graphs import RolloutGraph, resolve_graphs
+from warpsim.train.placement import RolloutMirror, check_single_process, resolve_policy_device
 from warpsim.train.policy import RolePolicies, roles_of
 from warpsim.train.stacking import ObservationStack
 from warpsim.train.storage import check_training_fits
@@ -47,22 +48,34 @@ class Trainer:
         self.config = config
         self.world = world or World()
         on_gpu = resolve_placement(config.backend).backend == "cuda" and gpu_available()
-        self.graphs = resolve_graphs(config.graphs, torch.device("cuda" if on_gpu else "cpu"), self.world.size)
+        device = self.world.local_rank if on_gpu and self.world.size > 1 else None  # one GPU per rank
+        env_device = resolve_placement(config.backend, device).torch_device
+        policy_device = resolve_policy_device(config.policy_device, env_device)
+        check_single_process(env_device, policy_device, self.world.size)
+        self.hybrid = policy_device != env_device
+        """Whether the networks run on another device than the environments (``config.policy_device``)."""
+        self.graphs = resolve_graphs(config.graphs, torch.device("cuda" if on_gpu else "cpu"), self.world.size,
+                                     self.hybrid)
         """Whether each rollout replays one captured CUDA graph (``config.graphs``)."""
         self.launches = CUDA_GRAPH if self.graphs else EAGER
-        device = self.world.local_rank if on_gpu and self.world.size > 1 else None  # one GPU per rank
         # One environment first: its spec and size, to refuse a run that cannot fit before allocating it.
         probe = make(config.env, 1, backend=config.backend, device=device, checked=False, **config.env_params)
         check_training_fits(config, probe.spec, probe.array_bytes(), probe.placement)
+        if self.hybrid:
+            check_training_fits(config, probe.spec, 0, Placement(probe.placement.backend, policy_device))
         del probe
         self.env = make(config.env, config.num_envs, backend=config.backend, device=device,
                         seed=config.seed + self.world.rank, checked=False, **config.env_params)
-        self.device = self.env.device
-        if self.device.type == "cpu" and "OMP_NUM_THREADS" not in os.environ:
+        self.env_device = self.env.device
+        self.device = policy_device if self.hybrid else self.env.device
+        """Where the networks, the optimizer and the networks' side of the rollout live."""
+        if "cpu" in (self.device.type, self.env_device.type) and "OMP_NUM_THREADS" not in os.environ:
             # The networks are small: on a CPU, more threads mostly wait on each other.
             torch.set_num_threads(1)
         self.precision = resolve_precision(config.precision, self.device)
-        self.roles = roles_of(self.env.spec, self.device)
+        self.roles = roles_of(self.env.spec, self.env_device)
+        self.policy_roles = {role.name: role.on(self.device) for role in self.roles}
+        """The roles, their agent indices on the networks' device."""
         role_names = [role.name for role in self.roles]
         opponents.check_roles(config.opponents, self.env, role_names)
         self.learners = [role for role in self.roles if role.name not in config.opponents]
@@ -95,6 +108,8 @@ class Trainer:
         self.lr_anchor = (0, config.learning_rate)
         """(iteration, rate): with anneal_lr the rate falls linearly from here to 0 at the last iteration."""
         self.nonfinite = torch.zeros((), dtype=torch.bool, device=self.device)
+        self.step_actions = torch.zeros_like(self.env.actions, device=self.device) if self.hybrid else self.env.actions
+        """Each step's actions as the networks write them; copied to ``env.actions`` once per step when hybrid."""
         self._allocate_rollout()
         minibatches = config.epochs * config.minibatches
         self.update_stats = torch.zeros(minibatches, len(UPDATE_STATS), device=self.device)
@@ -118,16 +133,24 @@ class Trainer:
         t, e, spec = self.config.rollout_steps, self.env.num_envs, self.env.spec
         d, a = self.inputs.input_size, len(spec.action_levels)
 
-        def zeros(*shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        # The environments' side is pinned when it moves from the CPU to a GPU for the update.
+        pin = self.hybrid and self.env_device.type == "cpu" and self.device.type == "cuda"
+
+        def zeros(*shape: int, dtype: torch.dtype = torch.float32, env_side: bool = False) -> torch.Tensor:
+            if env_side:
+                return torch.zeros(shape, dtype=dtype, device=self.env_device, pin_memory=pin)
             return torch.zeros(shape, dtype=dtype, device=self.device)
 
-        self.observations = [zeros(t, e, r.count, d) for r in self.learners]
+        self.observations = [zeros(t, e, r.count, d, env_side=True) for r in self.learners]
         self.actions = [zeros(t, e, r.count, a, dtype=torch.int32) for r in self.learners]
         self.log_probs = [zeros(t, e, r.count) for r in self.learners]
         self.values = [zeros(t, e, r.count) for r in self.learners]
-        self.rewards = [zeros(t, e, r.count) for r in self.learners]
-        self.terminated = zeros(t, e, 1, dtype=torch.bool)
-        self.truncated = zeros(t, e, 1, dtype=torch.bool)
+        self.rewards = [zeros(t, e, r.count, env_side=True) for r in self.learners]
+        self.terminated = zeros(t, e, 1, dtype=torch.bool, env_side=True)
+        self.truncated = zeros(t, e, 1, dtype=torch.bool, env_side=True)
+        self.mirror = RolloutMirror([*self.observations, *self.rewards, self.terminated, self.truncated],
+                                    self.device) if self.hybrid else None
+        """The environments' side of the rollout on the networks' device, when hybrid."""
 
     def autocast(self):
         if self.precision == "fp32":
@@ -154,14 +177,19 @@ class Trainer:
         env, levels = self.env, self.env.spec.action_levels
         for t in range(self.config.rollout_steps):
             inputs = self.inputs.advance()
+            # Hybrid: the step's one copy to the networks. Being blocking, it also lets the last update's
+            # non-blocking copies out of the pinned storage finish before this step overwrites it.
+            policy_inputs = inputs.to(self.device)
             batches = []
             for role in self.acting:
                 r = self._learner_index.get(role.name)
                 if r is not None:
                     self.observations[r][t].copy_(role.of(inputs))
-                    batches.append(self.observations[r][t].flatten(0, 1))
+                if r is not None and not self.hybrid:
+                    batch = self.observations[r][t]  # the stored copy: no second gather
                 else:
-                    batches.append(role.of(inputs).flatten(0, 1))
+                    batch = self.policy_roles[role.name].of(policy_inputs)
+                batches.append(batch.flatten(0, 1))
             with self.autocast():
                 outputs = self.policies(batches, [role.name for role in self.acting])
             for role, (logits, values) in zip(self.acting, outputs):
@@ -172,10 +200,12 @@ class Trainer:
                     self.log_probs[r][t].copy_(ppo.log_prob(heads, actions.flatten(0, 1)).view(env.num_envs, -1))
                     self.values[r][t].copy_(values.float().view(env.num_envs, role.count))
                     self.actions[r][t].copy_(actions)
-                role.write(env.actions, actions)
+                self.policy_roles[role.name].write(self.step_actions, actions)
             for role in self.random_roles:
-                role.write(env.actions, opponents.random_actions(self.levels, env.num_envs, role.count,
-                                                                 self.generator))
+                self.policy_roles[role.name].write(
+                    self.step_actions, opponents.random_actions(self.levels, env.num_envs, role.count, self.generator))
+            if self.hybrid:
+                env.actions.copy_(self.step_actions)  # the step's one copy back
             env.step()
             self.inputs.stepped()
             for r, role in enumerate(self.learners):
@@ -183,21 +213,27 @@ class Trainer:
             self.terminated[t, :, 0].copy_(env.terminated)
             torch.logical_and(env.done, ~env.terminated, out=self.truncated[t, :, 0])
             self.stats.record()
-        inputs = self.inputs.peek()
+        inputs = self.inputs.peek().to(self.device)  # hybrid: one more copy per rollout
         with self.autocast():
-            outputs = self.policies([role.of(inputs).flatten(0, 1) for role in self.learners],
+            outputs = self.policies([self.policy_roles[role.name].of(inputs).flatten(0, 1) for role in self.learners],
                                     [role.name for role in self.learners])
         return [values.float().view(env.num_envs, role.count) for role, (_, values) in zip(self.learners, outputs)]
 
     def update(self, next_values: list[torch.Tensor]) -> None:
         """``epochs`` passes of clipped PPO over the rollout, in shuffled minibatches."""
-        c = self.config
+        c, n = self.config, len(self.learners)
+        if self.mirror is None:
+            observations, rewards, terminated, truncated = (self.observations, self.rewards, self.terminated,
+                                                            self.truncated)
+        else:  # hybrid: the environments' side moves over once per iteration, one copy per buffer
+            moved = self.mirror.refresh()
+            observations, rewards, terminated, truncated = moved[:n], moved[n:2 * n], moved[2 * n], moved[2 * n + 1]
         samples = []
-        for r in range(len(self.learners)):
-            advantages, returns = ppo.gae(self.rewards[r], self.values[r], self.terminated, self.truncated,
+        for r in range(n):
+            advantages, returns = ppo.gae(rewards[r], self.values[r], terminated, truncated,
                                           next_values[r], c.gamma, c.gae_lambda)
             samples.append(tuple(x.flatten(0, 2) for x in (
-                self.observations[r], self.actions[r], self.log_probs[r], self.values[r], advantages, returns)))
+                observations[r], self.actions[r], self.log_probs[r], self.values[r], advantages, returns)))
         row = 0
         for _ in range(c.epochs):
             orders = [torch.randperm(s[0].shape[0], device=self.device, generator=self.generator)

@@ -1,0 +1,65 @@
+"""Where the networks run, apart from where the environments run (``policy_device``).
+
+By default both share one device. Otherwise (say NumPy environments with networks on a
+GPU) the environments' side of the rollout (observations, rewards, episode ends) is
+stored on the environments' device and the networks' side (actions, log-probabilities,
+values) on the policy device. Each step copies the policy inputs over once and the
+actions back once; each iteration copies the environments' side over once per buffer
+for the update (pinned and non-blocking from a CPU).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from warpsim.device import gpu_available
+from warpsim.errors import InvalidValueError, UnavailableError
+
+
+def resolve_policy_device(setting: str, env_device: torch.device) -> torch.device:
+    """The device of the networks for ``config.policy_device``; ``auto`` is ``env_device``.
+
+    A CUDA device that is not there is an UnavailableError naming the setting and what is allowed.
+    """
+    if setting == "auto":
+        return env_device
+    device = torch.device(setting)
+    if device.type == "cuda":
+        if not gpu_available():
+            raise UnavailableError(f"policy_device={setting!r} needs a CUDA GPU, and none was found; "
+                                   f"use policy_device='cpu' or 'auto' (the environments' device)")
+        count = torch.cuda.device_count()
+        if device.index is not None and device.index >= count:
+            raise UnavailableError(f"policy_device={setting!r}: this machine has {count} CUDA device(s), "
+                                   f"cuda:0 to cuda:{count - 1}")
+    return env_device if _indexed(device) == _indexed(env_device) else _indexed(device)
+
+
+def _indexed(device: torch.device) -> torch.device:
+    """``cuda`` as the numbered device it means (the current one)."""
+    if device.type == "cuda" and device.index is None:
+        return torch.device("cuda", torch.cuda.current_device())
+    return device
+
+
+def check_single_process(env_device: torch.device, policy_device: torch.device, world_size: int) -> None:
+    """Networks on another device than the environments train in one process."""
+    if env_device != policy_device and world_size > 1:
+        raise InvalidValueError(f"policy_device={str(policy_device)!r} differs from the environments' device "
+                                f"({env_device}), which runs in one process only (now {world_size}); use "
+                                f"policy_device='auto' with several processes")
+
+
+class RolloutMirror:
+    """Copies of the environments' side of the rollout on the policy device, refreshed once per iteration."""
+
+    def __init__(self, buffers: list[torch.Tensor], device: torch.device):
+        self.sources = buffers
+        self.copies = [torch.empty_like(buffer, device=device) for buffer in buffers]
+        self.non_blocking = all(buffer.is_pinned() for buffer in buffers)
+
+    def refresh(self) -> list[torch.Tensor]:
+        """One copy per buffer (non-blocking from pinned memory); returns the copies, in order."""
+        for source, copy in zip(self.sources, self.copies):
+            copy.copy_(source, non_blocking=self.non_blocking)
+        return self.copies
