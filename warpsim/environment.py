@@ -28,6 +28,7 @@ import torch
 from warpsim.checked_mode import CHECK_EVERY, CheckedMode
 from warpsim.device import Launcher, available_bytes, kernel_view, resolve_placement
 from warpsim.errors import DoesNotFitError, InvalidTypeError, InvalidValueError
+from warpsim.graph import StepGraph
 from warpsim.kernels.random import seed_to_uint64
 from warpsim.kernels.reset import count_resets
 from warpsim.spec import STATE_DTYPES, ArrayNamespace, EnvSpec, Frame, StateArray
@@ -226,14 +227,16 @@ class Environment(CheckedMode):
         """The step itself: kernels (or the reference), ``terminated``, and the auto-reset."""
         if self.placement.runs_kernels:
             self.step_cuda()
-            torch.logical_and(self.done, self.game_over(), out=self.terminated)
-            if auto_reset:
-                self._reset_kernels(self.views.done)
         else:
             self.step_numpy()
-            torch.logical_and(self.done, self.game_over(), out=self.terminated)
+        torch.logical_and(self.done, self.game_over(), out=self.terminated)  # before the reset changes the state
+        if not auto_reset:
+            return
+        if self.placement.runs_kernels:
+            self._reset_kernels(self.views.done)
+        else:
             finished = np.flatnonzero(self.views.done)
-            if auto_reset and finished.size:
+            if finished.size:
                 self.reset_numpy(finished)
                 self.views.episode[finished] += 1
 
@@ -248,7 +251,6 @@ class Environment(CheckedMode):
         Each replayed step reads ``env.actions`` as it is when the replay runs (write it in
         place before). On the numpy backend and under the simulator nothing can be captured:
         ``replay()`` steps eagerly, with the same results (see ``StepGraph``)."""
-        from warpsim.graph import StepGraph
         return StepGraph(self, steps)
 
     def _array_shapes(self) -> dict[str, tuple[tuple[int, ...], torch.dtype]]:
