@@ -51,7 +51,8 @@ class CheckedMode:
         self._check_every = int(steps)
 
     def _bad_actions(self, actions: torch.Tensor) -> torch.Tensor:
-        return (actions < 0) | (actions >= self._action_levels)
+        # .to: actions given from the host are checked on the host, before they are copied over
+        return (actions < 0) | (actions >= self._action_levels.to(actions.device))
 
     def _check_host_actions(self, actions: torch.Tensor) -> None:
         """Checked mode, actions on the host: refused at once, naming the first bad index."""
