@@ -3,8 +3,8 @@
     python benchmarks/neighbour_search.py [--values 32,64,...] [--results-dir DIR]
 
 Each point of sweep-N (E=256, one tagger in 20, partial K=10) runs twice, with
-``neighbour_search=grid`` and ``brute_force``; the records (their params name the search) are
-appended to the results file of the device, and a table of the two rates per N is printed.
+``neighbour_search=grid`` and ``brute_force``; the records (configs "sweep-N grid" and
+"sweep-N brute_force") are appended to the results file of the device, and a table of the two rates per N is printed.
 GRID_SEARCH_MIN_AGENTS and GRID_SEARCH_MIN_TAGGERS in envs/tag_continuous/grid_kernels.py
 belong where the grid starts to win.
 """
@@ -30,7 +30,8 @@ def main(argv: list[str] | None = None) -> int:
     sweep = NAMED_SWEEPS["sweep-N"]
     rates: dict[tuple[int, str], float] = {}
     for search in SEARCHES:
-        forced = replace(sweep, base=replace(sweep.base, params=dict(sweep.base.params, neighbour_search=search)))
+        forced = replace(sweep, name=f"sweep-N {search}",  # its own config name: apart from sweep-N in the report
+                         base=replace(sweep.base, params=dict(sweep.base.params, neighbour_search=search)))
         for value, record in zip(values, run_sweep(forced, values, backend="cuda")):
             append_result(record, args.results_dir)
             rates[value, search] = record["agent_steps_per_second"]["median"]

@@ -154,6 +154,7 @@ def test_prepared_launches_step_as_numba_launches_do_on_the_gpu():
                   num_other_agents_observed=3)
     prepared, plain = (warpsim.make("tag_continuous", 8, backend="cuda", seed=3, **params) for _ in range(2))
     plain.launch.prepare_arguments = False
+    prepared_by_make = set(plain.launch._prepared)  # make()'s first reset, launched before the switch
     rng = np.random.default_rng(0)
     levels = np.array(prepared.spec.action_levels)
     for _ in range(20):
@@ -165,4 +166,4 @@ def test_prepared_launches_step_as_numba_launches_do_on_the_gpu():
         assert torch.equal(prepared.observations, plain.observations)
         assert torch.equal(prepared.rewards, plain.rewards)
     assert any(launch is not None for launch, _ in prepared.launch._prepared.values())
-    assert not plain.launch._prepared
+    assert set(plain.launch._prepared) == prepared_by_make
