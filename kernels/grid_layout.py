@@ -1,8 +1,9 @@
 """Host-side sizing of the neighbour grid of :mod:`warpsim.kernels.neighbours`.
 
 A grid for up to ``num_agents`` agents per environment needs, per environment, the
-sorted positions and ids of its agents and one int32 end per cell, plus one int32
-partial sum per thread of the block. Where all of that fits in a block's shared memory
+sorted positions and ids of its agents and one int32 end per cell; the kernel keeps
+``words_per_thread`` int32 words per thread of the block before it in shared memory (one
+partial sum of the binning, and whatever else the kernel shares). Where all of that fits in a block's shared memory
 (48 KiB, the most a launch may ask for without an opt-in) the grid is built there and
 never leaves the chip; otherwise it goes to global scratch rows allocated once with the
 environment (declared in ``EnvSpec.scratch``, counted in its memory check).
@@ -40,6 +41,9 @@ class GridLayout:
     """Target occupancy of a cell; the grid has at most num_agents // this cells."""
     threads_per_block: int = THREADS_PER_BLOCK
     """Most threads per block of the launches that use it (the partial sums of the scan)."""
+    words_per_thread: int = 1
+    """int32 words of shared memory per thread before the grid: the partial sum of the
+    binning, plus the kernel's own (e.g. the K nearest of each thread's query)."""
 
     @property
     def cells_capacity(self) -> int:
@@ -51,13 +55,17 @@ class GridLayout:
         return 10 * self.num_agents + 4 * self.cells_capacity
 
     @property
+    def per_thread_bytes(self) -> int:
+        return 4 * self.words_per_thread * self.threads_per_block
+
+    @property
     def in_shared(self) -> bool:
-        return 4 * self.threads_per_block + self.grid_bytes <= SHARED_MEMORY_BYTES
+        return self.per_thread_bytes + self.grid_bytes <= SHARED_MEMORY_BYTES
 
     @property
     def shared_bytes(self) -> int:
-        """Dynamic shared memory of a launch: partial sums, and the grid when it fits."""
-        return 4 * self.threads_per_block + (self.grid_bytes if self.in_shared else 0)
+        """Dynamic shared memory of a launch: the words per thread, and the grid when it fits."""
+        return self.per_thread_bytes + (self.grid_bytes if self.in_shared else 0)
 
     def scratch(self, prefix: str) -> tuple[StateArray, ...]:
         """The global scratch of the grid, for ``EnvSpec.scratch``: ``<prefix>_x``, ``_y``, ``_ids``

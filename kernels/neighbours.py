@@ -52,18 +52,18 @@ def grid_side(count, agents_per_cell, cells_capacity):
 
 
 @cuda.jit(device=True)
-def shared_grid(words, floats, halves, num_agents, cells_capacity):
-    """The grid's arrays in dynamic shared memory, after the block's partial sums.
+def shared_grid(words, floats, halves, num_agents, cells_capacity, start):
+    """The grid's arrays in dynamic shared memory, from word ``start`` on.
 
     words, floats, halves: the kernel's ``cuda.shared.array(0, t)`` for t = types.int32,
     types.float32 and types.int16, which all alias the same bytes (a device function cannot
     create the arrays it returns, so the kernel declares them; use Numba types: the simulator
-    sizes dynamic shared arrays by their item size). The first ``blockDim.x`` words are the
-    partial sums of :func:`bin_agents` (``words[0:cuda.blockDim.x]``). Returns
+    sizes dynamic shared arrays by their item size). The words before ``start`` are the
+    kernel's own, e.g. the partial sums of :func:`bin_agents` (``words[0:cuda.blockDim.x]``):
+    ``start`` is ``GridLayout.words_per_thread * cuda.blockDim.x``. Returns
     ``(xs, ys, cell_end, ids)``: float32[N], float32[N], int32[cells_capacity], int16[N].
     The launch must give ``GridLayout.shared_bytes`` of dynamic shared memory.
     """
-    start = cuda.blockDim.x
     xs = floats[start:start + num_agents]
     ys = floats[start + num_agents:start + 2 * num_agents]
     cells_start = start + 2 * num_agents

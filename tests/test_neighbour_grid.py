@@ -45,7 +45,8 @@ def nearest_kernel(k, max_d2, length, agents_per_cell, cells_capacity, in_shared
     partial = words[0:cuda.blockDim.x]
     if in_shared:
         xs, ys, cell_end, ids = shared_grid(words, cuda.shared.array(0, types.float32),
-                                            cuda.shared.array(0, types.int16), loc_x.shape[1], cells_capacity)
+                                            cuda.shared.array(0, types.int16), loc_x.shape[1], cells_capacity,
+                                            cuda.blockDim.x)
         answer_queries(e, k, max_d2, length, agents_per_cell, member, loc_x, loc_y, query_x, query_y,
                        partial, xs, ys, cell_end, ids, nearest_out, found_out)
     else:

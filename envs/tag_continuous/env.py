@@ -74,7 +74,8 @@ class TagContinuous(Environment):
         p = self.params
         if p.use_full_observation or not self._use_grid(p.num_agents, GRID_SEARCH_MIN_AGENTS):
             return None
-        return GridLayout(p.num_agents, agents_per_cell(p.num_other_agents_observed))
+        return GridLayout(p.num_agents, agents_per_cell(p.num_other_agents_observed),
+                          words_per_thread=grid_kernels.observation_words_per_thread(p.num_other_agents_observed))
 
     @functools.cached_property
     def _tagger_grid(self) -> GridLayout | None:

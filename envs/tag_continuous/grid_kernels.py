@@ -9,11 +9,21 @@ same K nearest with the lower id first on a tie, the same nearest tagger.
 import numpy as np
 from numba import cuda, types
 
-from warpsim.envs.tag_continuous.kernels import apply_tag, write_partial_observation
+from warpsim.envs.tag_continuous.kernels import apply_tag, write_observed_slot, write_partial_observation
 from warpsim.envs.tag_continuous.params import MAX_OBSERVED
 from warpsim.kernels.neighbours import bin_agents, k_nearest, shared_grid
 
 INFINITY = np.float32(np.inf)
+
+
+SHARED_WORDS_PER_QUERY = 3
+"""Shared int32 words per thread of observe_partial_grid besides its K nearest: the partial
+sum of the binning, and the observer and the number found of its query."""
+
+
+def observation_words_per_thread(num_observed: int) -> int:
+    """``GridLayout.words_per_thread`` of observe_partial_grid for K = ``num_observed``."""
+    return num_observed + SHARED_WORDS_PER_QUERY
 
 
 @cuda.jit
@@ -29,41 +39,72 @@ def observe_partial_grid(mask, num_observed, agents_per_cell, cells_capacity, in
     loc_x .. acceleration float32[E, N]; still_in_game int32[E, N];
     grid_x, grid_y float32[E, N] and grid_ids int32[E, N], grid_cells int32[E, C] (global
     scratch; 1 x 1 when in_shared); observations float32[E, N, 7 K + 1] (written).
+    Dynamic shared memory: ``observation_words_per_thread(K)`` words per thread, then the grid.
     """
     e = cuda.blockIdx.x
     if e >= loc_x.shape[0] or not mask[e]:
         return
+    threads = cuda.blockDim.x
+    k = num_observed
     words = cuda.shared.array(0, types.int32)
-    partial = words[0:cuda.blockDim.x]
+    shared = (words[0:threads], words[threads:(k + 1) * threads], words[(k + 1) * threads:(k + 2) * threads],
+              words[(k + 2) * threads:(k + 3) * threads])
     if in_shared:
         xs, ys, cell_end, ids = shared_grid(words, cuda.shared.array(0, types.float32),
-                                            cuda.shared.array(0, types.int16), loc_x.shape[1], cells_capacity)
-        observe_environment(e, num_observed, agents_per_cell, grid_length, episode_length, position_scale,
+                                            cuda.shared.array(0, types.int16), loc_x.shape[1], cells_capacity,
+                                            (k + SHARED_WORDS_PER_QUERY) * threads)
+        observe_environment(e, k, agents_per_cell, grid_length, episode_length, position_scale,
                             speed_scale, agent_type, t, loc_x, loc_y, speed, direction, acceleration,
-                            still_in_game, partial, xs, ys, cell_end, ids, observations)
+                            still_in_game, shared, xs, ys, cell_end, ids, observations)
     else:
-        observe_environment(e, num_observed, agents_per_cell, grid_length, episode_length, position_scale,
+        observe_environment(e, k, agents_per_cell, grid_length, episode_length, position_scale,
                             speed_scale, agent_type, t, loc_x, loc_y, speed, direction, acceleration,
-                            still_in_game, partial, grid_x[e], grid_y[e], grid_cells[e], grid_ids[e],
+                            still_in_game, shared, grid_x[e], grid_y[e], grid_cells[e], grid_ids[e],
                             observations)
 
 
 @cuda.jit(device=True)
 def observe_environment(e, k, agents_per_cell, grid_length, episode_length, position_scale, speed_scale,
                         agent_type, t, loc_x, loc_y, speed, direction, acceleration, still_in_game,
-                        partial, xs, ys, cell_end, ids, observations):
+                        shared, xs, ys, cell_end, ids, observations):
+    """The block's queries go in rounds of one per thread. Each round the threads share their
+    results (``shared``: partial sums, then the K nearest slot by slot, the observers and
+    the numbers found, one word per thread each), and then write the round's observations
+    together, neighbouring threads on neighbouring slots, so that the stores of a warp
+    fall in a few rows instead of 32."""
+    partial, listed, observer_of, found_of = shared
+    thread = cuda.threadIdx.x
+    threads = cuda.blockDim.x
     n = loc_x.shape[1]
     count, side = bin_agents(e, 0, n, still_in_game, loc_x, loc_y, grid_length, agents_per_cell,
                              partial, xs, ys, cell_end, ids)
     nearest = cuda.local.array(MAX_OBSERVED, np.int32)
     nearest_d2 = cuda.local.array(MAX_OBSERVED, np.float32)
-    for place in range(cuda.threadIdx.x, count, cuda.blockDim.x):
-        i = np.int32(ids[place])
-        found = k_nearest(xs[place], ys[place], i, k, INFINITY, side, grid_length, xs, ys, cell_end, ids,
-                          nearest, nearest_d2)
-        write_partial_observation(observations, e, i, k, found, nearest, True, episode_length, position_scale,
-                                  speed_scale, agent_type, t, loc_x, loc_y, speed, direction, acceleration)
-    for i in range(cuda.threadIdx.x, n, cuda.blockDim.x):
+    time = np.float32(t[e]) / np.float32(episode_length)
+    for first in range(0, count, threads):
+        place = first + thread
+        if place < count:
+            i = np.int32(ids[place])
+            found = k_nearest(xs[place], ys[place], i, k, INFINITY, side, grid_length, xs, ys, cell_end, ids,
+                              nearest, nearest_d2)
+            for slot in range(found):
+                listed[slot * threads + thread] = nearest[slot]
+            observer_of[thread] = i
+            found_of[thread] = found
+        cuda.syncthreads()
+        queries = min(threads, count - first)
+        for pair in range(thread, queries * k, threads):
+            query = pair // k
+            slot = pair - query * k
+            j = -1
+            if slot < found_of[query]:
+                j = listed[slot * threads + query]
+            write_observed_slot(observations, e, observer_of[query], k, slot, j, position_scale, speed_scale,
+                                agent_type, loc_x, loc_y, speed, direction, acceleration)
+        for query in range(thread, queries, threads):
+            observations[e, observer_of[query], 7 * k] = time
+        cuda.syncthreads()
+    for i in range(thread, n, threads):
         if still_in_game[e, i] != 1:
             write_partial_observation(observations, e, i, k, 0, nearest, False, episode_length, position_scale,
                                       speed_scale, agent_type, t, loc_x, loc_y, speed, direction, acceleration)
@@ -88,7 +129,7 @@ def tag_runners_grid(num_taggers, agents_per_cell, cells_capacity, grid_length, 
     words = cuda.shared.array(0, types.int32)
     partial = words[0:cuda.blockDim.x]
     xs, ys, cell_end, ids = shared_grid(words, cuda.shared.array(0, types.float32), cuda.shared.array(0, types.int16),
-                                        num_taggers, cells_capacity)
+                                        num_taggers, cells_capacity, cuda.blockDim.x)
     _count, side = bin_agents(e, 0, num_taggers, still_in_game, loc_x, loc_y, grid_length, agents_per_cell,
                               partial, xs, ys, cell_end, ids)
     nearest = cuda.local.array(1, np.int32)

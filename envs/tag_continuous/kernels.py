@@ -170,21 +170,31 @@ def write_partial_observation(observations, e, i, k, found, nearest, observer_al
                               acceleration):
     """Agent i's partial observation from its ``found`` nearest ids (nearest int32[>= found]);
     slots past them and the time of an observer out of the game are zeros."""
-    one = np.float32(1)
     for slot in range(k):
+        j = -1
         if slot < found:
             j = nearest[slot]
-            write_relative(observations, e, i, j, slot, k, loc_x, loc_y, speed, acceleration,
-                           direction, position_scale, speed_scale, one)
-            observations[e, i, 5 * k + slot] = np.float32(agent_type[j])
-            observations[e, i, 6 * k + slot] = one
-        else:
-            for feature in range(7):
-                observations[e, i, feature * k + slot] = ZERO
+        write_observed_slot(observations, e, i, k, slot, j, position_scale, speed_scale, agent_type,
+                            loc_x, loc_y, speed, direction, acceleration)
     time = ZERO
     if observer_alive:
         time = np.float32(t[e]) / np.float32(episode_length)
     observations[e, i, 7 * k] = time
+
+
+@cuda.jit(device=True)
+def write_observed_slot(observations, e, i, k, slot, j, position_scale, speed_scale, agent_type,
+                        loc_x, loc_y, speed, direction, acceleration):
+    """The 7 features of ``slot`` in agent i's partial observation: agent j, or zeros where j is -1."""
+    if j >= 0:
+        one = np.float32(1)
+        write_relative(observations, e, i, j, slot, k, loc_x, loc_y, speed, acceleration,
+                       direction, position_scale, speed_scale, one)
+        observations[e, i, 5 * k + slot] = np.float32(agent_type[j])
+        observations[e, i, 6 * k + slot] = one
+    else:
+        for feature in range(7):
+            observations[e, i, feature * k + slot] = ZERO
 
 
 @cuda.jit
