@@ -38,10 +38,19 @@ if TYPE_CHECKING:
 
 
 
+class _DisplayName:
+    """``Environment.display_name``, read on the class (before anything is built) or on an instance."""
+
+    def __get__(self, instance: Environment | None, owner: type[Environment]) -> str:
+        return owner.name or owner.__name__
+
+
 class Environment(CheckedMode):
     """Base class of warpsim's batched environments (see the module docstring)."""
 
     name: ClassVar[str] = ""
+    display_name = _DisplayName()
+    """What messages and records call the environment: ``name``, or the class's name when that is empty."""
     Params: ClassVar[type]
     params: Any
     """The ``Params`` instance the environments were made with."""
