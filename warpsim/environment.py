@@ -20,7 +20,7 @@ launches and auto-resets finished environments, the same way for every environme
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -32,10 +32,6 @@ from warpsim.graph import StepGraph
 from warpsim.kernels.random import seed_to_uint64
 from warpsim.kernels.reset import count_resets
 from warpsim.spec import STATE_DTYPES, ArrayNamespace, EnvSpec, Frame, StateArray
-
-if TYPE_CHECKING:
-    from warpsim.graph import StepGraph
-
 
 
 class _DisplayName:
