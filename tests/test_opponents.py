@@ -62,7 +62,7 @@ def test_a_random_role_plays_every_action_component_uniformly():
         chi_square = ((counts - expected) ** 2 / expected).sum().item()
         # The 0.999 quantile of chi-square with levels - 1 degrees of freedom is below 3 * levels + 10 here.
         assert chi_square < 3 * levels + 10, f"component {component}: counts {counts.tolist()}"
-    assert len(trainer.observations) == 1, "no rollout storage for a random role"
+    assert len(trainer.storage) == 1, "no rollout storage for a random role"
 
 
 def test_resume_keeps_the_opponents(tmp_path):

@@ -94,7 +94,6 @@ def test_the_command_line_trains_benches_and_evaluates_a_module_colon_class(tmp_
     assert "beacon E=2 N=4" in capsys.readouterr().out
 
 
-@pytest.mark.slow
 def test_check_reruns_on_the_simulator_with_a_module_in_the_current_directory(tmp_path):
     copy_template(tmp_path, "walkers_d")
     done = subprocess.run([str(Path(sys.executable).with_name("warpsim")), "check", "walkers_d:Beacon",
@@ -104,7 +103,6 @@ def test_check_reruns_on_the_simulator_with_a_module_in_the_current_directory(tm
     assert done.stdout.startswith("consistent: beacon E=2 N=2")
 
 
-@pytest.mark.slow
 def test_check_reruns_on_the_simulator_with_an_entry_point_id(tmp_path):
     site = copy_template(tmp_path / "site", "walkers_e")
     add_distribution(site, "walkers_e", "walkers")

@@ -13,6 +13,16 @@ def test_make_accepts_a_class_without_registering():
     assert env.observations.shape == (2, 4, 22)
 
 
+def test_display_name_is_the_name_or_else_the_class_name_on_the_class_and_on_an_instance():
+    class Unnamed(TagContinuous):
+        name = ""
+
+    for cls, expected in [(TagContinuous, "tag_continuous"), (Unnamed, "Unnamed")]:
+        assert cls.display_name == warpsim.make(cls, 1, backend="numpy").display_name == expected
+    with pytest.raises(TypeError, match="unknown parameter.*'speed' for Unnamed;"):
+        warpsim.make(Unnamed, 1, speed=2)
+
+
 def test_duplicate_id_is_refused():
     with pytest.raises(ValueError, match="'tag_continuous' is already registered"):
         warpsim.register("tag_continuous", TagContinuous)

@@ -36,9 +36,9 @@ def test_one_policy_per_role_and_actions_go_into_the_environment_buffer():
     assert trainer.policies.role_names == ["runner", "tagger"]
     assert len(trainer.policies.networks) == 2
     trainer.iterate()
-    assert trainer.actions[1][-1][:, :, :].eq(trainer.env.actions[:, :1]).all()  # the tagger is agent 0
-    assert trainer.actions[0][-1].eq(trainer.env.actions[:, 1:]).all()
-    assert trainer.observations[0].shape == (6, 3, 3, 2 * trainer.env.spec.observation_size)
+    assert trainer.storage["tagger"].actions[-1][:, :, :].eq(trainer.env.actions[:, :1]).all()  # the tagger is agent 0
+    assert trainer.storage["runner"].actions[-1].eq(trainer.env.actions[:, 1:]).all()
+    assert trainer.storage["runner"].observations.shape == (6, 3, 3, 2 * trainer.env.spec.observation_size)
 
 
 def test_resumed_run_matches_an_uninterrupted_one(tmp_path):
@@ -162,7 +162,8 @@ def test_rollout_and_update_never_wait_for_the_device(opponents):
     finally:
         torch.cuda.set_sync_debug_mode(0)
     assert trainer.precision == "bf16"
-    assert trainer.log_probs[0].dtype == torch.float32 and trainer.actions[0].dtype == torch.int32
+    tagger = trainer.storage["tagger"]
+    assert tagger.log_probs.dtype == torch.float32 and tagger.actions.dtype == torch.int32
     assert trainer.read_metrics()["iteration"] == 2
 
 

@@ -68,11 +68,12 @@ def test_a_captured_rollout_trains_as_the_eager_one_on_the_gpu(changes):
     for _ in range(4):  # eager warm-up, capture and replay, then two replays
         graphed.iterate()
         eager.iterate()
-        for mine, theirs in zip(graphed.actions, eager.actions):
-            assert torch.equal(mine, theirs)
+        for mine, theirs in zip(graphed.storage.values(), eager.storage.values()):
+            assert torch.equal(mine.actions, theirs.actions)
         assert torch.equal(graphed.env.state.episode, eager.env.state.episode)
-        for mine, theirs in zip(graphed.log_probs + graphed.values, eager.log_probs + eager.values):
-            torch.testing.assert_close(mine, theirs, rtol=1e-5, atol=1e-5)
+        for mine, theirs in zip(graphed.storage.values(), eager.storage.values()):
+            torch.testing.assert_close(mine.log_probs, theirs.log_probs, rtol=1e-5, atol=1e-5)
+            torch.testing.assert_close(mine.values, theirs.values, rtol=1e-5, atol=1e-5)
     for mine, theirs in zip(graphed.policies.parameters(), eager.policies.parameters()):
         torch.testing.assert_close(mine, theirs, rtol=1e-5, atol=1e-5)
     assert graphed.read_metrics()["episodes"] == eager.read_metrics()["episodes"] > 0

@@ -60,7 +60,7 @@ def test_cpu_policy_device_on_cpu_environments_is_the_default_bit_for_bit():
     for mine, theirs in zip(explicit.policies.parameters(), default.policies.parameters()):
         assert torch.equal(mine, theirs)
     assert torch.equal(explicit.env.state.episode, default.env.state.episode)
-    assert torch.equal(explicit.actions[0], default.actions[0])
+    assert torch.equal(explicit.storage["runner"].actions, default.storage["runner"].actions)
 
 
 @pytest.mark.parametrize("opponents", [{}, {"tagger": "random"}], ids=["self-play", "random taggers"])
@@ -133,11 +133,12 @@ def test_a_hybrid_iteration_equals_the_one_device_iteration(monkeypatch, changes
     for _ in range(2):
         hybrid.iterate()
         single.iterate()
-        for mine, theirs in zip(hybrid.actions, single.actions):
-            assert torch.equal(mine.cpu(), theirs)
+        for mine, theirs in zip(hybrid.storage.values(), single.storage.values()):
+            assert torch.equal(mine.actions.cpu(), theirs.actions)
         assert torch.equal(hybrid.env.state.episode, single.env.state.episode)
-        for mine, theirs in zip(hybrid.log_probs + hybrid.values, single.log_probs + single.values):
-            torch.testing.assert_close(mine.cpu(), theirs, rtol=1e-4, atol=1e-5)
+        for mine, theirs in zip(hybrid.storage.values(), single.storage.values()):
+            torch.testing.assert_close(mine.log_probs.cpu(), theirs.log_probs, rtol=1e-4, atol=1e-5)
+            torch.testing.assert_close(mine.values.cpu(), theirs.values, rtol=1e-4, atol=1e-5)
     for mine, theirs in zip(hybrid.policies.parameters(), single.policies.parameters()):
         torch.testing.assert_close(mine.cpu(), theirs, rtol=1e-4, atol=1e-5)
 

@@ -218,7 +218,7 @@ def make_record(config: BenchConfig, env: Environment, rates: list[float], start
         "backend": env.backend,
         "precision": precision,
         "launches": launches,
-        "env": env.name or type(env).__name__,
+        "env": env.display_name,
         "requested_num_envs": config.num_envs,
         "num_envs": env.num_envs,
         "num_agents": env.num_agents,

@@ -20,7 +20,7 @@ launches and auto-resets finished environments, the same way for every environme
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -33,15 +33,20 @@ from warpsim.kernels.random import seed_to_uint64
 from warpsim.kernels.reset import count_resets
 from warpsim.spec import STATE_DTYPES, ArrayNamespace, EnvSpec, Frame, StateArray
 
-if TYPE_CHECKING:
-    from warpsim.graph import StepGraph
 
+class _DisplayName:
+    """``Environment.display_name``, read on the class (before anything is built) or on an instance."""
+
+    def __get__(self, instance: Environment | None, owner: type[Environment]) -> str:
+        return owner.name or owner.__name__
 
 
 class Environment(CheckedMode):
     """Base class of warpsim's batched environments (see the module docstring)."""
 
     name: ClassVar[str] = ""
+    display_name = _DisplayName()
+    """What messages and records call the environment: ``name``, or the class's name when that is empty."""
     Params: ClassVar[type]
     params: Any
     """The ``Params`` instance the environments were made with."""

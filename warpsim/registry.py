@@ -110,7 +110,7 @@ def make(env: str | type[Environment], num_envs: int = 1, **kwargs: Any) -> Envi
     param_names = [field.name for field in dataclasses.fields(cls.Params)]
     unknown = [name for name in kwargs if name not in param_names and name not in RUNTIME_OPTIONS]
     if unknown:
-        raise InvalidTypeError(f"unknown parameter(s) {', '.join(map(repr, unknown))} for {cls.name or cls.__name__}; "
+        raise InvalidTypeError(f"unknown parameter(s) {', '.join(map(repr, unknown))} for {cls.display_name}; "
                         f"parameters: {', '.join(param_names)}; runtime options: {', '.join(RUNTIME_OPTIONS)}")
     options = {name: kwargs.pop(name) for name in RUNTIME_OPTIONS if name in kwargs}
     return cls(num_envs, cls.Params(**kwargs), **options)

@@ -90,7 +90,7 @@ class WarpsimParallelEnv(ParallelEnv):
         self.env = env
         self.index = int(index)
         self.render_mode = render_mode
-        self.metadata = {"name": env.name or type(env).__name__, "render_modes": list(RENDER_MODES)}
+        self.metadata = {"name": env.display_name, "render_modes": list(RENDER_MODES)}
         self.possible_agents = agent_names(env.spec)
         self.agents: list[str] = []
         self._agent_ids = {name: i for i, name in enumerate(self.possible_agents)}
@@ -266,7 +266,7 @@ class _FrameCanvas:
         colours = agent_colours(env.spec)
         self.points = self.axes.scatter(np.zeros(len(roles)), np.zeros(len(roles)), c=colours, s=25)
         self.title = self.axes.set_title("", fontsize=8)
-        self.name = env.name or type(env).__name__
+        self.name = env.display_name
 
     def draw(self, frame: Frame) -> np.ndarray:
         margin = 0.03 * frame.extent

@@ -48,14 +48,6 @@ class World:
         dist.all_gather_object(values, value)
         return values
 
-    def broadcast(self, value):
-        """Rank 0's ``value`` on every rank."""
-        if self.size == 1:
-            return value
-        holder = [value]
-        dist.broadcast_object_list(holder, src=0)
-        return holder[0]
-
     def close(self) -> None:
         if self.size > 1 and dist.is_initialized():
             # Every rank arrives first: a rank that tears down its connections while another still

@@ -10,6 +10,7 @@ returns stay float32, stored actions int32.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 from collections.abc import Callable
 
@@ -28,6 +29,7 @@ from warpsim.train.episodes import EpisodeStats
 from warpsim.train.graphs import RolloutGraph, resolve_graphs
 from warpsim.train.placement import RolloutMirror, check_single_process, resolve_policy_device
 from warpsim.train.policy import RolePolicies, roles_of
+from warpsim.train.rollout import RoleRollout, Samples
 from warpsim.train.stacking import ObservationStack
 from warpsim.train.storage import check_training_fits
 
@@ -126,7 +128,6 @@ class Trainer:
         random_roles = opponents.random_roles(self.config.opponents)
         self.random_roles = [role for role in self.roles if role.name in random_roles]
         self.acting = [role for role in self.roles if role.name not in random_roles]
-        self._learner_index = {role.name: r for r, role in enumerate(self.learners)}
         self.levels = torch.tensor(self.env.spec.action_levels, device=self.device)
 
     def _allocate_rollout(self) -> None:
@@ -141,15 +142,17 @@ class Trainer:
                 return torch.zeros(shape, dtype=dtype, device=self.env_device, pin_memory=pin)
             return torch.zeros(shape, dtype=dtype, device=self.device)
 
-        self.observations = [zeros(t, e, r.count, d, env_side=True) for r in self.learners]
-        self.actions = [zeros(t, e, r.count, a, dtype=torch.int32) for r in self.learners]
-        self.log_probs = [zeros(t, e, r.count) for r in self.learners]
-        self.values = [zeros(t, e, r.count) for r in self.learners]
-        self.rewards = [zeros(t, e, r.count, env_side=True) for r in self.learners]
+        self.storage = {role.name: RoleRollout(
+            observations=zeros(t, e, role.count, d, env_side=True),
+            actions=zeros(t, e, role.count, a, dtype=torch.int32),
+            log_probs=zeros(t, e, role.count), values=zeros(t, e, role.count),
+            rewards=zeros(t, e, role.count, env_side=True)) for role in self.learners}
+        """Each learning role's rollout, by role name, in the order of ``learners``."""
         self.terminated = zeros(t, e, 1, dtype=torch.bool, env_side=True)
         self.truncated = zeros(t, e, 1, dtype=torch.bool, env_side=True)
-        self.mirror = RolloutMirror([*self.observations, *self.rewards, self.terminated, self.truncated],
-                                    self.device) if self.hybrid else None
+        stored = self.storage.values()
+        self.mirror = RolloutMirror([*(s.observations for s in stored), *(s.rewards for s in stored),
+                                     self.terminated, self.truncated], self.device) if self.hybrid else None
         """The environments' side of the rollout on the networks' device, when hybrid."""
 
     def autocast(self):
@@ -182,11 +185,11 @@ class Trainer:
             policy_inputs = inputs.to(self.device)
             batches = []
             for role in self.acting:
-                r = self._learner_index.get(role.name)
-                if r is not None:
-                    self.observations[r][t].copy_(role.of(inputs))
-                if r is not None and not self.hybrid:
-                    batch = self.observations[r][t]  # the stored copy: no second gather
+                stored = self.storage.get(role.name)
+                if stored is not None:
+                    stored.observations[t].copy_(role.of(inputs))
+                if stored is not None and not self.hybrid:
+                    batch = stored.observations[t]  # the stored copy: no second gather
                 else:
                     batch = self.policy_roles[role.name].of(policy_inputs)
                 batches.append(batch.flatten(0, 1))
@@ -195,11 +198,11 @@ class Trainer:
             for role, (logits, values) in zip(self.acting, outputs):
                 heads = ppo.split_heads(logits, levels)
                 actions = ppo.sample(heads, self.generator).view(env.num_envs, role.count, -1)
-                r = self._learner_index.get(role.name)
-                if r is not None:
-                    self.log_probs[r][t].copy_(ppo.log_prob(heads, actions.flatten(0, 1)).view(env.num_envs, -1))
-                    self.values[r][t].copy_(values.float().view(env.num_envs, role.count))
-                    self.actions[r][t].copy_(actions)
+                stored = self.storage.get(role.name)
+                if stored is not None:
+                    stored.log_probs[t].copy_(ppo.log_prob(heads, actions.flatten(0, 1)).view(env.num_envs, -1))
+                    stored.values[t].copy_(values.float().view(env.num_envs, role.count))
+                    stored.actions[t].copy_(actions)
                 self.policy_roles[role.name].write(self.step_actions, actions)
             for role in self.random_roles:
                 self.policy_roles[role.name].write(
@@ -208,8 +211,8 @@ class Trainer:
                 env.actions.copy_(self.step_actions)  # the step's one copy back
             env.step()
             self.inputs.stepped()
-            for r, role in enumerate(self.learners):
-                self.rewards[r][t].copy_(role.of(env.rewards))
+            for role in self.learners:
+                self.storage[role.name].rewards[t].copy_(role.of(env.rewards))
             self.terminated[t, :, 0].copy_(env.terminated)
             torch.logical_and(env.done, ~env.terminated, out=self.truncated[t, :, 0])
             self.stats.record()
@@ -221,49 +224,53 @@ class Trainer:
 
     def update(self, next_values: list[torch.Tensor]) -> None:
         """``epochs`` passes of clipped PPO over the rollout, in shuffled minibatches."""
-        c, n = self.config, len(self.learners)
-        if self.mirror is None:
-            observations, rewards, terminated, truncated = (self.observations, self.rewards, self.terminated,
-                                                            self.truncated)
-        else:  # hybrid: the environments' side moves over once per iteration, one copy per buffer
-            moved = self.mirror.refresh()
-            observations, rewards, terminated, truncated = moved[:n], moved[n:2 * n], moved[2 * n], moved[2 * n + 1]
+        c = self.config
+        rollouts, terminated, truncated = self._rollout_on_policy_device()
         samples = []
-        for r in range(n):
-            advantages, returns = ppo.gae(rewards[r], self.values[r], terminated, truncated,
-                                          next_values[r], c.gamma, c.gae_lambda)
-            samples.append(tuple(x.flatten(0, 2) for x in (
-                observations[r], self.actions[r], self.log_probs[r], self.values[r], advantages, returns)))
+        for rollout, next_value in zip(rollouts, next_values):
+            advantages, returns = ppo.gae(rollout.rewards, rollout.values, terminated, truncated, next_value,
+                                          c.gamma, c.gae_lambda)
+            samples.append(Samples.of(rollout, advantages, returns))
         row = 0
         for _ in range(c.epochs):
-            orders = [torch.randperm(s[0].shape[0], device=self.device, generator=self.generator)
+            orders = [torch.randperm(s.num_samples, device=self.device, generator=self.generator)
                       .tensor_split(c.minibatches) for s in samples]
             for m in range(c.minibatches):
-                picks = [order[m] for order in orders]
-                self._step_on_minibatch([tuple(x[pick] for x in s) for s, pick in zip(samples, picks)], row)
+                self._step_on_minibatch([s.pick(order[m]) for s, order in zip(samples, orders)], row)
                 row += 1
 
-    def _step_on_minibatch(self, batches, row: int) -> None:
+    def _rollout_on_policy_device(self) -> tuple[list[RoleRollout], torch.Tensor, torch.Tensor]:
+        """Each learning role's rollout, terminated and truncated, all on the networks' device."""
+        rollouts = list(self.storage.values())
+        if self.mirror is None:
+            return rollouts, self.terminated, self.truncated
+        # Hybrid: the environments' side moves over once per iteration, one copy per buffer.
+        n, moved = len(rollouts), self.mirror.refresh()
+        return ([dataclasses.replace(rollout, observations=observations, rewards=rewards)
+                 for rollout, observations, rewards in zip(rollouts, moved[:n], moved[n:2 * n])],
+                moved[2 * n], moved[2 * n + 1])
+
+    def _step_on_minibatch(self, minibatches: list[Samples], row: int) -> None:
+        """One optimizer step on every learning role's minibatch; its statistics go into ``update_stats[row]``."""
         c, levels = self.config, self.env.spec.action_levels
         with self.autocast():
-            outputs = self.model([batch[0] for batch in batches], [role.name for role in self.learners])
+            outputs = self.model([batch.observations for batch in minibatches], [role.name for role in self.learners])
         loss = torch.zeros((), device=self.device)
         per_role = []
-        for (_obs, actions, old_log_prob, old_value, advantages, returns), (logits, value) in zip(batches, outputs):
+        for batch, (logits, value) in zip(minibatches, outputs):
             heads = ppo.split_heads(logits, levels)
-            new_log_prob = ppo.log_prob(heads, actions)
+            new_log_prob = ppo.log_prob(heads, batch.actions)
             entropy = ppo.entropy(heads).mean()
-            if c.normalize_advantages:
-                advantages = ppo.normalize(advantages)
-            policy_loss, ratio = ppo.policy_loss(new_log_prob, old_log_prob, advantages, c.clip_coef)
-            value_loss = ppo.value_loss(value.float(), old_value, returns, c.value_clip)
+            advantages = ppo.normalize(batch.advantages) if c.normalize_advantages else batch.advantages
+            policy_loss, ratio = ppo.policy_loss(new_log_prob, batch.log_probs, advantages, c.clip_coef)
+            value_loss = ppo.value_loss(value.float(), batch.values, batch.returns, c.value_clip)
             loss = loss + policy_loss + c.value_coef * value_loss - c.entropy_coef * entropy
             with torch.no_grad():
                 deviation = (ratio - 1).abs()
                 # approx_kl: the low-variance estimator E[(r - 1) - log r].
                 per_role.append(torch.stack([
                     deviation.max(), (deviation > c.clip_coef).float().mean(),
-                    ((ratio - 1) - (new_log_prob - old_log_prob)).mean(), policy_loss, value_loss, entropy]))
+                    ((ratio - 1) - (new_log_prob - batch.log_probs)).mean(), policy_loss, value_loss, entropy]))
         self.optimizer.zero_grad(set_to_none=True)
         if self.scaler is None:
             loss.backward()
