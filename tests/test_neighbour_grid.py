@@ -168,6 +168,16 @@ def test_a_tie_at_the_edge_of_the_searched_square_goes_to_the_lower_id_beyond_it
     np.testing.assert_array_equal(ids, brute_nearest(x, y, member, 1)[0])
 
 
+def test_the_words_each_thread_keeps_count_against_the_shared_memory_of_the_grid():
+    """observe_partial_grid keeps K + 3 words per thread before the grid: a grid that fits
+    alone can then need global scratch, and the launch asks for the words either way."""
+    alone, after_words = GridLayout(4000, 3, 128), GridLayout(4000, 3, 128, words_per_thread=13)
+    assert alone.in_shared and not after_words.in_shared
+    assert after_words.shared_bytes == 13 * 4 * 128
+    small = GridLayout(1000, 3, 128, words_per_thread=13)
+    assert small.in_shared and small.shared_bytes == 13 * 4 * 128 + small.grid_bytes
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("num_agents, in_shared", [(1000, True), (4096, True), (6000, False)])
 @pytest.mark.parametrize("layout", ["uniform", "lattice", "clustered", "two piles"])
