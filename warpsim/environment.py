@@ -128,7 +128,7 @@ class Environment(CheckedMode):
     # ----- what a subclass writes -------------------------------------------------
     def describe(self) -> EnvSpec:
         """Returns the EnvSpec for ``self.params``."""
-        raise NotImplementedError
+        raise self._missing_hook("describe", "every environment", "4. The glue")
 
     def setup(self) -> None:
         """Optional: make constant arrays (``self.constant``) after allocation."""
@@ -153,19 +153,23 @@ class Environment(CheckedMode):
 
     def reset_numpy(self, envs: np.ndarray) -> None:
         """Resets environments ``envs`` (int64[R]) on ``self.views``, observations included."""
-        raise NotImplementedError
+        raise self._missing_hook("reset_numpy", "the numpy backend", "2. The NumPy reference")
 
     def step_numpy(self) -> None:
         """Steps every environment on ``self.views``: state, observations, rewards, done."""
-        raise NotImplementedError
+        raise self._missing_hook("step_numpy", "the numpy backend", "2. The NumPy reference")
 
     def reset_cuda(self, mask: Any) -> None:
         """Launches the kernels resetting environments where ``mask`` (bool[E]) is set."""
-        raise NotImplementedError
+        raise self._missing_hook("reset_cuda", "the cuda backend", "3. The kernels")
 
     def step_cuda(self) -> None:
         """Launches the kernels of one step of every environment."""
-        raise NotImplementedError
+        raise self._missing_hook("step_cuda", "the cuda backend", "3. The kernels")
+
+    def _missing_hook(self, hook: str, needed_by: str, section: str) -> NotImplementedError:
+        return NotImplementedError(f"{type(self).__name__} does not define {hook}(), which {needed_by} needs; "
+                                   f"see docs/custom_envs.md, section '{section}'")
 
     # ----- the runtime --------------------------------------------------------------
     @property

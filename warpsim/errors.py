@@ -23,6 +23,12 @@ class InvalidTypeError(WarpsimError, TypeError):
     """A value has a type that is not allowed."""
 
 
+class InvalidParameterTypeError(InvalidTypeError, InvalidValueError):
+    """A parameter or setting of a type that is not allowed (a string where a number is asked, a
+    bool where an integer is): a TypeError, and a ValueError like every other refused parameter,
+    so that one ``except ValueError`` catches whatever is wrong with a parameter."""
+
+
 class DoesNotFitError(WarpsimError, MemoryError):
     """What was asked for needs more memory than the device has free."""
 

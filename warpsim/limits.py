@@ -8,10 +8,6 @@ inside float32, so an accepted parameter never makes NaN or inf.
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
-
 MAX_MAGNITUDE = 1e9
 """Largest magnitude of a real parameter (a length, a speed, a reward)."""
 MIN_POSITIVE = 1e-9
@@ -19,14 +15,3 @@ MIN_POSITIVE = 1e-9
 MAX_INT32 = 2**31 - 1
 """Largest count kept in an int32 (a step counter)."""
 
-
-def is_real(value, low: float = -MAX_MAGNITUDE, high: float = MAX_MAGNITUDE) -> bool:
-    """A finite int or float (not a bool) in [low, high]."""
-    return bool(isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
-                and math.isfinite(value) and low <= value <= high)
-
-
-def is_int(value, low: int = 1, high: int = MAX_INT32) -> bool:
-    """An int (not a bool) in [low, high]."""
-    return bool(isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
-                and low <= value <= high)

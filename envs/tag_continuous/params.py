@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from warpsim.errors import InvalidValueError
-from warpsim.limits import MAX_INT32, MAX_MAGNITUDE, MIN_POSITIVE, is_int, is_real
+from warpsim.limits import MAX_INT32, MAX_MAGNITUDE, MIN_POSITIVE
+from warpsim.validation import check_fields, not_allowed, require_bool, require_int, require_real
 
 MAX_ACTION_LEVELS = 2**16
 """Most choices of an action component (its table is built on the host)."""
@@ -80,39 +80,33 @@ class TagContinuousParams:
     envs/tag_continuous/env.py). The results are identical; the NumPy backend ignores it."""
 
     def __post_init__(self):
-        def need(ok: bool, field: str, allowed: str):
-            if not ok:
-                raise InvalidValueError(f"{field}={getattr(self, field)!r} is not allowed; {allowed}")
-
-        for field in ("num_taggers", "num_runners", "episode_length"):
-            need(is_int(getattr(self, field)), field, f"give an integer in [1, {MAX_INT32}]")
-        for field in ("num_acceleration_levels", "num_turn_levels"):
-            need(is_int(getattr(self, field), 1, MAX_ACTION_LEVELS), field,
-                 f"give an integer in [1, {MAX_ACTION_LEVELS}]")
-        for field in ("grid_length", "max_speed", "skill_level_tagger", "skill_level_runner"):
-            need(is_real(getattr(self, field), MIN_POSITIVE), field,
-                 f"give a number in [{MIN_POSITIVE:g}, {MAX_MAGNITUDE:g}] (float32 stays finite)")
-        for field in ("edge_hit_penalty", "step_penalty_for_tagger", "tag_penalty_for_runner"):
-            need(is_real(getattr(self, field), high=0), field, f"give a number in [-{MAX_MAGNITUDE:g}, 0]")
-        for field in ("tag_reward_for_tagger", "step_reward_for_runner", "end_of_game_reward_for_runner"):
-            need(is_real(getattr(self, field), low=0), field, f"give a number in [0, {MAX_MAGNITUDE:g}]")
-        for field in ("min_acceleration", "max_acceleration", "min_turn", "max_turn"):
-            need(is_real(getattr(self, field)), field, f"give a number in [-{MAX_MAGNITUDE:g}, {MAX_MAGNITUDE:g}]")
-        need(is_int(self.num_agents), "num_runners", f"num_taggers + num_runners must be <= {MAX_INT32}")
-        need(self.max_acceleration >= self.min_acceleration, "max_acceleration",
-             f"it must be >= min_acceleration={self.min_acceleration!r}")
-        need(self.max_turn >= self.min_turn, "max_turn", f"it must be >= min_turn={self.min_turn!r}")
-        need(is_real(self.tagging_distance, 0, 1),
-             "tagging_distance", "give a fraction of grid_length in [0, 1]")
-        for field in ("use_full_observation", "runner_exits_game_after_tagged"):
-            need(isinstance(getattr(self, field), bool), field, "give True or False")
-        need(self.neighbour_search in NEIGHBOUR_SEARCHES, "neighbour_search",
-             f"allowed: {', '.join(repr(choice) for choice in NEIGHBOUR_SEARCHES)}")
-        k = self.num_other_agents_observed
-        n = self.num_agents
-        need(isinstance(k, int) and not isinstance(k, bool) and 1 <= k < n and k <= MAX_OBSERVED,
-             "num_other_agents_observed",
-             f"give an integer K with 1 <= K < N={n} (num_taggers + num_runners) and K <= {MAX_OBSERVED}")
+        check_fields(self, require_int, ("num_taggers", "num_runners", "episode_length"), 1, MAX_INT32)
+        check_fields(self, require_int, ("num_acceleration_levels", "num_turn_levels"), 1, MAX_ACTION_LEVELS)
+        check_fields(self, require_real, ("grid_length", "max_speed", "skill_level_tagger", "skill_level_runner"),
+                     MIN_POSITIVE, MAX_MAGNITUDE)
+        check_fields(self, require_real, ("edge_hit_penalty", "step_penalty_for_tagger", "tag_penalty_for_runner"),
+                     -MAX_MAGNITUDE, 0)
+        check_fields(self, require_real, ("tag_reward_for_tagger", "step_reward_for_runner",
+                                          "end_of_game_reward_for_runner"), 0, MAX_MAGNITUDE)
+        check_fields(self, require_real, ("min_acceleration", "max_acceleration", "min_turn", "max_turn"),
+                     -MAX_MAGNITUDE, MAX_MAGNITUDE)
+        check_fields(self, require_real, ("tagging_distance",), 0, 1)
+        check_fields(self, require_bool, ("use_full_observation", "runner_exits_game_after_tagged"))
+        check_fields(self, require_int, ("num_other_agents_observed",), 1)
+        if self.num_agents > MAX_INT32:
+            raise not_allowed("num_runners", self.num_runners, f"num_taggers + num_runners must be <= {MAX_INT32}")
+        if self.max_acceleration < self.min_acceleration:
+            raise not_allowed("max_acceleration", self.max_acceleration,
+                              f"it must be >= min_acceleration={self.min_acceleration!r}")
+        if self.max_turn < self.min_turn:
+            raise not_allowed("max_turn", self.max_turn, f"it must be >= min_turn={self.min_turn!r}")
+        if self.neighbour_search not in NEIGHBOUR_SEARCHES:
+            raise not_allowed("neighbour_search", self.neighbour_search,
+                              f"allowed: {', '.join(repr(choice) for choice in NEIGHBOUR_SEARCHES)}")
+        if not self.num_other_agents_observed < self.num_agents or self.num_other_agents_observed > MAX_OBSERVED:
+            raise not_allowed("num_other_agents_observed", self.num_other_agents_observed,
+                              f"give an integer K with 1 <= K < N={self.num_agents} (num_taggers + num_runners) "
+                              f"and K <= {MAX_OBSERVED}")
 
     @property
     def num_agents(self) -> int:

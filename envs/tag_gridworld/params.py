@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from warpsim.errors import InvalidValueError
-from warpsim.limits import MAX_INT32, MAX_MAGNITUDE, is_real
+from warpsim.limits import MAX_INT32, MAX_MAGNITUDE
+from warpsim.validation import check_fields, require_bool, require_int, require_real
 
 NUM_ACTIONS = 5
 """Action indices 0 stay, 1 (+1, 0), 2 (-1, 0), 3 (0, +1), 4 (0, -1)."""
@@ -54,22 +54,12 @@ class TagGridworldParams:
     """WarpDrive's start: taggers at (L//2, L//2), the runner at (0, 0); else random cells."""
 
     def __post_init__(self):
-        def need(ok: bool, field: str, allowed: str):
-            if not ok:
-                raise InvalidValueError(f"{field}={getattr(self, field)!r} is not allowed; {allowed}")
-
-        need(_is_int(self.num_taggers) and 1 <= self.num_taggers < MAX_INT32, "num_taggers",
-             f"give an integer in [1, {MAX_INT32 - 1}]")
-        need(_is_int(self.episode_length) and 1 <= self.episode_length <= MAX_EPISODE_LENGTH,
-             "episode_length", f"give an integer in [1, {MAX_EPISODE_LENGTH}]")
-        need(_is_int(self.grid_length) and 1 <= self.grid_length <= MAX_GRID_LENGTH, "grid_length",
-             f"give an integer in [1, {MAX_GRID_LENGTH}]")
-        for field in ("wall_hit_penalty", "tag_reward_for_tagger", "tag_penalty_for_runner",
-                      "step_cost_for_tagger"):
-            need(is_real(getattr(self, field), low=0), field,
-                 f"give a number in [0, {MAX_MAGNITUDE:g}] (a magnitude: the rules apply the sign)")
-        for field in ("use_full_observation", "fixed_start"):
-            need(isinstance(getattr(self, field), bool), field, "give True or False")
+        check_fields(self, require_int, ("num_taggers",), 1, MAX_INT32 - 1)
+        check_fields(self, require_int, ("episode_length",), 1, MAX_EPISODE_LENGTH)
+        check_fields(self, require_int, ("grid_length",), 1, MAX_GRID_LENGTH)
+        check_fields(self, require_real, ("wall_hit_penalty", "tag_reward_for_tagger", "tag_penalty_for_runner",
+                                          "step_cost_for_tagger"), 0, MAX_MAGNITUDE)
+        check_fields(self, require_bool, ("use_full_observation", "fixed_start"))
 
     @property
     def num_agents(self) -> int:
@@ -78,10 +68,6 @@ class TagGridworldParams:
     @property
     def observation_size(self) -> int:
         return 4 * self.num_agents + 1 if self.use_full_observation else 6
-
-
-def _is_int(value) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
 @dataclass(frozen=True)

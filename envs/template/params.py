@@ -2,8 +2,8 @@
 
 from dataclasses import dataclass
 
-from warpsim.errors import InvalidValueError
-from warpsim.limits import MAX_INT32, MAX_MAGNITUDE, MIN_POSITIVE, is_int, is_real
+from warpsim.limits import MAX_INT32, MAX_MAGNITUDE, MIN_POSITIVE
+from warpsim.validation import check_fields, require_int, require_real
 
 
 @dataclass(frozen=True)
@@ -22,15 +22,8 @@ class BeaconParams:
     """An agent within this distance of the beacon earns 1 this step; >= 0."""
 
     def __post_init__(self):
+        # Each field is stored as the plain int or float its check returns (np.float32(0.5) becomes 0.5).
         # Reals within warpsim.limits keep float32 finite: no inf, no division by a value rounded to 0.
-        for name, value, ok, allowed in (
-            ("num_agents", self.num_agents, is_int(self.num_agents), f"an integer in [1, {MAX_INT32}]"),
-            ("grid_length", self.grid_length, is_real(self.grid_length, MIN_POSITIVE),
-             f"a number in [{MIN_POSITIVE:g}, {MAX_MAGNITUDE:g}]"),
-            ("episode_length", self.episode_length, is_int(self.episode_length), f"an integer in [1, {MAX_INT32}]"),
-            ("step_size", self.step_size, is_real(self.step_size, MIN_POSITIVE),
-             f"a number in [{MIN_POSITIVE:g}, {MAX_MAGNITUDE:g}]"),
-            ("reach_radius", self.reach_radius, is_real(self.reach_radius, 0), f"a number in [0, {MAX_MAGNITUDE:g}]"),
-        ):
-            if not ok:
-                raise InvalidValueError(f"{name}={value!r} is not allowed; give {allowed}")
+        check_fields(self, require_int, ("num_agents", "episode_length"), 1, MAX_INT32)
+        check_fields(self, require_real, ("grid_length", "step_size"), MIN_POSITIVE, MAX_MAGNITUDE)
+        check_fields(self, require_real, ("reach_radius",), 0, MAX_MAGNITUDE)

@@ -11,13 +11,13 @@ import ast
 import dataclasses
 import inspect
 import json
-import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from warpsim.errors import InvalidValueError, RunFileError, WarpsimError
 from warpsim.train import opponents
+from warpsim.validation import check_fields, not_allowed, require_bool, require_int, require_real
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -26,6 +26,8 @@ else:  # tomllib is new in Python 3.11; tomli is the same parser (a dependency o
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 GRAPHS = ("auto", "on", "off")
+CONFIG_FIELD = "config field {}"
+"""How a message names a field."""
 
 
 @dataclass(frozen=True)
@@ -92,23 +94,19 @@ class TrainConfig:
     def __post_init__(self):
         def need(ok: bool, name: str, allowed: str):
             if not ok:
-                raise InvalidValueError(f"config field {name}={getattr(self, name)!r} is not allowed; {allowed}")
+                raise not_allowed(CONFIG_FIELD.format(name), getattr(self, name), allowed)
 
-        for name in ("num_envs", "iterations", "rollout_steps", "epochs", "minibatches",
-                     "stack_observations", "hidden_size", "hidden_layers", "log_every", "checkpoint_every"):
-            value = getattr(self, name)
-            need(_is_int(value) and value >= 1, name, "give an integer >= 1")
-        need(_is_int(self.seed) and self.seed >= 0, "seed", "give an integer >= 0")
-        for name in ("learning_rate", "max_grad_norm", "clip_coef"):
-            need(_is_real(getattr(self, name)) and getattr(self, name) > 0, name, "give a number > 0")
-        for name in ("gamma", "gae_lambda"):
-            need(_is_real(getattr(self, name)) and 0 <= getattr(self, name) <= 1, name, "give a number in [0, 1]")
-        for name in ("value_coef", "entropy_coef"):
-            need(_is_real(getattr(self, name)) and getattr(self, name) >= 0, name, "give a number >= 0")
-        need(self.value_clip is None or (_is_real(self.value_clip) and self.value_clip > 0),
-             "value_clip", "give a number > 0, or None for no clipping")
-        for name in ("anneal_lr", "normalize_advantages"):
-            need(isinstance(getattr(self, name), bool), name, "give true or false")
+        check_fields(self, require_int, ("num_envs", "iterations", "rollout_steps", "epochs", "minibatches",
+                                         "stack_observations", "hidden_size", "hidden_layers", "log_every",
+                                         "checkpoint_every"), 1, what=CONFIG_FIELD)
+        check_fields(self, require_int, ("seed",), 0, what=CONFIG_FIELD)
+        check_fields(self, require_real, ("learning_rate", "max_grad_norm", "clip_coef"), 0, low_exclusive=True,
+                     what=CONFIG_FIELD)
+        check_fields(self, require_real, ("gamma", "gae_lambda"), 0, 1, what=CONFIG_FIELD)
+        check_fields(self, require_real, ("value_coef", "entropy_coef"), 0, what=CONFIG_FIELD)
+        if self.value_clip is not None:
+            check_fields(self, require_real, ("value_clip",), 0, low_exclusive=True, what=CONFIG_FIELD)
+        check_fields(self, require_bool, ("anneal_lr", "normalize_advantages"), what=CONFIG_FIELD)
         need(self.precision in PRECISIONS, "precision", f"choose one of {', '.join(PRECISIONS)}")
         need(self.graphs in GRAPHS, "graphs", f"choose one of {', '.join(GRAPHS)}")
         need(self.backend in ("auto", "cuda", "numpy"), "backend", "choose auto, cuda or numpy")
@@ -129,14 +127,6 @@ def is_policy_device(value) -> bool:
     if value in ("auto", "cpu", "cuda"):
         return True
     return isinstance(value, str) and value.startswith("cuda:") and value[5:].isdigit() and value[5:].isascii()
-
-
-def _is_int(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_real(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def field_names() -> list[str]:
