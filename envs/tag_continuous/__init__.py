@@ -3,4 +3,7 @@
 from warpsim.envs.tag_continuous.env import TagContinuous
 from warpsim.envs.tag_continuous.params import TagContinuousParams
 
-__all__ = ["TagContinuous", "TagContinuousParams"]
+ENVIRONMENT = TagContinuous
+"""The class warpsim registers for this folder, under its ``name``."""
+
+__all__ = ["ENVIRONMENT", "TagContinuous", "TagContinuousParams"]

@@ -3,4 +3,7 @@
 from warpsim.envs.tag_gridworld.env import TagGridworld
 from warpsim.envs.tag_gridworld.params import TagGridworldParams
 
-__all__ = ["TagGridworld", "TagGridworldParams"]
+ENVIRONMENT = TagGridworld
+"""The class warpsim registers for this folder, under its ``name``."""
+
+__all__ = ["ENVIRONMENT", "TagGridworld", "TagGridworldParams"]

@@ -3,4 +3,7 @@
 from warpsim.envs.template.env import Beacon
 from warpsim.envs.template.params import BeaconParams
 
-__all__ = ["Beacon", "BeaconParams"]
+ENVIRONMENT = Beacon
+"""The class warpsim registers for this folder, under its ``name``."""
+
+__all__ = ["ENVIRONMENT", "Beacon", "BeaconParams"]
