@@ -25,7 +25,7 @@ ZERO = np.float32(0)
 
 @dataclass(frozen=True)
 class TagContinuousParams:
-    """Rules of tag_continuous (TAG_SPEC section 1). Invalid values raise InvalidValueError,
+    """Rules of tag_continuous (docs/tag_rules.md section 1). Invalid values raise InvalidValueError,
     and so do values that would make NaN or inf in float32 (``warpsim.limits``)."""
 
     num_taggers: int = 1

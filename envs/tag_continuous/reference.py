@@ -1,4 +1,4 @@
-"""NumPy reference of tag_continuous (TAG_SPEC section 1), vectorised over E and N.
+"""NumPy reference of tag_continuous (docs/tag_rules.md section 1), vectorised over E and N.
 
 Every function works in place on ``v``, the environment's views namespace (NumPy
 arrays sharing memory with its tensors), in float32 with the operations in the same

@@ -11,7 +11,7 @@ from warpsim.envs.tag_gridworld.params import MOVE_X, MOVE_Y, NUM_ACTIONS, RUNNE
 
 
 class TagGridworld(Environment):
-    """TAG_SPEC section 2. Agents 0..num_taggers-1 are taggers (type 0); agent N-1 is the
+    """docs/tag_rules.md section 2. Agents 0..num_taggers-1 are taggers (type 0); agent N-1 is the
     runner (type 1).
 
     Actions int32[E, N, 1]: 0 stay, 1 (+1, 0), 2 (-1, 0), 3 (0, +1), 4 (0, -1).

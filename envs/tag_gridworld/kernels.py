@@ -1,4 +1,4 @@
-"""Numba CUDA kernels of tag_gridworld (TAG_SPEC section 2).
+"""Numba CUDA kernels of tag_gridworld (docs/tag_rules.md section 2).
 
 One thread per agent over the flattened (environment, agent) index, so any N works
 and small N packs several environments into a block. A step is five launches: move,
@@ -22,7 +22,7 @@ ONE = np.float32(1)
 
 @cuda.jit
 def move_agents(actions, move_x, move_y, grid_length, wall_hit_reward, t, loc_x, loc_y, rewards, done):
-    """Step 1 of the rules: clock, one cell move, wall clipping and its penalty.
+    """docs/tag_rules.md section 2 step 1: clock, one cell move, wall clipping and its penalty.
 
     actions int32[E, N, 1]; move_x, move_y int32[5]; grid_length int32;
     wall_hit_reward float32 (<= 0); t int32[E]; loc_x, loc_y int32[E, N];
@@ -46,7 +46,7 @@ def move_agents(actions, move_x, move_y, grid_length, wall_hit_reward, t, loc_x,
 
 @cuda.jit
 def detect_tag(loc_x, loc_y, done):
-    """Step 2, detection: a tagger on the runner's (agent N-1) cell marks the environment.
+    """docs/tag_rules.md section 2 step 2, detection: a tagger on the runner's (agent N-1) cell marks the environment.
 
     loc_x, loc_y int32[E, N]; done bool[E] (set to True where the runner is tagged;
     several taggers may write the same True).
@@ -62,7 +62,7 @@ def detect_tag(loc_x, loc_y, done):
 
 @cuda.jit
 def add_outcome_rewards(outcome_reward, agent_type, done, rewards):
-    """Step 2, rewards: the tag (or step cost) term of every agent, after its wall term.
+    """docs/tag_rules.md section 2 step 2, rewards: the tag (or step cost) term of every agent, after its wall term.
 
     outcome_reward float32[2, 2] by [tagged, type]; agent_type int32[N];
     done bool[E] (here still 'runner tagged'); rewards float32[E, N].
@@ -77,7 +77,7 @@ def add_outcome_rewards(outcome_reward, agent_type, done, rewards):
 
 @cuda.jit
 def finish_step(episode_length, t, tags, done):
-    """Step 3: counts a tag, then done when tagged (already in ``done``) or t >= T.
+    """docs/tag_rules.md section 2 step 3: counts a tag, then done when tagged (already in ``done``) or t >= T.
     One thread per environment.
 
     episode_length int32; t, tags int32[E]; done bool[E].

@@ -28,7 +28,7 @@ ZERO = np.float32(0)
 
 @dataclass(frozen=True)
 class TagGridworldParams:
-    """Rules of tag_gridworld (TAG_SPEC section 2). Invalid values raise InvalidValueError,
+    """Rules of tag_gridworld (docs/tag_rules.md section 2). Invalid values raise InvalidValueError,
     and so do values that would make NaN or inf in float32 (``warpsim.limits``).
 
     The penalties and costs are positive magnitudes; the rules apply the signs.

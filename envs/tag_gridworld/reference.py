@@ -1,4 +1,4 @@
-"""NumPy reference of tag_gridworld (TAG_SPEC section 2), vectorised over E and N.
+"""NumPy reference of tag_gridworld (docs/tag_rules.md section 2), vectorised over E and N.
 
 Every function works in place on ``v``, the environment's views namespace (NumPy
 arrays sharing memory with its tensors). Positions are int32 cells; rewards and
