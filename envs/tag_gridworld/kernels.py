@@ -2,12 +2,10 @@
 
 One thread per agent over the flattened (environment, agent) index, so any N works
 and small N packs several environments into a block. A step is five launches: move,
-detect the tag, add the outcome rewards, finish (done), observe; then the masked
-reset (agents, environments, observation). Each launch sees the previous one's
-writes, which is what lets ``done`` carry the 'runner tagged' flag between the tag
-and reward launches without a scratch array: every writer stores the same value, and
-no thread of that launch reads it. Positions are int32 cells; rewards and
-observations are float32 with the same order of operations as the NumPy reference.
+detect the tag (into the ``tagged`` state array), add the outcome rewards, finish (tags,
+done), observe; then the masked reset (agents, environments, observation). Each launch
+sees the previous one's writes. Positions are int32 cells; rewards and observations are
+float32 with the same order of operations as the NumPy reference.
 """
 
 import numpy as np
@@ -21,12 +19,12 @@ ONE = np.float32(1)
 
 
 @cuda.jit
-def move_agents(actions, move_x, move_y, grid_length, wall_hit_reward, t, loc_x, loc_y, rewards, done):
+def move_agents(actions, move_x, move_y, grid_length, wall_hit_reward, t, loc_x, loc_y, rewards, tagged):
     """docs/tag_rules.md section 2 step 1: clock, one cell move, wall clipping and its penalty.
 
     actions int32[E, N, 1]; move_x, move_y int32[5]; grid_length int32;
     wall_hit_reward float32 (<= 0); t int32[E]; loc_x, loc_y int32[E, N];
-    rewards float32[E, N] (written: the wall term); done bool[E] (cleared for detect_tag).
+    rewards float32[E, N] (written: the wall term); tagged bool[E] (cleared for detect_tag).
     """
     num_envs, n = loc_x.shape
     e, i = agent_of_thread(n)
@@ -34,7 +32,7 @@ def move_agents(actions, move_x, move_y, grid_length, wall_hit_reward, t, loc_x,
         return
     if i == 0:
         t[e] += 1
-        done[e] = False
+        tagged[e] = False
     action = min(max(actions[e, i, 0], 0), NUM_ACTIONS - 1)
     x = loc_x[e, i] + move_x[action]
     y = loc_y[e, i] + move_y[action]
@@ -45,10 +43,10 @@ def move_agents(actions, move_x, move_y, grid_length, wall_hit_reward, t, loc_x,
 
 
 @cuda.jit
-def detect_tag(loc_x, loc_y, done):
+def detect_tag(loc_x, loc_y, tagged):
     """docs/tag_rules.md section 2 step 2, detection: a tagger on the runner's (agent N-1) cell marks the environment.
 
-    loc_x, loc_y int32[E, N]; done bool[E] (set to True where the runner is tagged;
+    loc_x, loc_y int32[E, N]; tagged bool[E] (set to True where the runner is tagged;
     several taggers may write the same True).
     """
     num_envs, n = loc_x.shape
@@ -57,38 +55,37 @@ def detect_tag(loc_x, loc_y, done):
         return
     runner = n - 1
     if i < runner and loc_x[e, i] == loc_x[e, runner] and loc_y[e, i] == loc_y[e, runner]:
-        done[e] = True
+        tagged[e] = True
 
 
 @cuda.jit
-def add_outcome_rewards(outcome_reward, agent_type, done, rewards):
+def add_outcome_rewards(outcome_reward, agent_type, tagged, rewards):
     """docs/tag_rules.md section 2 step 2, rewards: the tag (or step cost) term of every agent, after its wall term.
 
     outcome_reward float32[2, 2] by [tagged, type]; agent_type int32[N];
-    done bool[E] (here still 'runner tagged'); rewards float32[E, N].
+    tagged bool[E]; rewards float32[E, N].
     """
     num_envs, n = rewards.shape
     e, i = agent_of_thread(n)
     if e >= num_envs:
         return
-    tagged = 1 if done[e] else 0
-    rewards[e, i] += outcome_reward[tagged, agent_type[i]]
+    outcome = 1 if tagged[e] else 0
+    rewards[e, i] += outcome_reward[outcome, agent_type[i]]
 
 
 @cuda.jit
-def finish_step(episode_length, t, tags, done):
-    """docs/tag_rules.md section 2 step 3: counts a tag, then done when tagged (already in ``done``) or t >= T.
+def finish_step(episode_length, t, tagged, tags, done):
+    """docs/tag_rules.md section 2 step 3: counts a tag, then done when tagged or t >= T.
     One thread per environment.
 
-    episode_length int32; t, tags int32[E]; done bool[E].
+    episode_length int32; t int32[E]; tagged bool[E]; tags int32[E]; done bool[E] (written).
     """
     e = cuda.grid(1)
     if e >= done.shape[0]:
         return
-    if done[e]:
+    if tagged[e]:
         tags[e] += 1
-    if t[e] >= episode_length:
-        done[e] = True
+    done[e] = tagged[e] or t[e] >= episode_length
 
 
 @cuda.jit

@@ -53,11 +53,11 @@ def step(v, p: TagGridworldParams, c: Constants) -> None:
     v.loc_x[:] = np.clip(x, 0, length)
     v.loc_y[:] = np.clip(y, 0, length)
 
-    tagged = runner_tagged(v, p)
+    v.tagged[:] = runner_tagged(v, p)
     wall = np.where(hit_wall, c.wall_hit_reward, ZERO)
-    v.rewards[:] = wall + c.outcome_reward[tagged.astype(np.int64)[:, None], v.agent_type[None, :]]
-    v.done[:] = tagged | (v.t >= p.episode_length)
-    v.tags[:] += tagged
+    v.rewards[:] = wall + c.outcome_reward[v.tagged.astype(np.int64)[:, None], v.agent_type[None, :]]
+    v.tags[:] += v.tagged
+    v.done[:] = v.tagged | (v.t >= p.episode_length)
     observe(v, p, c, np.arange(v.loc_x.shape[0]))
 
 
