@@ -14,7 +14,7 @@ from numba import cuda
 
 from warpsim.envs.tag_continuous.params import DRAWS_PER_AGENT, HALF_PI, MAX_OBSERVED, TWO_PI, ZERO
 from warpsim.kernels.indexing import agent_of_thread
-from warpsim.kernels.random import uniform_device
+from warpsim.kernels.random import reset_uniform_device
 from warpsim.kernels.rounding import add, mul, squared_distance
 from warpsim.kernels.trig import sin_cos_device
 
@@ -260,12 +260,9 @@ def reset_agents(mask, seed, episode, grid_length,
     e, i = agent_of_thread(n)
     if e >= num_envs or not mask[e]:
         return
-    stream = np.uint64(e)
-    counter = np.uint64(episode[e])
-    lane = np.uint64(i * DRAWS_PER_AGENT)
-    loc_x[e, i] = uniform_device(seed, stream, counter, lane) * grid_length
-    loc_y[e, i] = uniform_device(seed, stream, counter, lane + np.uint64(1)) * grid_length
-    quadrant = np.int32(uniform_device(seed, stream, counter, lane + np.uint64(2)) * FOUR)
+    loc_x[e, i] = reset_uniform_device(seed, e, episode[e], i, 0, DRAWS_PER_AGENT) * grid_length
+    loc_y[e, i] = reset_uniform_device(seed, e, episode[e], i, 1, DRAWS_PER_AGENT) * grid_length
+    quadrant = np.int32(reset_uniform_device(seed, e, episode[e], i, 2, DRAWS_PER_AGENT) * FOUR)
     direction[e, i] = np.float32(quadrant) * HALF_PI
     speed[e, i] = ZERO
     acceleration[e, i] = ZERO

@@ -13,7 +13,7 @@ from numba import cuda
 
 from warpsim.envs.tag_gridworld.params import DRAWS_PER_AGENT, NUM_ACTIONS, ZERO
 from warpsim.kernels.indexing import agent_of_thread
-from warpsim.kernels.random import uniform_device
+from warpsim.kernels.random import reset_uniform_device
 
 ONE = np.float32(1)
 
@@ -151,7 +151,7 @@ def reset_agents(mask, seed, episode, fixed_start, grid_length, start_cells, loc
     mask bool[E]; seed uint64; episode int32[E] (the stream's counter);
     fixed_start bool; grid_length int32; start_cells float32 (L + 1);
     loc_x, loc_y int32[E, N] (written). Random: cell = min(int(u * (L + 1)), L) with
-    u from lane agent * 2 + coordinate; fixed: taggers at (L//2, L//2), runner at (0, 0).
+    u the agent's draw 0 (x) or 1 (y); fixed: taggers at (L//2, L//2), runner at (0, 0).
     """
     num_envs, n = loc_x.shape
     e, i = agent_of_thread(n)
@@ -162,11 +162,8 @@ def reset_agents(mask, seed, episode, fixed_start, grid_length, start_cells, loc
         loc_x[e, i] = cell
         loc_y[e, i] = cell
         return
-    stream = np.uint64(e)
-    counter = np.uint64(episode[e])
-    lane = np.uint64(i * DRAWS_PER_AGENT)
-    x = np.int32(uniform_device(seed, stream, counter, lane) * start_cells)
-    y = np.int32(uniform_device(seed, stream, counter, lane + np.uint64(1)) * start_cells)
+    x = np.int32(reset_uniform_device(seed, e, episode[e], i, 0, DRAWS_PER_AGENT) * start_cells)
+    y = np.int32(reset_uniform_device(seed, e, episode[e], i, 1, DRAWS_PER_AGENT) * start_cells)
     loc_x[e, i] = min(x, grid_length)
     loc_y[e, i] = min(y, grid_length)
 

@@ -19,7 +19,7 @@ from warpsim.envs.tag_gridworld.params import (
     Constants,
     TagGridworldParams,
 )
-from warpsim.kernels.random import uniform
+from warpsim.kernels.random import reset_uniform
 
 
 def reset(v, p: TagGridworldParams, c: Constants, seed: np.uint64, envs: np.ndarray) -> None:
@@ -34,9 +34,9 @@ def reset(v, p: TagGridworldParams, c: Constants, seed: np.uint64, envs: np.ndar
     else:
         stream = envs[:, None]
         counter = v.episode[envs][:, None]
-        lane = np.arange(n)[None, :] * DRAWS_PER_AGENT
+        agent = np.arange(n)[None, :]
         for k, coordinate in enumerate((v.loc_x, v.loc_y)):
-            cell = (uniform(seed, stream, counter, lane + k) * c.start_cells).astype(np.int32)
+            cell = (reset_uniform(seed, stream, counter, agent, k, DRAWS_PER_AGENT) * c.start_cells).astype(np.int32)
             coordinate[envs] = np.minimum(cell, c.grid_length)
     v.t[envs] = 0
     observe(v, p, c, envs)

@@ -5,6 +5,9 @@ from dataclasses import dataclass
 from warpsim.errors import InvalidValueError
 from warpsim.limits import MAX_INT32, MAX_MAGNITUDE, MIN_POSITIVE, is_int, is_real
 
+DRAWS_PER_AGENT = 2
+"""Random numbers an agent draws at a reset, x and y; the beacon draws as many, as agent N."""
+
 
 @dataclass(frozen=True)
 class BeaconParams:
