@@ -8,9 +8,18 @@ built-in environment touches nothing outside its folder.
 import importlib
 import pkgutil
 
+from warpsim.errors import InvalidTypeError
 from warpsim.registry import register
 
-for _folder in pkgutil.iter_modules(__path__):
-    if _folder.ispkg:
-        _environment = importlib.import_module(f"{__name__}.{_folder.name}").ENVIRONMENT
-        register(_environment.name, _environment)
+
+def _register_folders() -> None:
+    for folder in pkgutil.iter_modules(__path__):
+        if folder.ispkg:
+            package = importlib.import_module(f"{__name__}.{folder.name}")
+            if not hasattr(package, "ENVIRONMENT"):
+                raise InvalidTypeError(f"envs/{folder.name}/__init__.py does not name its environment class; "
+                                       f"add ENVIRONMENT = <its warpsim.Environment subclass>")
+            register(package.ENVIRONMENT.name, package.ENVIRONMENT)
+
+
+_register_folders()

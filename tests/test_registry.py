@@ -65,23 +65,41 @@ def test_the_built_in_ids_are_the_folders_of_envs():
     assert {env_id: module.split(".")[2] for env_id, module in modules.items()}["beacon"] == "template"
 
 
-def test_a_new_folder_next_to_the_built_ins_registers_itself(tmp_path, monkeypatch):
-    # A copy of envs/__init__.py with one new folder beside it, a copy of the template named 'walkers':
-    # importing the package registers it, with nothing written anywhere else.
-    monkeypatch.setattr(registry, "_registry", dict(registry._registry))
+def envs_beside(tmp_path: Path, declare: str = "ENVIRONMENT = Beacon") -> str:
+    """A copy of envs/__init__.py with one folder beside it, 'walkers': a copy of the template whose
+    __init__.py names its class with ``declare``. Returns the package's name."""
     package = tmp_path / "more_envs"
     (package / "walkers").mkdir(parents=True)
     shutil.copy(ENVS / "__init__.py", package / "__init__.py")
     for module in ("__init__", "params", "reference", "kernels", "env"):
         text = (ENVS / "template" / f"{module}.py").read_text().replace("warpsim.envs.template", "more_envs.walkers")
-        (package / "walkers" / f"{module}.py").write_text(text.replace('name = "beacon"', 'name = "walkers"'))
+        text = text.replace('name = "beacon"', 'name = "walkers"').replace("ENVIRONMENT = Beacon", declare)
+        (package / "walkers" / f"{module}.py").write_text(text)
+    return package.name
+
+
+@pytest.fixture
+def isolated(monkeypatch, tmp_path):
+    """Leaves the registry, sys.path and sys.modules as they were."""
+    monkeypatch.setattr(registry, "_registry", dict(registry._registry))
     monkeypatch.syspath_prepend(str(tmp_path))
+    yield
+    for name in [name for name in sys.modules if name.startswith("more_envs")]:
+        del sys.modules[name]
+
+
+def test_a_new_folder_next_to_the_built_ins_registers_itself(tmp_path, isolated):
+    # Importing the package registers the new folder, with nothing written anywhere else.
+    package = envs_beside(tmp_path)
     assert "walkers" not in warpsim.registered()
-    try:
-        importlib.import_module("more_envs")
-        assert "walkers" in warpsim.registered()
-        env = warpsim.make("walkers", 2, backend="numpy", num_agents=3)
-        assert type(env).__module__ == "more_envs.walkers.env" and env.observations.shape == (2, 3, 3)
-    finally:
-        for name in [name for name in sys.modules if name.startswith("more_envs")]:
-            del sys.modules[name]
+    importlib.import_module(package)
+    assert "walkers" in warpsim.registered()
+    env = warpsim.make("walkers", 2, backend="numpy", num_agents=3)
+    assert type(env).__module__ == "more_envs.walkers.env" and env.observations.shape == (2, 3, 3)
+
+
+def test_a_folder_that_names_no_environment_is_refused_by_name(tmp_path, isolated):
+    package = envs_beside(tmp_path, declare="")
+    with pytest.raises(TypeError, match=r"envs/walkers/__init__.py does not name its environment class; "
+                                        r"add ENVIRONMENT = "):
+        importlib.import_module(package)
