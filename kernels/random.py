@@ -2,11 +2,12 @@
 
 A draw is a pure function of ``(seed, stream, counter, lane)``, each below 2**32:
 ``stream`` is the environment's index (one stream per environment), ``counter`` its
-episode number and ``lane`` tells apart the draws of one episode (agent and coordinate
-at the reset; draws during a step take lanes after the reset's, numbered by step, agent
-and draw: docs/custom_envs.md, "Random numbers during a step"). Nothing is stored
-between draws, so a masked reset of some environments never disturbs the others, and
-the NumPy reference reproduces the kernels' starts exactly.
+episode number and ``lane`` tells apart the draws of one episode. Environments do not
+number lanes themselves: ``reset_uniform`` and ``step_uniform`` (``_device`` in kernels)
+take the step (0 at the reset), the agent and the draw, and give every number of an
+episode a lane of its own (docs/custom_envs.md, "Random numbers during a step"). Nothing
+is stored between draws, so a masked reset of some environments never disturbs the
+others, and the NumPy reference reproduces the kernels' numbers exactly.
 
 All arithmetic stays on 32-bit values held in uint64, so no product overflows: the
 same source runs as a Numba CUDA device function, under the CUDA simulator, and on
@@ -60,6 +61,45 @@ def uniform(seed, stream, counter, lane):
     bits = random_bits(np.uint64(seed), np.asarray(stream, np.uint64),
                        np.asarray(counter, np.uint64), np.asarray(lane, np.uint64))
     return ((bits >> _SHIFT_8).astype(np.float32) * _TO_UNIT).astype(np.float32)
+
+
+def lane(t, agent, num_agents, draw, draws_per_agent):
+    """The lane of number ``draw`` (of ``draws_per_agent``) of ``agent`` on step ``t`` of an episode:
+    ``(t * (N + 1) + agent) * draws_per_agent + draw``. Step 0 is the reset; agent N stands for the
+    environment's own numbers (not an agent's). An environment passes one ``draws_per_agent`` everywhere,
+    the most numbers an agent (or the environment) draws at a reset or on a step, so no two numbers of an
+    episode share a lane. One source for NumPy arrays and kernels: every input is taken as uint64 first,
+    since Numba computes uint64 mixed with a signed integer in float64."""
+    slot = np.uint64(t) * (np.uint64(num_agents) + np.uint64(1)) + np.uint64(agent)
+    return slot * np.uint64(draws_per_agent) + np.uint64(draw)
+
+
+lane_device = cuda.jit(device=True)(lane)
+
+
+@cuda.jit(device=True)
+def reset_uniform_device(seed, env, episode, agent, draw, draws_per_agent):
+    """Uniform float32 in [0, 1): number ``draw`` of ``agent`` (N: the environment's own) at the reset
+    that starts episode ``episode`` of environment ``env``; twin of ``reset_uniform``."""
+    return uniform_device(seed, np.uint64(env), np.uint64(episode), lane_device(0, agent, 0, draw, draws_per_agent))
+
+
+def reset_uniform(seed, env, episode, agent, draw, draws_per_agent):
+    """``reset_uniform_device`` for arrays of environments, episodes and agents (NumPy broadcasting)."""
+    return uniform(seed, env, episode, lane(0, agent, 0, draw, draws_per_agent))
+
+
+@cuda.jit(device=True)
+def step_uniform_device(seed, env, episode, t, agent, num_agents, draw, draws_per_agent):
+    """Uniform float32 in [0, 1): number ``draw`` of ``agent`` (N: the environment's own) on step ``t``
+    (1 to T) of episode ``episode`` of environment ``env``; twin of ``step_uniform``."""
+    return uniform_device(seed, np.uint64(env), np.uint64(episode),
+                          lane_device(t, agent, num_agents, draw, draws_per_agent))
+
+
+def step_uniform(seed, env, episode, t, agent, num_agents, draw, draws_per_agent):
+    """``step_uniform_device`` for arrays of environments, episodes, steps and agents (NumPy broadcasting)."""
+    return uniform(seed, env, episode, lane(t, agent, num_agents, draw, draws_per_agent))
 
 
 def seed_to_uint64(seed: int) -> np.uint64:

@@ -23,6 +23,7 @@ from warpsim.check import check, default_steps
 from warpsim.cli import main
 from warpsim.envs.tag_continuous import env as tag_env
 from warpsim.envs.tag_continuous import kernels as tag_kernels
+from warpsim.registry import env_class
 
 SMALL = dict(num_taggers=1, num_runners=3)
 STANDING_STILL = dict(min_acceleration=0.0, max_acceleration=0.0)
@@ -169,13 +170,15 @@ def test_command_line_without_a_gpu_runs_the_kernels_on_the_simulator(tmp_path):
         assert "running the kernels on the CUDA simulator" in done.stderr
 
 
-@pytest.mark.parametrize("env_id, params", [
-    ("tag_continuous", dict(num_taggers=2, num_runners=3, episode_length=5, tagging_distance=0.2)),
-    ("tag_gridworld", dict(num_taggers=3, grid_length=3, episode_length=6)),
-    ("beacon", dict(num_agents=3, episode_length=4)),
-])
-def test_every_shipped_environment_is_consistent(env_id, params):
-    report = check(env_id, num_envs=2, steps=16, **params)
+def check_params(env_id: str) -> dict:
+    """The small parameters an environment's folder declares for this test (``CHECK_PARAMS``)."""
+    package = importlib.import_module(env_class(env_id).__module__.rpartition(".")[0])
+    return package.CHECK_PARAMS
+
+
+@pytest.mark.parametrize("env_id", warpsim.registered())
+def test_every_shipped_environment_is_consistent(env_id):
+    report = check(env_id, num_envs=2, steps=16, **check_params(env_id))
     assert report.consistent, str(report)
     assert report.episodes_ended >= 4, "the comparison must cover resets"
 

@@ -75,6 +75,50 @@ def test_relative_links_lead_to_files_and_headings():
     assert not broken, "broken links: " + ", ".join(broken)
 
 
+
+RULES = REPO / "docs" / "tag_rules.md"
+CITATION = re.compile(r"docs/tag_rules\.md section (?P<section>\d+)(?: steps? (?P<steps>\d+(?:(?:, | and )\d+)*))?")
+CITING_FOLDERS = ("envs", "kernels", "warpsim", "tests")
+
+
+def rule_steps() -> dict[int, set[int]]:
+    """The numbered sections of docs/tag_rules.md and the numbered steps under each one's "A step"."""
+    steps: dict[int, set[int]] = {}
+    section, in_steps = None, False
+    for line in prose(RULES).splitlines():
+        if heading := re.match(r"## (\d+)\. ", line):
+            section, in_steps = int(heading.group(1)), False
+            steps[section] = set()
+        elif line.startswith("### "):
+            in_steps = line == "### A step"
+        elif in_steps and (item := re.match(r"(\d+)\. ", line)):
+            steps[section].add(int(item.group(1)))
+    return steps
+
+
+def citations() -> list[tuple[str, int, list[int]]]:
+    """(file, section, steps) for every citation of docs/tag_rules.md in the code and the tests."""
+    found = []
+    for folder in CITING_FOLDERS:
+        for path in sorted((REPO / folder).rglob("*.py")):
+            text = " ".join(path.read_text().split())  # a citation may break across lines
+            for cited in CITATION.finditer(text):
+                steps = [int(step) for step in re.findall(r"\d+", cited.group("steps") or "")]
+                found.append((str(path.relative_to(REPO)), int(cited.group("section")), steps))
+    return found
+
+
+def test_every_cited_section_and_step_of_the_tag_rules_exists():
+    rules, cited = rule_steps(), citations()
+    assert {1: set(range(1, 8)), 2: {1, 2, 3}}.items() <= rules.items(), "the steps of both tag games are numbered"
+    assert {(section, step) for _, section, steps in cited for step in steps} >= {(1, 5), (2, 3)}
+    missing = [f"{file}: section {section} step(s) {steps}" for file, section, steps in cited
+               if section not in rules or not set(steps) <= rules[section]]
+    assert not missing, "cited but not in docs/tag_rules.md: " + "; ".join(missing)
+    stale = [str(path.relative_to(REPO)) for folder in CITING_FOLDERS for path in (REPO / folder).rglob("*.py")
+             if "TAG_SPEC" in path.read_text() and path != Path(__file__)]
+    assert not stale, "these cite rules the repository does not hold (TAG_SPEC): " + ", ".join(stale)
+
 def test_every_block_names_its_language():
     # An unlabelled block would be neither run nor parsed; 'text' marks output and other prose.
     unlabelled = [block.where for block in every_block() if not block.language]

@@ -13,8 +13,8 @@ the game (K greater than the agents left). The ``gpu`` tests run the same at N =
 import numpy as np
 import pytest
 
-from helpers import (KERNEL_TARGETS, assert_same, compared_arrays, random_actions, random_state, require_target,
-                     twin_envs, write_state)
+from helpers import KERNEL_TARGETS, assert_same, compared_arrays, random_actions, require_target, write_state
+from tag_continuous_helpers import random_state, twin_envs
 
 LENGTH = 4.0
 

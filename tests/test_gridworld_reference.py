@@ -1,4 +1,4 @@
-"""Hand-worked tests of the NumPy reference of tag_gridworld (TAG_SPEC.md section 2).
+"""Hand-worked tests of the NumPy reference of tag_gridworld (docs/tag_rules.md section 2).
 
 Each test sets a state by hand (the last agent is the runner), steps once with chosen
 actions (0 stay, 1 +x, 2 -x, 3 +y, 4 -y) and compares with values worked out by hand.

@@ -22,14 +22,18 @@ def test_wheel_installs_the_mapped_packages(tmp_path):
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     code = ("import warpsim, warpsim.envs, warpsim.kernels, warpsim.kernels.random; "
-            "print(warpsim.__file__); print(warpsim.envs.TagContinuous.name)")
+            "print(warpsim.__file__); print(warpsim.envs.tag_continuous.TagContinuous.name); "
+            "print(','.join(sorted(warpsim.registry.env_class(i).__module__.split('.')[2] "
+            "for i in warpsim.registered())))")
     env = {**os.environ, "PYTHONPATH": str(target)}
     done = subprocess.run([sys.executable, "-c", code], cwd=outside, env=env, capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    location, name = done.stdout.split()
+    location, name, folders = done.stdout.split()
     assert Path(location).is_relative_to(target)
     assert name == "tag_continuous"
+    assert folders.split(",") == sorted(folder.parent.name for folder in (REPO / "envs").glob("*/__init__.py")), \
+        "the wheel holds and registers every folder of envs/, one id each"
 
 
 def test_numpy_is_pinned_below_the_release_numba_cuda_cannot_compile_with():

@@ -7,8 +7,8 @@ Without a GPU the kernels run on Numba's CUDA simulator (tiny sizes); with one, 
 import numpy as np
 import pytest
 
-from helpers import (KERNEL_TARGETS, assert_same, compared_arrays, random_actions, random_state,
-                     require_target, twin_envs, write_state)
+from helpers import KERNEL_TARGETS, assert_same, compared_arrays, random_actions, require_target, write_state
+from tag_continuous_helpers import random_state, twin_envs
 from warpsim.device import SIMULATOR_THREADS_PER_BLOCK, THREADS_PER_BLOCK, simulator_enabled
 
 STEPS = 8

@@ -1,6 +1,6 @@
 """The NumPy partial observation (partition-based neighbour search) against a plain per-agent oracle.
 
-The oracle follows TAG_SPEC's words with a full stable sort per agent. States put the
+The oracle follows the words of docs/tag_rules.md section 1 with a full stable sort per agent. States put the
 agents on a coarse lattice, so equal distances (ties) are everywhere and several agents
 share a cell, and take many agents out of the game, so some observers see fewer than K.
 """
@@ -29,7 +29,7 @@ def random_tie_state(env, rng, out_fraction):
 
 
 def oracle_observation(state, env, e, i):
-    """TAG_SPEC's partial observation of agent i in environment e, one agent at a time."""
+    """The partial observation (docs/tag_rules.md section 1) of agent i in environment e, one agent at a time."""
     p, c = env.params, env.constants
     k, f32 = p.num_other_agents_observed, np.float32
     observation = np.zeros(7 * k + 1, np.float32)

@@ -1,11 +1,17 @@
 """register() and make() refuse what they cannot use, saying what is allowed."""
 
 import dataclasses
+import importlib
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 import warpsim
-from warpsim.envs import TagContinuous
+from warpsim import registry
+from warpsim.envs.tag_continuous import TagContinuous
 
 
 def test_make_accepts_a_class_without_registering():
@@ -51,3 +57,59 @@ def test_bad_state_declarations_are_refused(declaration, match):
 
     with pytest.raises(ValueError, match=match):
         warpsim.make(Declaring, 1, backend="numpy")
+
+
+ENVS = Path(__file__).resolve().parents[1] / "envs"
+
+
+def test_the_built_in_ids_are_the_folders_of_envs():
+    # One id per folder, named by the folder's class; the template folder registers its class's name,
+    # 'beacon'. A fresh process: ids other tests register in this one do not count.
+    code = ("import warpsim\nfor env_id in warpsim.registered():\n"
+            "    print(env_id, warpsim.registry.env_class(env_id).__module__)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
+    modules = dict(line.split() for line in done.stdout.splitlines())
+    folders = sorted(path.parent.name for path in ENVS.glob("*/__init__.py"))
+    assert sorted(module.split(".")[2] for module in modules.values()) == folders
+    assert all(module.startswith("warpsim.envs.") for module in modules.values())
+    assert {env_id: module.split(".")[2] for env_id, module in modules.items()}["beacon"] == "template"
+
+
+def envs_beside(tmp_path: Path, declare: str = "ENVIRONMENT = Beacon") -> str:
+    """A copy of envs/__init__.py with one folder beside it, 'walkers': a copy of the template whose
+    __init__.py names its class with ``declare``. Returns the package's name."""
+    package = tmp_path / "more_envs"
+    (package / "walkers").mkdir(parents=True)
+    shutil.copy(ENVS / "__init__.py", package / "__init__.py")
+    for module in ("__init__", "params", "reference", "kernels", "env"):
+        text = (ENVS / "template" / f"{module}.py").read_text().replace("warpsim.envs.template", "more_envs.walkers")
+        text = text.replace('name = "beacon"', 'name = "walkers"').replace("ENVIRONMENT = Beacon", declare)
+        (package / "walkers" / f"{module}.py").write_text(text)
+    return package.name
+
+
+@pytest.fixture
+def isolated(monkeypatch, tmp_path):
+    """Leaves the registry, sys.path and sys.modules as they were."""
+    monkeypatch.setattr(registry, "_registry", dict(registry._registry))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield
+    for name in [name for name in sys.modules if name.startswith("more_envs")]:
+        del sys.modules[name]
+
+
+def test_a_new_folder_next_to_the_built_ins_registers_itself(tmp_path, isolated):
+    # Importing the package registers the new folder, with nothing written anywhere else.
+    package = envs_beside(tmp_path)
+    assert "walkers" not in warpsim.registered()
+    importlib.import_module(package)
+    assert "walkers" in warpsim.registered()
+    env = warpsim.make("walkers", 2, backend="numpy", num_agents=3)
+    assert type(env).__module__ == "more_envs.walkers.env" and env.observations.shape == (2, 3, 3)
+
+
+def test_a_folder_that_names_no_environment_is_refused_by_name(tmp_path, isolated):
+    package = envs_beside(tmp_path, declare="")
+    with pytest.raises(TypeError, match=r"envs/walkers/__init__.py does not name its environment class; "
+                                        r"add ENVIRONMENT = "):
+        importlib.import_module(package)

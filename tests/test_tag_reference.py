@@ -1,4 +1,4 @@
-"""Hand-worked tests of the NumPy reference of tag_continuous (TAG_SPEC.md section 1).
+"""Hand-worked tests of the NumPy reference of tag_continuous (docs/tag_rules.md section 1).
 
 Each test sets a state by hand, steps once with all-zero actions ('no change') and
 compares with values worked out by hand from the spec.

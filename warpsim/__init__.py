@@ -2,14 +2,12 @@
 
 from warpsim.check import check
 from warpsim.environment import EnvSpec, Environment, Frame, StateArray
-from warpsim.envs import Beacon, TagContinuous, TagGridworld
+from warpsim.envs.tag_continuous import TagContinuous  # importing warpsim.envs registers every folder of envs/
+from warpsim.envs.tag_gridworld import TagGridworld
+from warpsim.envs.template import Beacon
 from warpsim.errors import WarpsimError
 from warpsim.registry import make, register, registered
 from warpsim.train.evaluate import evaluate_run as evaluate
-
-register("tag_continuous", TagContinuous)
-register("tag_gridworld", TagGridworld)
-register("beacon", Beacon)
 
 __version__ = "0.1.0"
 __all__ = ["Beacon", "EnvSpec", "Environment", "Frame", "StateArray", "TagContinuous", "TagGridworld", "check",

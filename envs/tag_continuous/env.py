@@ -23,7 +23,7 @@ on (if the grid fits in shared memory). Provisional, as GRID_SEARCH_MIN_AGENTS."
 
 
 class TagContinuous(Environment):
-    """TAG_SPEC section 1. Agents 0..num_taggers-1 are taggers (type 1), the rest runners.
+    """docs/tag_rules.md section 1. Agents 0..num_taggers-1 are taggers (type 1), the rest runners.
 
     Actions int32[E, N, 2]: acceleration index in [0, num_acceleration_levels] and turn
     index in [0, num_turn_levels] (0 is 'no change').

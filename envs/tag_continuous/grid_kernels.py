@@ -114,7 +114,8 @@ def observe_environment(e, k, agents_per_cell, grid_length, episode_length, posi
 def tag_runners_grid(num_taggers, agents_per_cell, cells_capacity, grid_length, tag_radius_squared,
                      tag_reward_for_tagger, tag_penalty_for_runner, runner_exits_game, loc_x, loc_y,
                      still_in_game, num_runners_left, tags, rewards):
-    """Step 5 as tag_runners does it, the taggers binned in shared memory; block e handles environment e.
+    """docs/tag_rules.md section 1 step 5 as tag_runners does it, the taggers binned in shared memory;
+    block e handles environment e.
 
     num_taggers, agents_per_cell, cells_capacity int32; grid_length, tag_radius_squared,
     tag_reward_for_tagger, tag_penalty_for_runner float32; runner_exits_game bool;

@@ -1,4 +1,4 @@
-"""Numba CUDA kernels of tag_continuous (TAG_SPEC section 1).
+"""Numba CUDA kernels of tag_continuous (docs/tag_rules.md section 1).
 
 One thread per agent over the flattened (environment, agent) index, so any N works
 (an environment may span several blocks) and small N packs several environments into
@@ -14,7 +14,7 @@ from numba import cuda
 
 from warpsim.envs.tag_continuous.params import DRAWS_PER_AGENT, HALF_PI, MAX_OBSERVED, TWO_PI, ZERO
 from warpsim.kernels.indexing import agent_of_thread
-from warpsim.kernels.random import uniform_device
+from warpsim.kernels.random import reset_uniform_device
 from warpsim.kernels.rounding import add, mul, squared_distance
 from warpsim.kernels.trig import sin_cos_device
 
@@ -37,7 +37,7 @@ def wrap_angle(angle):
 def move_agents(actions, acceleration_table, turn_table, max_speed_by_type, step_reward_by_type,
                 agent_type, grid_length, edge_hit_penalty,
                 t, loc_x, loc_y, speed, direction, acceleration, still_in_game, rewards):
-    """Steps 1, 2 and 4 of the rules: clock, motion, edge clipping, base rewards.
+    """docs/tag_rules.md section 1 steps 1, 2 and 4: clock, motion, edge clipping, base rewards.
 
     actions int32[E, N, 2]; acceleration_table float32[A]; turn_table float32[B];
     max_speed_by_type float32[2]; step_reward_by_type float32[2]; agent_type int32[N];
@@ -200,7 +200,7 @@ def write_observed_slot(observations, e, i, k, slot, j, position_scale, speed_sc
 @cuda.jit
 def tag_runners(num_taggers, tag_radius_squared, tag_reward_for_tagger, tag_penalty_for_runner,
                 runner_exits_game, loc_x, loc_y, still_in_game, num_runners_left, tags, rewards):
-    """Step 5: each runner in the game checks its nearest tagger (lowest id on a tie).
+    """docs/tag_rules.md section 1 step 5: each runner in the game checks its nearest tagger (lowest id on a tie).
 
     num_taggers int32; tag_radius_squared, tag_reward_for_tagger, tag_penalty_for_runner
     float32; runner_exits_game bool; loc_x, loc_y float32[E, N];
@@ -242,7 +242,7 @@ def apply_tag(e, i, tagger, tag_reward_for_tagger, tag_penalty_for_runner, runne
 @cuda.jit
 def finish_step(num_taggers, episode_length, end_of_game_reward_for_runner,
                 t, still_in_game, num_runners_left, rewards, done):
-    """Steps 6 and 7: end-of-game reward for runners still in at t == T, done flags.
+    """docs/tag_rules.md section 1 steps 6 and 7: end-of-game reward for runners still in at t == T, done flags.
 
     num_taggers, episode_length int32; end_of_game_reward_for_runner float32;
     t int32[E]; still_in_game int32[E, N]; num_runners_left int32[E];
@@ -270,12 +270,9 @@ def reset_agents(mask, seed, episode, grid_length,
     e, i = agent_of_thread(n)
     if e >= num_envs or not mask[e]:
         return
-    stream = np.uint64(e)
-    counter = np.uint64(episode[e])
-    lane = np.uint64(i * DRAWS_PER_AGENT)
-    loc_x[e, i] = uniform_device(seed, stream, counter, lane) * grid_length
-    loc_y[e, i] = uniform_device(seed, stream, counter, lane + np.uint64(1)) * grid_length
-    quadrant = np.int32(uniform_device(seed, stream, counter, lane + np.uint64(2)) * FOUR)
+    loc_x[e, i] = reset_uniform_device(seed, e, episode[e], i, 0, DRAWS_PER_AGENT) * grid_length
+    loc_y[e, i] = reset_uniform_device(seed, e, episode[e], i, 1, DRAWS_PER_AGENT) * grid_length
+    quadrant = np.int32(reset_uniform_device(seed, e, episode[e], i, 2, DRAWS_PER_AGENT) * FOUR)
     direction[e, i] = np.float32(quadrant) * HALF_PI
     speed[e, i] = ZERO
     acceleration[e, i] = ZERO

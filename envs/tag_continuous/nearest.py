@@ -3,8 +3,8 @@
 Selection is O(N) per agent (a partition) instead of a full sort: each candidate gets
 one unique int64 key, the bits of its squared distance in the high word and its id in
 the low word. The bits of a non-negative float32 order like its value, so the keys
-order by distance and then by lower id, exactly TAG_SPEC's tie rule, and no
-partition ever has to break a tie.
+order by distance and then by lower id, exactly the tie rule of partial observations
+(docs/tag_rules.md section 1), and no partition ever has to break a tie.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ MAX_OBSERVED = 64
 NEIGHBOUR_SEARCHES = ("auto", "grid", "brute_force")
 """Values of TagContinuousParams.neighbour_search."""
 DRAWS_PER_AGENT = 3
-"""Random draws of one agent at reset: x, y, direction (its lanes are agent * 3 + draw)."""
+"""Random draws of one agent at reset: x, y, direction."""
 TWO_PI = np.float32(2 * np.pi)
 HALF_PI = np.float32(np.pi / 2)
 ZERO = np.float32(0)
@@ -25,7 +25,7 @@ ZERO = np.float32(0)
 
 @dataclass(frozen=True)
 class TagContinuousParams:
-    """Rules of tag_continuous (TAG_SPEC section 1). Invalid values raise InvalidValueError,
+    """Rules of tag_continuous (docs/tag_rules.md section 1). Invalid values raise InvalidValueError,
     and so do values that would make NaN or inf in float32 (``warpsim.limits``)."""
 
     num_taggers: int = 1

@@ -1,4 +1,4 @@
-"""NumPy reference of tag_continuous (TAG_SPEC section 1), vectorised over E and N.
+"""NumPy reference of tag_continuous (docs/tag_rules.md section 1), vectorised over E and N.
 
 Every function works in place on ``v``, the environment's views namespace (NumPy
 arrays sharing memory with its tensors), in float32 with the operations in the same
@@ -13,7 +13,7 @@ import numpy as np
 
 from warpsim.envs.tag_continuous.nearest import nearest_in_game
 from warpsim.envs.tag_continuous.params import DRAWS_PER_AGENT, HALF_PI, TWO_PI, ZERO, Constants, TagContinuousParams
-from warpsim.kernels.random import uniform
+from warpsim.kernels.random import reset_uniform
 from warpsim.kernels.trig import sin_cos
 
 PAIRWISE_CHUNK = 1 << 22
@@ -40,7 +40,7 @@ def reset(v, p: TagContinuousParams, c: Constants, seed: np.uint64, envs: np.nda
     stream = envs[:, None]
     counter = v.episode[envs][:, None]
     agent = np.arange(n)[None, :]
-    draw = [uniform(seed, stream, counter, agent * DRAWS_PER_AGENT + k) for k in range(DRAWS_PER_AGENT)]
+    draw = [reset_uniform(seed, stream, counter, agent, k, DRAWS_PER_AGENT) for k in range(DRAWS_PER_AGENT)]
     v.loc_x[envs] = draw[0] * c.grid_length
     v.loc_y[envs] = draw[1] * c.grid_length
     v.direction[envs] = (draw[2] * np.float32(4)).astype(np.int32).astype(np.float32) * HALF_PI

@@ -1,6 +1,13 @@
-"""tag_gridworld (TAG_SPEC section 2): NumPy reference, Numba CUDA kernels and glue."""
+"""tag_gridworld (docs/tag_rules.md section 2): NumPy reference, Numba CUDA kernels and glue."""
 
 from warpsim.envs.tag_gridworld.env import TagGridworld
 from warpsim.envs.tag_gridworld.params import TagGridworldParams
 
-__all__ = ["TagGridworld", "TagGridworldParams"]
+ENVIRONMENT = TagGridworld
+"""The class warpsim registers for this folder, under its ``name``."""
+
+CHECK_PARAMS = dict(num_taggers=3, grid_length=3, episode_length=6)
+"""Parameters small enough for the CUDA simulator, with episodes short enough that a few
+dozen steps cover resets: the test suite runs ``warpsim.check`` with them."""
+
+__all__ = ["CHECK_PARAMS", "ENVIRONMENT", "TagGridworld", "TagGridworldParams"]

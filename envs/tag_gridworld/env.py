@@ -11,7 +11,7 @@ from warpsim.envs.tag_gridworld.params import MOVE_X, MOVE_Y, NUM_ACTIONS, RUNNE
 
 
 class TagGridworld(Environment):
-    """TAG_SPEC section 2. Agents 0..num_taggers-1 are taggers (type 0); agent N-1 is the
+    """docs/tag_rules.md section 2. Agents 0..num_taggers-1 are taggers (type 0); agent N-1 is the
     runner (type 1).
 
     Actions int32[E, N, 1]: 0 stay, 1 (+1, 0), 2 (-1, 0), 3 (0, +1), 4 (0, -1).
@@ -33,12 +33,13 @@ class TagGridworld(Environment):
                 StateArray("loc_y", np.int32, per_agent, "y cell in [0, L]", (0, p.grid_length)),
                 StateArray("agent_type", np.int32, ("N",), "0 tagger, 1 runner", (0, 1)),
                 StateArray("t", np.int32, ("E",), "steps since the reset", (0, p.episode_length)),
+                StateArray("tagged", np.bool_, ("E",), "the runner was tagged on the last step"),
                 StateArray("tags", np.int32, ("E",), "times the runner was tagged since the environment was made"),
             ),
             role_names=("tagger", "runner"),
             agent_roles=tuple(TAGGER if i < p.num_taggers else RUNNER for i in range(p.num_agents)),
             counters=("tags",),
-            write_order=("t", "loc_x", "loc_y", "done", "rewards", "tags", "observations", "episode"),
+            write_order=("t", "loc_x", "loc_y", "tagged", "rewards", "tags", "done", "observations", "episode"),
             observation_label="full" if p.use_full_observation else "partial",
             distance_evaluations_per_step=0,  # cells are compared as integers
         )
@@ -89,11 +90,12 @@ class TagGridworld(Environment):
         v, p, c = self.views, self.params, self.constants
         agents = self.num_envs * self.num_agents
         self.launch(kernels.move_agents, agents, v.actions, self._move_x, self._move_y,
-                    c.grid_length, c.wall_hit_reward, v.t, v.loc_x, v.loc_y, v.rewards, v.done)
-        self.launch(kernels.detect_tag, agents, v.loc_x, v.loc_y, v.done)
+                    c.grid_length, c.wall_hit_reward, v.t, v.loc_x, v.loc_y, v.rewards, v.tagged)
+        self.launch(kernels.detect_tag, agents, v.loc_x, v.loc_y, v.tagged)
         self.launch(kernels.add_outcome_rewards, agents, self._outcome_reward, v.agent_type,
-                    v.done, v.rewards)
-        self.launch(kernels.finish_step, self.num_envs, np.int32(p.episode_length), v.t, v.tags, v.done)
+                    v.tagged, v.rewards)
+        self.launch(kernels.finish_step, self.num_envs, np.int32(p.episode_length), v.t, v.tagged, v.tags,
+                    v.done)
         self._observe(self.every_env)
 
     def _observe(self, mask) -> None:

@@ -1,13 +1,11 @@
-"""Numba CUDA kernels of tag_gridworld (TAG_SPEC section 2).
+"""Numba CUDA kernels of tag_gridworld (docs/tag_rules.md section 2).
 
 One thread per agent over the flattened (environment, agent) index, so any N works
 and small N packs several environments into a block. A step is five launches: move,
-detect the tag, add the outcome rewards, finish (done), observe; then the masked
-reset (agents, environments, observation). Each launch sees the previous one's
-writes, which is what lets ``done`` carry the 'runner tagged' flag between the tag
-and reward launches without a scratch array: every writer stores the same value, and
-no thread of that launch reads it. Positions are int32 cells; rewards and
-observations are float32 with the same order of operations as the NumPy reference.
+detect the tag (into the ``tagged`` state array), add the outcome rewards, finish (tags,
+done), observe; then the masked reset (agents, environments, observation). Each launch
+sees the previous one's writes. Positions are int32 cells; rewards and observations are
+float32 with the same order of operations as the NumPy reference.
 """
 
 import numpy as np
@@ -15,18 +13,18 @@ from numba import cuda
 
 from warpsim.envs.tag_gridworld.params import DRAWS_PER_AGENT, NUM_ACTIONS, ZERO
 from warpsim.kernels.indexing import agent_of_thread
-from warpsim.kernels.random import uniform_device
+from warpsim.kernels.random import reset_uniform_device
 
 ONE = np.float32(1)
 
 
 @cuda.jit
-def move_agents(actions, move_x, move_y, grid_length, wall_hit_reward, t, loc_x, loc_y, rewards, done):
-    """Step 1 of the rules: clock, one cell move, wall clipping and its penalty.
+def move_agents(actions, move_x, move_y, grid_length, wall_hit_reward, t, loc_x, loc_y, rewards, tagged):
+    """docs/tag_rules.md section 2 step 1: clock, one cell move, wall clipping and its penalty.
 
     actions int32[E, N, 1]; move_x, move_y int32[5]; grid_length int32;
     wall_hit_reward float32 (<= 0); t int32[E]; loc_x, loc_y int32[E, N];
-    rewards float32[E, N] (written: the wall term); done bool[E] (cleared for detect_tag).
+    rewards float32[E, N] (written: the wall term); tagged bool[E] (cleared for detect_tag).
     """
     num_envs, n = loc_x.shape
     e, i = agent_of_thread(n)
@@ -34,7 +32,7 @@ def move_agents(actions, move_x, move_y, grid_length, wall_hit_reward, t, loc_x,
         return
     if i == 0:
         t[e] += 1
-        done[e] = False
+        tagged[e] = False
     action = min(max(actions[e, i, 0], 0), NUM_ACTIONS - 1)
     x = loc_x[e, i] + move_x[action]
     y = loc_y[e, i] + move_y[action]
@@ -45,10 +43,10 @@ def move_agents(actions, move_x, move_y, grid_length, wall_hit_reward, t, loc_x,
 
 
 @cuda.jit
-def detect_tag(loc_x, loc_y, done):
-    """Step 2, detection: a tagger on the runner's (agent N-1) cell marks the environment.
+def detect_tag(loc_x, loc_y, tagged):
+    """docs/tag_rules.md section 2 step 2, detection: a tagger on the runner's (agent N-1) cell marks the environment.
 
-    loc_x, loc_y int32[E, N]; done bool[E] (set to True where the runner is tagged;
+    loc_x, loc_y int32[E, N]; tagged bool[E] (set to True where the runner is tagged;
     several taggers may write the same True).
     """
     num_envs, n = loc_x.shape
@@ -57,38 +55,37 @@ def detect_tag(loc_x, loc_y, done):
         return
     runner = n - 1
     if i < runner and loc_x[e, i] == loc_x[e, runner] and loc_y[e, i] == loc_y[e, runner]:
-        done[e] = True
+        tagged[e] = True
 
 
 @cuda.jit
-def add_outcome_rewards(outcome_reward, agent_type, done, rewards):
-    """Step 2, rewards: the tag (or step cost) term of every agent, after its wall term.
+def add_outcome_rewards(outcome_reward, agent_type, tagged, rewards):
+    """docs/tag_rules.md section 2 step 2, rewards: the tag (or step cost) term of every agent, after its wall term.
 
     outcome_reward float32[2, 2] by [tagged, type]; agent_type int32[N];
-    done bool[E] (here still 'runner tagged'); rewards float32[E, N].
+    tagged bool[E]; rewards float32[E, N].
     """
     num_envs, n = rewards.shape
     e, i = agent_of_thread(n)
     if e >= num_envs:
         return
-    tagged = 1 if done[e] else 0
-    rewards[e, i] += outcome_reward[tagged, agent_type[i]]
+    outcome = 1 if tagged[e] else 0
+    rewards[e, i] += outcome_reward[outcome, agent_type[i]]
 
 
 @cuda.jit
-def finish_step(episode_length, t, tags, done):
-    """Step 3: counts a tag, then done when tagged (already in ``done``) or t >= T.
+def finish_step(episode_length, t, tagged, tags, done):
+    """docs/tag_rules.md section 2 step 3: counts a tag, then done when tagged or t >= T.
     One thread per environment.
 
-    episode_length int32; t, tags int32[E]; done bool[E].
+    episode_length int32; t int32[E]; tagged bool[E]; tags int32[E]; done bool[E] (written).
     """
     e = cuda.grid(1)
     if e >= done.shape[0]:
         return
-    if done[e]:
+    if tagged[e]:
         tags[e] += 1
-    if t[e] >= episode_length:
-        done[e] = True
+    done[e] = tagged[e] or t[e] >= episode_length
 
 
 @cuda.jit
@@ -154,7 +151,7 @@ def reset_agents(mask, seed, episode, fixed_start, grid_length, start_cells, loc
     mask bool[E]; seed uint64; episode int32[E] (the stream's counter);
     fixed_start bool; grid_length int32; start_cells float32 (L + 1);
     loc_x, loc_y int32[E, N] (written). Random: cell = min(int(u * (L + 1)), L) with
-    u from lane agent * 2 + coordinate; fixed: taggers at (L//2, L//2), runner at (0, 0).
+    u the agent's draw 0 (x) or 1 (y); fixed: taggers at (L//2, L//2), runner at (0, 0).
     """
     num_envs, n = loc_x.shape
     e, i = agent_of_thread(n)
@@ -165,11 +162,8 @@ def reset_agents(mask, seed, episode, fixed_start, grid_length, start_cells, loc
         loc_x[e, i] = cell
         loc_y[e, i] = cell
         return
-    stream = np.uint64(e)
-    counter = np.uint64(episode[e])
-    lane = np.uint64(i * DRAWS_PER_AGENT)
-    x = np.int32(uniform_device(seed, stream, counter, lane) * start_cells)
-    y = np.int32(uniform_device(seed, stream, counter, lane + np.uint64(1)) * start_cells)
+    x = np.int32(reset_uniform_device(seed, e, episode[e], i, 0, DRAWS_PER_AGENT) * start_cells)
+    y = np.int32(reset_uniform_device(seed, e, episode[e], i, 1, DRAWS_PER_AGENT) * start_cells)
     loc_x[e, i] = min(x, grid_length)
     loc_y[e, i] = min(y, grid_length)
 

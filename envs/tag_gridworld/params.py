@@ -18,7 +18,7 @@ MOVE_Y = np.array([0, 0, 0, 1, -1], np.int32)
 TAGGER, RUNNER = 0, 1
 """Agent types (and role indices): the opposite of tag_continuous."""
 DRAWS_PER_AGENT = 2
-"""Random draws of one agent at reset: x, y (its lanes are agent * 2 + draw)."""
+"""Random draws of one agent at reset: x, y."""
 MAX_GRID_LENGTH = 2**24 - 1
 """Largest L: cells and L + 1 stay exact in float32, and squared distances fit int64."""
 MAX_EPISODE_LENGTH = 2**31 - 1
@@ -28,7 +28,7 @@ ZERO = np.float32(0)
 
 @dataclass(frozen=True)
 class TagGridworldParams:
-    """Rules of tag_gridworld (TAG_SPEC section 2). Invalid values raise InvalidValueError,
+    """Rules of tag_gridworld (docs/tag_rules.md section 2). Invalid values raise InvalidValueError,
     and so do values that would make NaN or inf in float32 (``warpsim.limits``).
 
     The penalties and costs are positive magnitudes; the rules apply the signs.

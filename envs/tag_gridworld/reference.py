@@ -1,4 +1,4 @@
-"""NumPy reference of tag_gridworld (TAG_SPEC section 2), vectorised over E and N.
+"""NumPy reference of tag_gridworld (docs/tag_rules.md section 2), vectorised over E and N.
 
 Every function works in place on ``v``, the environment's views namespace (NumPy
 arrays sharing memory with its tensors). Positions are int32 cells; rewards and
@@ -19,7 +19,7 @@ from warpsim.envs.tag_gridworld.params import (
     Constants,
     TagGridworldParams,
 )
-from warpsim.kernels.random import uniform
+from warpsim.kernels.random import reset_uniform
 
 
 def reset(v, p: TagGridworldParams, c: Constants, seed: np.uint64, envs: np.ndarray) -> None:
@@ -34,9 +34,9 @@ def reset(v, p: TagGridworldParams, c: Constants, seed: np.uint64, envs: np.ndar
     else:
         stream = envs[:, None]
         counter = v.episode[envs][:, None]
-        lane = np.arange(n)[None, :] * DRAWS_PER_AGENT
+        agent = np.arange(n)[None, :]
         for k, coordinate in enumerate((v.loc_x, v.loc_y)):
-            cell = (uniform(seed, stream, counter, lane + k) * c.start_cells).astype(np.int32)
+            cell = (reset_uniform(seed, stream, counter, agent, k, DRAWS_PER_AGENT) * c.start_cells).astype(np.int32)
             coordinate[envs] = np.minimum(cell, c.grid_length)
     v.t[envs] = 0
     observe(v, p, c, envs)
@@ -53,11 +53,11 @@ def step(v, p: TagGridworldParams, c: Constants) -> None:
     v.loc_x[:] = np.clip(x, 0, length)
     v.loc_y[:] = np.clip(y, 0, length)
 
-    tagged = runner_tagged(v, p)
+    v.tagged[:] = runner_tagged(v, p)
     wall = np.where(hit_wall, c.wall_hit_reward, ZERO)
-    v.rewards[:] = wall + c.outcome_reward[tagged.astype(np.int64)[:, None], v.agent_type[None, :]]
-    v.done[:] = tagged | (v.t >= p.episode_length)
-    v.tags[:] += tagged
+    v.rewards[:] = wall + c.outcome_reward[v.tagged.astype(np.int64)[:, None], v.agent_type[None, :]]
+    v.tags[:] += v.tagged
+    v.done[:] = v.tagged | (v.t >= p.episode_length)
     observe(v, p, c, np.arange(v.loc_x.shape[0]))
 
 

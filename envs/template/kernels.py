@@ -8,8 +8,9 @@ rounded once where the NumPy reference rounds twice.
 import numpy as np
 from numba import cuda
 
+from warpsim.envs.template.params import DRAWS_PER_AGENT
 from warpsim.kernels.indexing import agent_of_thread
-from warpsim.kernels.random import uniform_device
+from warpsim.kernels.random import reset_uniform_device
 from warpsim.kernels.rounding import add, mul, squared_distance
 
 ZERO = np.float32(0)
@@ -64,10 +65,8 @@ def reset_beacons(mask, seed, episode, grid_length, num_agents, beacon_x, beacon
     """
     e = cuda.grid(1)
     if e < t.shape[0] and mask[e]:
-        lane = np.uint64(2 * num_agents)
-        counter = np.uint64(episode[e])
-        beacon_x[e] = uniform_device(seed, np.uint64(e), counter, lane) * grid_length
-        beacon_y[e] = uniform_device(seed, np.uint64(e), counter, lane + np.uint64(1)) * grid_length
+        beacon_x[e] = reset_uniform_device(seed, e, episode[e], num_agents, 0, DRAWS_PER_AGENT) * grid_length
+        beacon_y[e] = reset_uniform_device(seed, e, episode[e], num_agents, 1, DRAWS_PER_AGENT) * grid_length
         t[e] = 0
 
 
@@ -84,7 +83,6 @@ def reset_agents(mask, seed, episode, grid_length, episode_length, beacon_x, bea
     e, i = agent_of_thread(n)
     if e >= num_envs or not mask[e]:
         return
-    counter = np.uint64(episode[e])
-    pos_x[e, i] = uniform_device(seed, np.uint64(e), counter, np.uint64(2 * i)) * grid_length
-    pos_y[e, i] = uniform_device(seed, np.uint64(e), counter, np.uint64(2 * i + 1)) * grid_length
+    pos_x[e, i] = reset_uniform_device(seed, e, episode[e], i, 0, DRAWS_PER_AGENT) * grid_length
+    pos_y[e, i] = reset_uniform_device(seed, e, episode[e], i, 1, DRAWS_PER_AGENT) * grid_length
     write_observation(e, i, grid_length, episode_length, beacon_x, beacon_y, t, pos_x, pos_y, observations)

@@ -5,6 +5,9 @@ from dataclasses import dataclass
 from warpsim.limits import MAX_INT32, MAX_MAGNITUDE, MIN_POSITIVE
 from warpsim.validation import check_fields, require_int, require_real
 
+DRAWS_PER_AGENT = 2
+"""Random numbers an agent draws at a reset, x and y; the beacon draws as many, as agent N."""
+
 
 @dataclass(frozen=True)
 class BeaconParams:

@@ -2,7 +2,8 @@
 
 import numpy as np
 
-from warpsim.kernels.random import uniform
+from warpsim.envs.template.params import DRAWS_PER_AGENT
+from warpsim.kernels.random import reset_uniform
 
 MOVES_X = np.array([0, 1, -1, 0, 0], np.float32)
 """x change per action (0 stay, 1 +x, 2 -x, 3 +y, 4 -y), times the step size."""
@@ -14,10 +15,10 @@ def reset(v, p, seed, envs):
     n, length = v.pos_x.shape[1], np.float32(p.grid_length)
     stream, counter = envs[:, None], v.episode[envs][:, None]
     agent = np.arange(n)[None, :]
-    v.pos_x[envs] = uniform(seed, stream, counter, 2 * agent) * length
-    v.pos_y[envs] = uniform(seed, stream, counter, 2 * agent + 1) * length
-    v.beacon_x[envs] = uniform(seed, envs, v.episode[envs], 2 * n) * length
-    v.beacon_y[envs] = uniform(seed, envs, v.episode[envs], 2 * n + 1) * length
+    v.pos_x[envs] = reset_uniform(seed, stream, counter, agent, 0, DRAWS_PER_AGENT) * length
+    v.pos_y[envs] = reset_uniform(seed, stream, counter, agent, 1, DRAWS_PER_AGENT) * length
+    v.beacon_x[envs] = reset_uniform(seed, envs, v.episode[envs], n, 0, DRAWS_PER_AGENT) * length
+    v.beacon_y[envs] = reset_uniform(seed, envs, v.episode[envs], n, 1, DRAWS_PER_AGENT) * length
     v.t[envs] = 0
     observe(v, p, envs)
 
