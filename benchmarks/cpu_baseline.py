@@ -20,8 +20,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from warpsim import peers
-from warpsim.bench import RESULTS_DIR, BenchConfig, append_result, print_progress, run_sim
+from warpsim.bench import peers
+from warpsim.bench.runner import RESULTS_DIR, append_result, print_progress, run_sim
+from warpsim.configs import BenchConfig
 
 PEER_BATCH_SIZES = {"vmas": (1, 4, 16, 64, 256, 1024, 4096)}
 """Batch sizes swept per peer; the others step one environment."""

@@ -15,8 +15,8 @@ import argparse
 from dataclasses import replace
 from pathlib import Path
 
-from warpsim.bench import RESULTS_DIR, append_result
-from warpsim.sweeps import NAMED_SWEEPS, run_sweep
+from warpsim.bench.runner import RESULTS_DIR, append_result
+from warpsim.bench.sweeps import NAMED_SWEEPS, run_sweep
 
 SEARCHES = ("grid", "brute_force")
 

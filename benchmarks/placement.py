@@ -19,8 +19,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from warpsim.bench import NAMED_CONFIGS, RESULTS_DIR, BenchConfig, append_result, print_progress, summary
-from warpsim.bench_policy import run_policy_tier
+from warpsim.bench.policy_tiers import run_policy_tier
+from warpsim.bench.runner import RESULTS_DIR, append_result, print_progress, summary
+from warpsim.configs import NAMED_CONFIGS, BenchConfig
 from warpsim.device import gpu_available
 from warpsim.train.presets import TAG_SMALL_ENV
 

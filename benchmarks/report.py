@@ -20,9 +20,9 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from warpsim.bench import NAMED_CONFIGS
-from warpsim.peers import ratio_table
-from warpsim.sweeps import NAMED_SWEEPS
+from warpsim.bench.peers import ratio_table
+from warpsim.bench.sweeps import NAMED_SWEEPS
+from warpsim.configs import NAMED_CONFIGS
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = ROOT / "benchmarks" / "results"

@@ -7,15 +7,17 @@ import math
 import numpy as np
 import pytest
 
-from warpsim import EnvSpec, Environment, StateArray, bench, floor, make
+from warpsim import EnvSpec, Environment, StateArray, make
+from warpsim.bench import floor, runner
+from warpsim.bench.sweeps import NAMED_SWEEPS, run_sweep
 from warpsim.cli import main
+from warpsim.configs import NAMED_CONFIGS, BenchConfig
 from warpsim.envs.tag_continuous.params import TagContinuousParams
 from warpsim.envs.template import Beacon
 from warpsim.envs.template.params import BeaconParams
-from warpsim.sweeps import NAMED_SWEEPS, run_sweep
 
-TINY = bench.BenchConfig("tag_continuous", 4, dict(num_taggers=2, num_runners=6, use_full_observation=False,
-                                                   num_other_agents_observed=3))
+TINY = BenchConfig("tag_continuous", 4, dict(num_taggers=2, num_runners=6, use_full_observation=False,
+                                             num_other_agents_observed=3))
 FIELDS = {"date", "tier", "device", "backend", "precision", "env", "num_envs", "num_agents", "observation",
           "thread_mapping", "params", "versions", "warmup_steps", "repeats", "steps_per_repeat",
           "startup_seconds", "env_steps_per_second", "agent_steps_per_second", "tool", "config",
@@ -28,7 +30,7 @@ FLOOR_FIELDS = {"bytes_per_env_step", "distance_evaluations_per_env_step", "flop
 
 def test_run_sim_records_what_benchmarks_md_asks_for():
     messages = []
-    record = bench.run_sim(TINY, backend="numpy", steps=3, repeats=2, warmup_steps=1, progress=messages.append)
+    record = runner.run_sim(TINY, backend="numpy", steps=3, repeats=2, warmup_steps=1, progress=messages.append)
     assert FIELDS <= set(record) and FLOOR_FIELDS <= set(record["floor"])
     assert (record["num_envs"], record["num_agents"], record["observation"]) == (4, 8, "partial K=3")
     assert (record["tool"], record["config"], record["requested_num_envs"]) == ("warpsim", None, 4)
@@ -41,27 +43,27 @@ def test_run_sim_records_what_benchmarks_md_asks_for():
 
 
 def test_results_are_appended_to_one_file_per_device(tmp_path):
-    record = bench.run_sim(TINY, backend="numpy", steps=2, repeats=1, warmup_steps=1)
-    first = bench.append_result(record, tmp_path)
-    second = bench.append_result(record, tmp_path)
+    record = runner.run_sim(TINY, backend="numpy", steps=2, repeats=1, warmup_steps=1)
+    first = runner.append_result(record, tmp_path)
+    second = runner.append_result(record, tmp_path)
     assert first == second and first.name.startswith("cpu-")
     assert len(json.loads(first.read_text())) == 2
 
 
 def test_named_configs_follow_benchmarks_md():
-    headline, train = bench.NAMED_CONFIGS["headline"], bench.NAMED_CONFIGS["train-ref"]
+    headline, train = NAMED_CONFIGS["headline"], NAMED_CONFIGS["train-ref"]
     assert headline.num_envs == 2000 and headline.params["num_taggers"] + headline.params["num_runners"] == 1000
     assert train.num_envs == 2000 and train.params["num_taggers"] + train.params["num_runners"] == 110
     for config in (headline, train):
         assert config.params["num_other_agents_observed"] == 10 and not config.params["use_full_observation"]
-    grid = bench.NAMED_CONFIGS["grid"]
+    grid = NAMED_CONFIGS["grid"]
     assert (grid.env, grid.num_envs, grid.params["num_taggers"] + 1) == ("tag_gridworld", 2000, 5)
     assert grid.params["use_full_observation"]
 
 
 def test_grid_config_runs_on_the_numpy_backend():
-    config = bench.BenchConfig("tag_gridworld", 8, bench.NAMED_CONFIGS["grid"].params)
-    record = bench.run_sim(config, backend="numpy", steps=2, repeats=1, warmup_steps=1)
+    config = BenchConfig("tag_gridworld", 8, NAMED_CONFIGS["grid"].params)
+    record = runner.run_sim(config, backend="numpy", steps=2, repeats=1, warmup_steps=1)
     assert (record["env"], record["num_agents"], record["observation"]) == ("tag_gridworld", 5, "full")
 
 
@@ -87,8 +89,8 @@ def test_command_line_errors_are_clear(argv, message, capsys):
 
 
 def test_partial_gridworld_is_recorded_as_partial():
-    config = bench.BenchConfig("tag_gridworld", 2, dict(num_taggers=2, use_full_observation=False))
-    assert bench.run_sim(config, backend="numpy", steps=1, repeats=1, warmup_steps=1)["observation"] == "partial"
+    config = BenchConfig("tag_gridworld", 2, dict(num_taggers=2, use_full_observation=False))
+    assert runner.run_sim(config, backend="numpy", steps=1, repeats=1, warmup_steps=1)["observation"] == "partial"
 
 
 # ----- sweeps ---------------------------------------------------------------------
@@ -99,7 +101,7 @@ def test_sweeps_follow_benchmarks_md():
     for value in sweep_e.values:
         point = sweep_e.point(value)
         assert (point.env, point.num_envs, point.name) == ("tag_continuous", value, "sweep-E")
-        assert point.params == bench.NAMED_CONFIGS["train-ref"].params  # 10 + 100, partial K=10, training rules
+        assert point.params == NAMED_CONFIGS["train-ref"].params  # 10 + 100, partial K=10, training rules
     assert sweep_n.values[0] == 10 and sweep_n.values[-1] == 4096 and any(1024 < n < 4096 for n in sweep_n.values)
     for value in sweep_n.values:
         point = sweep_n.point(value)
@@ -123,7 +125,7 @@ def test_a_sweep_from_the_command_line_appends_a_record_per_point(config, extra,
     for record in records:
         assert FIELDS <= set(record) and FLOOR_FIELDS <= set(record["floor"])
         assert record["config"] == config and record["requested_num_envs"] == record["num_envs"]
-        assert record["max_seconds"] == bench.DEFAULT_MAX_SECONDS["numpy"]
+        assert record["max_seconds"] == runner.DEFAULT_MAX_SECONDS["numpy"]
         assert 0 < record["floor"]["fraction_of_floor"] and record["floor"]["bytes_per_env_step"] > 0
     out, err = capsys.readouterr()
     assert out.count("agent-steps/s") == 2 and out.count("appended to") == 2
@@ -162,17 +164,17 @@ def test_sweep_points_are_all_checked_before_the_first_runs():
 
 
 def test_no_time_limit_runs_the_requested_size():
-    assert bench.fit_to_time(3, None, steps=5, repeats=2, warmup_steps=1, max_seconds=math.inf) == (3, 5, 1)
+    assert runner.fit_to_time(3, None, steps=5, repeats=2, warmup_steps=1, max_seconds=math.inf) == (3, 5, 1)
 
 
 def test_time_limit_picks_the_largest_power_of_two_that_fits_then_cuts_steps():
     def seconds_per_step(num_envs):  # 1 ms per environment and step
         return 1e-3 * num_envs
     # 1 + 2 * 5 = 11 steps: E=8 takes 0.088 s, E=16 would take 0.176 s
-    assert bench.fit_to_time(100, seconds_per_step, steps=5, repeats=2, warmup_steps=1, max_seconds=0.1) == (8, 5, 1)
-    assert bench.fit_to_time(6, seconds_per_step, steps=5, repeats=2, warmup_steps=1, max_seconds=1.0) == (6, 5, 1)
-    assert bench.fit_to_time(100, seconds_per_step, steps=50, repeats=2, warmup_steps=10,
-                             max_seconds=0.055) == (1, 25, 5)
+    assert runner.fit_to_time(100, seconds_per_step, steps=5, repeats=2, warmup_steps=1, max_seconds=0.1) == (8, 5, 1)
+    assert runner.fit_to_time(6, seconds_per_step, steps=5, repeats=2, warmup_steps=1, max_seconds=1.0) == (6, 5, 1)
+    assert runner.fit_to_time(100, seconds_per_step, steps=50, repeats=2, warmup_steps=10,
+                              max_seconds=0.055) == (1, 25, 5)
 
 
 # ----- the floor ------------------------------------------------------------------
@@ -225,8 +227,8 @@ class DeclaringWalkers(Beacon):
 
 
 def test_a_custom_environment_that_declares_nothing_is_recorded_as_unknown():
-    record = bench.run_sim(bench.BenchConfig(NearestWalkers, 2, dict(num_agents=3)), backend="numpy", steps=1,
-                           repeats=1, warmup_steps=1)
+    record = runner.run_sim(BenchConfig(NearestWalkers, 2, dict(num_agents=3)), backend="numpy", steps=1,
+                            repeats=1, warmup_steps=1)
     assert record["observation"] == "unknown"
     assert record["floor"]["distance_evaluations_per_env_step"] == "unknown"
     assert record["floor"]["flops_per_env_step"] == "unknown"
@@ -235,8 +237,8 @@ def test_a_custom_environment_that_declares_nothing_is_recorded_as_unknown():
 
 
 def test_a_custom_environment_declares_its_observation_and_pairwise_work():
-    record = bench.run_sim(bench.BenchConfig(DeclaringWalkers, 2, dict(num_agents=3)), backend="numpy", steps=1,
-                           repeats=1, warmup_steps=1)
+    record = runner.run_sim(BenchConfig(DeclaringWalkers, 2, dict(num_agents=3)), backend="numpy", steps=1,
+                            repeats=1, warmup_steps=1)
     assert record["observation"] == "partial K=2"
     assert record["floor"]["distance_evaluations_per_env_step"] == 9
     assert record["floor"]["flops_per_env_step"] == 45
@@ -273,9 +275,9 @@ SHRUNK = {"tag_continuous": ["num_taggers=2", "num_runners=5", "num_other_agents
 
 
 @pytest.mark.parametrize("tier", ["sim", "sim+policy", "train"])
-@pytest.mark.parametrize("name", sorted(bench.NAMED_CONFIGS))
+@pytest.mark.parametrize("name", sorted(NAMED_CONFIGS))
 def test_every_tier_of_every_named_config_runs_at_a_tiny_size(name, tier, tmp_path, capsys):
-    named = bench.NAMED_CONFIGS[name]
+    named = NAMED_CONFIGS[name]
     settings = [option for setting in SHRUNK[named.env] for option in ("--set", setting)]
     assert main(["bench", "--config", name, "--num-envs", "2", *settings, "--tier", tier, "--steps", "5",
                  "--repeats", "2", "--warmup", "1", "--backend", "numpy", "--results-dir", str(tmp_path)]) == 0
@@ -293,26 +295,26 @@ def test_every_tier_of_every_named_config_runs_at_a_tiny_size(name, tier, tmp_pa
 
 @pytest.mark.parametrize("tier", ["sim", "sim+policy", "train"])
 def test_the_tiers_run_the_kernels_on_the_simulator(tier):
-    from warpsim.bench_policy import run_policy_tier
-    config = bench.BenchConfig("tag_gridworld", 1, dict(num_taggers=2, grid_length=4, episode_length=3))
+    from warpsim.bench.policy_tiers import run_policy_tier
+    config = BenchConfig("tag_gridworld", 1, dict(num_taggers=2, grid_length=4, episode_length=3))
     options = dict(backend="cuda", steps=4, repeats=1, warmup_steps=1)
-    record = bench.run_sim(config, **options) if tier == "sim" else run_policy_tier(config, tier, **options)
+    record = runner.run_sim(config, **options) if tier == "sim" else run_policy_tier(config, tier, **options)
     assert (record["backend"], record["device"], record["tier"]) == ("cuda", "CUDA simulator", tier)
 
 
 def test_policy_tiers_reject_an_unknown_precision():
-    from warpsim.bench_policy import run_policy_tier
+    from warpsim.bench.policy_tiers import run_policy_tier
     with pytest.raises(ValueError, match="precision='fp8' is not allowed; choose one of auto, fp32, bf16, fp16"):
         run_policy_tier(TINY, "train", backend="numpy", precision="fp8")
 
 
 def test_host_time_per_step_is_recorded_apart_from_the_rate():
-    record = bench.run_sim(TINY, backend="numpy", steps=3, repeats=3, warmup_steps=1)
+    record = runner.run_sim(TINY, backend="numpy", steps=3, repeats=3, warmup_steps=1)
     host, rate = record["host_us_per_step"], record["env_steps_per_second"]["median"]
     assert 0 < host["min"] <= host["median"] <= host["max"]
     # On a CPU the host does the whole step: its time is the step time, E environments at a time.
     assert host["median"] == pytest.approx(1e6 * record["num_envs"] / rate, rel=0.5)
-    assert f"host {host['median']:.1f} us per step" in bench.summary(record)
+    assert f"host {host['median']:.1f} us per step" in runner.summary(record)
 
 
 @pytest.mark.parametrize("graphs", ["on", "both"])

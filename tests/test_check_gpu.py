@@ -6,7 +6,7 @@ in docs/guide.md ("Checking at scale").
 
 import pytest
 
-from warpsim.bench import NAMED_CONFIGS
+from warpsim.configs import NAMED_CONFIGS
 from warpsim.check import check
 
 PARTIAL_K10 = dict(use_full_observation=False, num_other_agents_observed=10)

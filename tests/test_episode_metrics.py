@@ -6,9 +6,9 @@ import pytest
 import torch
 from ticks_env import Ticks
 
+from warpsim.roles import roles_of
 from warpsim.train.episodes import EpisodeStats
 from warpsim.train.evaluate import Player, evaluate
-from warpsim.train.policy import roles_of
 
 
 def test_terminated_says_which_ends_were_by_the_rules():

@@ -1,4 +1,4 @@
-"""Peer tools side by side (warpsim.peers, benchmarks/peers/, benchmarks/cpu_baseline.py), without the tools.
+"""Peer tools side by side (warpsim.bench.peers, benchmarks/peers/, benchmarks/cpu_baseline.py), without the tools.
 
 The peers' own packages are not installed here: fake Python executables stand in for
 their virtual environments, and the real peer scripts are run where their tool is
@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from warpsim import bench, peers
+from warpsim.bench import peers, runner
+from warpsim.configs import NAMED_CONFIGS
 from warpsim.device import device_name, resolve_placement
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,7 +63,7 @@ def test_agents_split_one_tagger_to_ten_runners_like_the_peer_scripts():
 
 def test_tag_params_are_train_ref_with_runners_staying_in_the_game():
     params = peers.tag_params(110)
-    expected = dict(bench.NAMED_CONFIGS["train-ref"].params, runner_exits_game_after_tagged=False)
+    expected = dict(NAMED_CONFIGS["train-ref"].params, runner_exits_game_after_tagged=False)
     assert params == expected
     small = peers.tag_params(5)
     assert (small["num_taggers"], small["num_runners"], small["num_other_agents_observed"]) == (1, 4, 4)
@@ -77,8 +78,8 @@ def test_ok_output_becomes_a_sim_record_in_the_same_file_as_warpsim_records(tmp_
     assert record["batch_sweep"][1]["status"] == "time: too slow"
     assert "steps" not in record and "tool_version" not in record
     warpsim_record = {"device": "Some CPU", "backend": "numpy"}
-    assert bench.device_slug(record) == bench.device_slug(warpsim_record) == "cpu-some-cpu"
-    path = bench.append_result(record, tmp_path)
+    assert runner.device_slug(record) == runner.device_slug(warpsim_record) == "cpu-some-cpu"
+    path = runner.append_result(record, tmp_path)
     assert json.loads(path.read_text())[0]["tool"] == "vmas"
 
 

@@ -1,7 +1,7 @@
 """Drawing: a role has one colour in every environment, by its name."""
 
 import warpsim
-from warpsim.train.render import agent_colours, role_colours
+from warpsim.render import agent_colours, role_colours
 
 
 def test_taggers_and_runners_look_the_same_in_every_environment():

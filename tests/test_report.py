@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from warpsim import bench
+from warpsim.configs import NAMED_CONFIGS
 
 REPORT = Path(__file__).resolve().parent.parent / "benchmarks" / "report.py"
 H100, XEON = "NVIDIA H100 80GB HBM3", "Intel(R) Xeon(R) Processor"
@@ -36,7 +36,7 @@ def record(config, backend, agent_rate, num_envs=2000, num_agents=1000, date="20
 
 @pytest.fixture
 def results(tmp_path):
-    grid = bench.NAMED_CONFIGS["grid"]
+    grid = NAMED_CONFIGS["grid"]
     old_format = {  # written before records named their tool and config: matched by its parameters
         "date": "2026-11-22T14:46:46+00:00", "device": XEON, "backend": "numpy", "env": "tag_gridworld",
         "params": dict(grid.params, num_taggers=4), "num_envs": 8, "num_agents": 5,

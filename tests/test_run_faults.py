@@ -235,20 +235,21 @@ def test_training_storage_is_estimated_before_it_is_allocated(capsys):
 
 
 def test_bench_train_tier_picks_a_rollout_that_fits(monkeypatch):
-    from warpsim import bench, bench_policy
+    from warpsim.bench import policy_tiers
+    from warpsim.configs import BenchConfig
     from warpsim.train import storage
-    config = bench.BenchConfig("tag_gridworld", 4, dict(num_taggers=2, grid_length=5), None)
+    config = BenchConfig("tag_gridworld", 4, dict(num_taggers=2, grid_length=5), None)
     spec = Trainer(TrainConfig(**GRID)).env.spec
     per_env = 4 * 3 * 100  # generous
     budget = storage.training_bytes(TrainConfig(**{**GRID, "rollout_steps": 16}), spec, per_env)
     monkeypatch.setattr(storage, "available_bytes", lambda placement: int(budget / storage.SAFETY) + 1)
     messages = []
-    record = bench_policy.run_policy_tier(config, "train", backend="numpy", steps=64, repeats=1,
+    record = policy_tiers.run_policy_tier(config, "train", backend="numpy", steps=64, repeats=1,
                                           max_seconds=float("inf"), progress=messages.append)
     assert record["steps_per_repeat"] in (16, 32) and any("does not fit in memory" in m for m in messages)
     monkeypatch.setattr(storage, "available_bytes", lambda placement: 1000)
     with pytest.raises(DoesNotFitError, match="rollout_steps=1 "):
-        bench_policy.run_policy_tier(config, "train", backend="numpy", steps=64, repeats=1)
+        policy_tiers.run_policy_tier(config, "train", backend="numpy", steps=64, repeats=1)
 
 
 # ----- a full disk ---------------------------------------------------------------------------------

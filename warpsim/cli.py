@@ -8,14 +8,15 @@ import re
 import subprocess
 import sys
 
-from warpsim import bench
-from warpsim.bench_policy import POLICY_TIERS, run_policy_tier
+from warpsim.bench import runner
+from warpsim.bench.policy_tiers import POLICY_TIERS, run_policy_tier
+from warpsim.bench.sweeps import NAMED_SWEEPS, run_sweep
 from warpsim.check import check
+from warpsim.configs import NAMED_CONFIGS, BenchConfig
 from warpsim.device import gpu_available, resolve_placement, simulator_enabled
 from warpsim.errors import InvalidValueError, WarpsimError
 from warpsim.files import usable_directory
 from warpsim.registry import parse_env_settings, registered
-from warpsim.sweeps import NAMED_SWEEPS, run_sweep
 from warpsim.train import commands as train_commands
 from warpsim.train import loop as train_loop
 from warpsim.train.config import PRECISIONS
@@ -40,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     _add_bench(commands.add_parser(
         "bench", help="time the sim tier (steps/s) of an environment",
-        description=plain_text(bench.__doc__), formatter_class=argparse.RawDescriptionHelpFormatter))
+        description=plain_text(runner.__doc__), formatter_class=argparse.RawDescriptionHelpFormatter))
     _add_check(commands.add_parser(
         "check", help="step the kernels and the NumPy reference side by side and compare them",
         description=plain_text(sys.modules[check.__module__].__doc__),
@@ -66,7 +67,7 @@ GRAPH_CHOICES = ("off", "on", "both")
 
 
 def _add_bench(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", choices=sorted(bench.NAMED_CONFIGS) + sorted(NAMED_SWEEPS),
+    parser.add_argument("--config", choices=sorted(NAMED_CONFIGS) + sorted(NAMED_SWEEPS),
                         help="a named config or sweep of docs/benchmarks.md (other options override a config)")
     parser.add_argument("--values", type=_integer_list, metavar="V1,V2,...",
                         help="the points of a sweep instead of its own, e.g. --values 1,4,16")
@@ -94,10 +95,10 @@ def _add_bench(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--warmup", type=int, default=10, help="untimed steps after start-up (default 10)")
     parser.add_argument("--max-seconds", type=float,
                         help="scale E down until the warm-up and timed steps of a run (a sweep point) fit in "
-                             f"this time (default {bench.DEFAULT_MAX_SECONDS['numpy']:g} on numpy, "
+                             f"this time (default {runner.DEFAULT_MAX_SECONDS['numpy']:g} on numpy, "
                              "no limit on cuda; inf: no limit)")
     parser.add_argument("--seed", type=int, default=0, help="seeds the starts and the random actions (default 0)")
-    parser.add_argument("--results-dir", type=train_commands.directory_path, default=bench.RESULTS_DIR,
+    parser.add_argument("--results-dir", type=train_commands.directory_path, default=runner.RESULTS_DIR,
                         help="where <device>.json is appended (default benchmarks/results)")
     parser.add_argument("--no-save", action="store_true", help="print only; write no JSON")
     parser.set_defaults(run=_run_bench)
@@ -108,11 +109,11 @@ def _run_bench(args) -> int:
         raise InvalidValueError(f"--backend {args.backend} runs the kernels on the CUDA simulator here: it checks "
                          f"them, it is not timed (use a GPU, or --backend numpy)")
     if args.graphs != "off":
-        bench.check_graphs(True, args.backend)  # before the eager run of --graphs both
+        runner.check_graphs(True, args.backend)  # before the eager run of --graphs both
     if not args.no_save:
         usable_directory(args.results_dir, "results directory")  # before the timing, not after it
     options = dict(backend=args.backend, steps=args.steps, repeats=args.repeats, warmup_steps=args.warmup,
-                   seed=args.seed, max_seconds=args.max_seconds, progress=bench.print_progress)
+                   seed=args.seed, max_seconds=args.max_seconds, progress=runner.print_progress)
     if args.config in NAMED_SWEEPS:
         for option, given in (("--env", args.env), ("--set", args.set)):
             if given:
@@ -126,13 +127,13 @@ def _run_bench(args) -> int:
     else:
         records = _run_tiers(_bench_config(args), args, options)
     for record in records:
-        print(bench.summary(record), flush=True)
+        print(runner.summary(record), flush=True)
         if not args.no_save:
-            print(f"appended to {bench.append_result(record, args.results_dir)}", flush=True)
+            print(f"appended to {runner.append_result(record, args.results_dir)}", flush=True)
     return 0
 
 
-def _run_tiers(config: bench.BenchConfig, args, options: dict):
+def _run_tiers(config: BenchConfig, args, options: dict):
     """Each asked tier (and precision), each followed on a GPU by the NumPy baseline and the ratio."""
     for tier in args.tier or ["sim"]:
         for precision in (["fp32"] if tier == "sim" else args.precision or ["auto"]):
@@ -154,22 +155,22 @@ def _graph_runs(args) -> list[bool]:
     return {"off": [False], "on": [True], "both": [False, True]}[args.graphs]
 
 
-def _run_tier(config: bench.BenchConfig, tier: str, precision: str, options: dict) -> dict:
+def _run_tier(config: BenchConfig, tier: str, precision: str, options: dict) -> dict:
     if tier == "sim":
-        return bench.run_sim(config, **options)
+        return runner.run_sim(config, **options)
     policy_options = {**options, "warmup_steps": 1}
     return run_policy_tier(config, tier, precision=precision, **policy_options)
 
 
-def _bench_config(args) -> bench.BenchConfig:
+def _bench_config(args) -> BenchConfig:
     """The named config with the options' overrides; it keeps its name unless its parameters change."""
-    named = bench.NAMED_CONFIGS.get(args.config)
+    named = NAMED_CONFIGS.get(args.config)
     env_id = args.env or (named.env if named else "tag_continuous")
     params = dict(named.params) if named and env_id == named.env else {}
     params.update(parse_env_settings(env_id, args.set))
     num_envs = args.num_envs if args.num_envs is not None else (named.num_envs if named else 64)
     name = named.name if named and env_id == named.env and params == named.params else None
-    return bench.BenchConfig(env_id, num_envs, params, name)
+    return BenchConfig(env_id, num_envs, params, name)
 
 
 def _integer_list(text: str) -> list[int]:
@@ -203,7 +204,7 @@ def _run_check(args) -> int:
         command = [sys.executable, "-m", "warpsim.cli", *args.argv]
         return subprocess.run(command, env={**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}).returncode
     report = check(args.env, args.num_envs, args.steps, args.seed, allow_near_ties=args.allow_near_ties,
-                   progress=bench.print_progress, **params)
+                   progress=runner.print_progress, **params)
     print(report)
     return 0 if report.consistent else 1
 

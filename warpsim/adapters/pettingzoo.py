@@ -34,12 +34,12 @@ from typing import Any
 import numpy as np
 import torch
 
-import warpsim
-from warpsim.environment import EnvSpec, Environment, Frame
+from warpsim.environment import EnvSpec, Environment
 from warpsim.errors import InvalidTypeError, InvalidValueError
 from warpsim.extras import install_hint
 from warpsim.kernels.random import seed_to_uint64
-from warpsim.train.render import agent_colours, role_colours
+from warpsim.registry import make
+from warpsim.render import FrameCanvas
 
 try:
     from gymnasium import spaces
@@ -50,8 +50,6 @@ except ImportError as error:
 __all__ = ["WarpsimParallelEnv", "agent_names", "parallel_env", "parallel_envs"]
 
 RENDER_MODES = ("rgb_array",)
-RENDER_INCHES, RENDER_DPI = 4, 80
-"""render() draws a 320 x 320 pixel image."""
 
 
 def agent_names(spec: EnvSpec) -> list[str]:
@@ -104,7 +102,7 @@ class WarpsimParallelEnv(ParallelEnv):
             for name in self.possible_agents}
         self._restart_stream_from: np.uint64 | None = env.seed
         self._seed = env.seed
-        self._canvas: _FrameCanvas | None = None
+        self._canvas: FrameCanvas | None = None
 
     def observation_space(self, agent: str) -> spaces.Box:
         return self._observation_spaces[self._checked_name(agent)]
@@ -161,7 +159,7 @@ class WarpsimParallelEnv(ParallelEnv):
             raise InvalidValueError(f"render() draws with render_mode='rgb_array'; this view has "
                              f"render_mode={self.render_mode!r} (give it when making the view)")
         if self._canvas is None:
-            self._canvas = _FrameCanvas(self.env)
+            self._canvas = FrameCanvas(self.env.spec, self.env.display_name)
         return self._canvas.draw(self.env.frame(self.index))
 
     def close(self) -> None:
@@ -214,7 +212,7 @@ def parallel_env(env_id: str | type[Environment], render_mode: str | None = None
                  backend: str = "numpy", **params) -> WarpsimParallelEnv:
     """A one-environment batch of ``env_id`` as a ParallelEnv; ``params`` go to ``warpsim.make``
     (the environment's parameters and ``seed``, ``device``, ``checked``)."""
-    return WarpsimParallelEnv(warpsim.make(env_id, 1, backend=backend, **params), 0, render_mode)
+    return WarpsimParallelEnv(make(env_id, 1, backend=backend, **params), 0, render_mode)
 
 
 @contextmanager
@@ -241,39 +239,3 @@ def _per_environment_arrays(env: Environment) -> list[tuple[torch.Tensor, int]]:
         if "E" in declared.dims:
             arrays.append((getattr(env.state, declared.name), declared.dims.index("E")))
     return arrays
-
-
-class _FrameCanvas:
-    """A matplotlib figure (Agg, no window) that draws Frames of one environment."""
-
-    def __init__(self, env: Environment):
-        try:
-            from matplotlib.backends.backend_agg import FigureCanvasAgg
-            from matplotlib.figure import Figure
-        except ImportError:
-            raise RuntimeError(f"rendering needs matplotlib: {install_hint('plots')}") from None
-        roles = np.array(env.spec.agent_roles)
-        figure = Figure(figsize=(RENDER_INCHES, RENDER_INCHES), dpi=RENDER_DPI)
-        self.canvas = FigureCanvasAgg(figure)
-        self.axes = figure.add_subplot()
-        self.axes.set_aspect("equal")
-        self.axes.set_xticks([])
-        self.axes.set_yticks([])
-        for role, (name, colour) in enumerate(zip(env.spec.role_names, role_colours(env.spec.role_names))):
-            if (roles == role).any():
-                self.axes.scatter([], [], c=colour, label=name, s=25)
-        self.axes.legend(loc="upper right", fontsize=7)
-        colours = agent_colours(env.spec)
-        self.points = self.axes.scatter(np.zeros(len(roles)), np.zeros(len(roles)), c=colours, s=25)
-        self.title = self.axes.set_title("", fontsize=8)
-        self.name = env.display_name
-
-    def draw(self, frame: Frame) -> np.ndarray:
-        margin = 0.03 * frame.extent
-        self.axes.set_xlim(-margin, frame.extent + margin)
-        self.axes.set_ylim(-margin, frame.extent + margin)
-        self.points.set_offsets(frame.positions)
-        self.points.set_alpha(np.where(frame.active, 1.0, 0.15).tolist())
-        self.title.set_text(f"{self.name}  t = {frame.time}")
-        self.canvas.draw()
-        return np.asarray(self.canvas.buffer_rgba())[:, :, :3].copy()

@@ -26,7 +26,7 @@ from warpsim.environment import Environment
 from warpsim.errors import InvalidTypeError, InvalidValueError
 from warpsim.extras import install_hint
 from warpsim.kernels.random import seed_to_uint64
-from warpsim.train.policy import Role, roles_of
+from warpsim.roles import Role, roles_of
 
 try:
     from tensordict import TensorDict, TensorDictBase

@@ -17,7 +17,7 @@ import math
 import torch
 
 from warpsim.environment import Environment
-from warpsim.train.policy import Role
+from warpsim.roles import Role
 
 STATE = ("returns", "counter_start", "counter_last", "length", "finished", "first_event", "last_event", "totals")
 

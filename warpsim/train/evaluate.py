@@ -16,11 +16,12 @@ import torch
 from warpsim.environment import Environment
 from warpsim.errors import InvalidValueError, WarpsimError
 from warpsim.registry import env_class, make
+from warpsim.roles import roles_of
 from warpsim.train import checkpoint, opponents, ppo
 from warpsim.train.config import TrainConfig, saved_config
 from warpsim.train.episodes import EpisodeStats
 from warpsim.train.opponents import random_actions
-from warpsim.train.policy import RolePolicies, roles_of
+from warpsim.train.policy import RolePolicies
 from warpsim.train.stacking import ObservationStack
 
 READ_EVERY = 32

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 from torch import nn
 
@@ -37,47 +35,6 @@ def _orthogonal(layer: nn.Linear, gain: float) -> nn.Linear:
     nn.init.orthogonal_(layer.weight, gain)
     nn.init.zeros_(layer.bias)
     return layer
-
-
-@dataclass(frozen=True)
-class Role:
-    """The agents of one role: a slice when they are contiguous (a view, no copy), else an index."""
-
-    name: str
-    agents: slice | torch.Tensor
-    count: int
-
-    def of(self, per_agent: torch.Tensor) -> torch.Tensor:
-        """The role's part of a tensor whose dim 1 is the agent, e.g. observations[E, N, D]."""
-        if isinstance(self.agents, slice):
-            return per_agent[:, self.agents]
-        return per_agent.index_select(1, self.agents)
-
-    def on(self, device: torch.device) -> Role:
-        """The same role, its agent index (if any) on ``device``."""
-        if isinstance(self.agents, slice):
-            return self
-        return Role(self.name, self.agents.to(device), self.count)
-
-    def write(self, per_agent: torch.Tensor, values: torch.Tensor) -> None:
-        """Writes ``values`` into the role's part of ``per_agent`` in place."""
-        if isinstance(self.agents, slice):
-            per_agent[:, self.agents] = values
-        else:
-            per_agent.index_copy_(1, self.agents, values)
-
-
-def roles_of(spec: EnvSpec, device: torch.device) -> list[Role]:
-    """The roles of an environment that have agents, in ``role_names`` order."""
-    roles = []
-    for index, name in enumerate(spec.role_names):
-        agents = [i for i, role in enumerate(spec.agent_roles) if role == index]
-        if not agents:
-            continue
-        contiguous = agents == list(range(agents[0], agents[-1] + 1))
-        where = slice(agents[0], agents[-1] + 1) if contiguous else torch.tensor(agents, device=device)
-        roles.append(Role(name, where, len(agents)))
-    return roles
 
 
 class RolePolicies(nn.Module):

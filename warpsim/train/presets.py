@@ -4,7 +4,7 @@ grid-chase: taggers against uniformly random runners, measured by how soon games
 
 from __future__ import annotations
 
-from warpsim.bench import NAMED_CONFIGS
+from warpsim.configs import NAMED_CONFIGS
 
 TAG_SMALL_ENV = dict(num_taggers=1, num_runners=6, grid_length=10.0, episode_length=60, tagging_distance=0.08,
                      max_speed=0.5, skill_level_runner=0.1, min_acceleration=-0.5, max_acceleration=0.5,

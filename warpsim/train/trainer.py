@@ -21,6 +21,7 @@ from warpsim.device import Placement, gpu_available, resolve_placement
 from warpsim.errors import InvalidValueError, RunFileError, WarpsimError
 from warpsim.graph import CUDA_GRAPH, EAGER
 from warpsim.registry import make
+from warpsim.roles import roles_of
 from warpsim.train import opponents, ppo
 from warpsim.train.checkpoint import load_into, signature
 from warpsim.train.config import TrainConfig
@@ -28,7 +29,7 @@ from warpsim.train.distributed import World
 from warpsim.train.episodes import EpisodeStats
 from warpsim.train.graphs import RolloutGraph, resolve_graphs
 from warpsim.train.placement import RolloutMirror, check_single_process, resolve_policy_device
-from warpsim.train.policy import RolePolicies, roles_of
+from warpsim.train.policy import RolePolicies
 from warpsim.train.rollout import RoleRollout, Samples
 from warpsim.train.stacking import ObservationStack
 from warpsim.train.storage import check_training_fits

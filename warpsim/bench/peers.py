@@ -4,7 +4,7 @@ Each peer (WarpDrive's CPU TagContinuous, VMAS and MPE2 simple_tag) has a script
 ``benchmarks/peers/`` that runs in that tool's own virtual environment, times its sim
 step and prints one JSON object. This module runs such a script with a given Python
 executable, under a timeout, and turns its output into a sim-tier record like those
-of :mod:`warpsim.bench` (``tool`` tells them apart), ready for ``bench.append_result``.
+of :mod:`warpsim.bench.runner` (``tool`` tells them apart), ready for ``runner.append_result``.
 See ``benchmarks/peers/README.md`` for creating the virtual environments.
 """
 
@@ -16,12 +16,12 @@ import os
 import subprocess
 from pathlib import Path
 
-from warpsim.bench import NAMED_CONFIGS
+from warpsim.configs import NAMED_CONFIGS
 from warpsim.errors import InvalidValueError
 
 PEER_SCRIPTS = {"warpdrive": "warpdrive_cpu.py", "vmas": "vmas_tag.py", "mpe2": "mpe2_tag.py"}
 """Peer name (as in ``--peer NAME=PYTHON``) -> its script in ``benchmarks/peers/``."""
-PEER_SCRIPTS_DIR = Path(__file__).resolve().parent.parent / "benchmarks" / "peers"
+PEER_SCRIPTS_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "peers"
 """Where the scripts are in a source checkout (they are not part of the installed package)."""
 DEFAULT_TIMEOUT = 1800.0
 """Seconds before a peer's process is stopped: a VMAS sweep at N=110 takes about ten minutes on two cores."""
@@ -107,7 +107,7 @@ def run_peer(name: str, python: Path, num_agents: int, num_envs: tuple[int, ...]
 
 
 def peer_record(output: dict, config: str | None = None) -> dict:
-    """A sim-tier record (the fields of ``warpsim.bench`` records) from a peer script's output.
+    """A sim-tier record (the fields of ``warpsim.bench.runner`` records) from a peer script's output.
 
     A record whose ``status`` is not "ok" carries no rates: it says what could not run
     and why; only "ok" records belong in the results files.

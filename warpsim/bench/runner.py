@@ -9,7 +9,7 @@ With ``max_seconds`` (the default on the numpy backend, see DEFAULT_MAX_SECONDS)
 E is scaled down until the warm-up and timed steps fit in that time: the largest of
 1, 2, 4, ... (or the requested E) whose measured step time fits. Records keep the
 requested and the run E; compare them per agent-step. Every record carries the
-physical floor of its step (:mod:`warpsim.floor`).
+physical floor of its step (:mod:`warpsim.bench.floor`).
 """
 
 from __future__ import annotations
@@ -24,17 +24,17 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
 import torch
 
+from warpsim.bench.floor import UNKNOWN, floor_fields
+from warpsim.configs import BenchConfig
 from warpsim.device import THREADS_PER_BLOCK, device_name, resolve_placement, simulator_enabled
 from warpsim.environment import Environment
 from warpsim.errors import InvalidValueError, RunFileError
 from warpsim.files import make_directory, replace_atomically, usable_directory
-from warpsim.floor import UNKNOWN, floor_fields
 from warpsim.graph import EAGER
 from warpsim.registry import make
 
@@ -45,38 +45,6 @@ RESULTS_DIR = Path("benchmarks") / "results"
 DEFAULT_MAX_SECONDS = {"numpy": 60.0}
 """Time budget of one run per backend when none is given: the CPU baseline is scaled
 down to about a minute (docs/benchmarks.md); GPU runs take the E they are given."""
-
-
-@dataclass(frozen=True)
-class BenchConfig:
-    """One benchmark configuration: an environment, its batch size and parameters."""
-
-    env: str | type[Environment]
-    """A registered id or an Environment subclass."""
-    num_envs: int
-    params: dict = field(default_factory=dict)
-    name: str | None = None
-    """The named config (or sweep) this is, recorded with the result; None for a custom one."""
-
-    def __post_init__(self):
-        if not isinstance(self.num_envs, int) or isinstance(self.num_envs, bool) or self.num_envs < 1:
-            raise InvalidValueError(f"num_envs={self.num_envs!r} is not allowed; give an integer >= 1")
-
-
-_PARTIAL_K10 = dict(use_full_observation=False, num_other_agents_observed=10)
-_TRAINING_RULES = dict(grid_length=20.0, episode_length=500, min_acceleration=-0.1, max_acceleration=0.1,
-                       min_turn=-2.356194490192345, max_turn=2.356194490192345,
-                       num_acceleration_levels=20, num_turn_levels=20, tag_reward_for_tagger=10.0,
-                       tag_penalty_for_runner=-10.0, tagging_distance=0.02)
-NAMED_CONFIGS = {
-    "headline": BenchConfig("tag_continuous", 2000, dict(num_taggers=50, num_runners=950, **_PARTIAL_K10),
-                            "headline"),
-    "train-ref": BenchConfig("tag_continuous", 2000,
-                             dict(num_taggers=10, num_runners=100, **_PARTIAL_K10, **_TRAINING_RULES), "train-ref"),
-    "grid": BenchConfig("tag_gridworld", 2000, dict(num_taggers=4, grid_length=100, episode_length=100,
-                                                    tag_penalty_for_runner=5.0, use_full_observation=True), "grid"),
-}
-"""The fixed-size named configs of docs/benchmarks.md (train-ref and grid use the reference training rules)."""
 
 
 def run_sim(config: BenchConfig, backend: str = "auto", steps: int = 100, repeats: int = 5,

@@ -17,15 +17,15 @@ import time
 
 import torch
 
-from warpsim.bench import (
+from warpsim.bench.runner import (
     DEFAULT_MAX_SECONDS,
-    BenchConfig,
     Progress,
     check_graphs,
     fit_to_time,
     make_record,
     synchronize,
 )
+from warpsim.configs import BenchConfig
 from warpsim.device import resolve_placement
 from warpsim.errors import InvalidValueError
 from warpsim.registry import make

@@ -12,7 +12,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from warpsim.bench import NAMED_CONFIGS, BenchConfig, Progress, run_sim
+from warpsim.bench.runner import Progress, run_sim
+from warpsim.configs import NAMED_CONFIGS, BenchConfig
 from warpsim.errors import InvalidValueError
 
 AGENTS_PER_TAGGER = 20
