@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Everything warpsim owes a GPU, in stages that each fit one 10-minute command:
 #   benchmarks/gpu_session.sh OUT_DIR STAGE...
-# Stages: tests (pytest -m gpu, which includes `warpsim check` at scale), bench (the targets of
-# docs/benchmarks.md), grid-chase and tag-chase (the reference learning tasks), placement,
-# profile (Nsight Compute). Stages given to one call run in turn; separate calls may run at once.
+# Stages: tests (pytest -m gpu over 4 pytest-xdist workers; it includes `warpsim check` at
+# scale), bench (the targets of docs/benchmarks.md), grid-chase and tag-chase (the reference
+# learning tasks), neighbour-search, placement, profile (Nsight Compute). Stages given to one call run in turn; separate calls may run at once.
 # Each stage writes under OUT_DIR: logs, bench records (bench/*.json), run metrics and plots.
 # Run it from the repository root with warpsim installed; every command is also usable alone.
 set -uo pipefail
@@ -42,12 +42,14 @@ for stage in "$@"; do
             bench train-ref-train 120 --config train-ref --tier train --precision fp32 --precision bf16 --graphs both
             bench grid-train 90 --config grid --tier sim --tier train --graphs both
             bench train-ref-sim 60 --config train-ref --tier sim --tier sim+policy --graphs both
-            step neighbour-search 180 python3 benchmarks/neighbour_search.py --results-dir "$out/bench"
+            bench sweep-N 120 --config sweep-N
             bench headline-train 90 --config headline --tier sim+policy --tier train ;;
         grid-chase)
             learn grid-chase 300 ;;
         tag-chase)
             learn tag-chase 470 ;;
+        neighbour-search)
+            step neighbour-search 180 python3 benchmarks/neighbour_search.py --results-dir "$out/bench" ;;
         placement)
             step placement-tag-small 200 python3 benchmarks/placement.py --sizes tag-small --results-dir "$out/bench"
             step placement-train-ref 200 python3 benchmarks/placement.py --sizes train-ref --results-dir "$out/bench" ;;
@@ -56,7 +58,7 @@ for stage in "$@"; do
                 --section SpeedOfLight --section Occupancy --section LaunchStats --section ComputeWorkloadAnalysis \
                 warpsim bench --config headline --steps 5 --repeats 1 --warmup 1 --no-save --no-baseline ;;
         *)
-            echo "unknown stage $stage (tests, bench, grid-chase, tag-chase, placement, profile)" >&2; exit 2 ;;
+            echo "unknown stage $stage (tests, bench, grid-chase, tag-chase, neighbour-search, placement, profile)" >&2; exit 2 ;;
     esac
 done
 cat "$out/summary.txt"

@@ -272,8 +272,11 @@ def _save(figure: Figure, path: Path) -> None:
 
 # ----- the page ---------------------------------------------------------------------
 def render(results_dir: Path = RESULTS_DIR, docs_dir: Path = DOCS_DIR) -> Path:
-    """Writes ``docs_dir/benchmarks.md`` and its PNGs under ``docs_dir/benchmarks/``; returns the page."""
-    records = load_records(results_dir)
+    """Writes ``docs_dir/benchmarks.md`` and its PNGs under ``docs_dir/benchmarks/``; returns the page.
+
+    Records of benchmarks/placement.py (a ``placement`` field: networks of other widths, and
+    other devices for them) are left out; docs/training.md reports them."""
+    records = [record for record in load_records(results_dir) if "placement" not in record]
     images = Path(docs_dir) / "benchmarks"
     sweeps = {}
     for sweep in NAMED_SWEEPS.values():

@@ -120,3 +120,12 @@ def test_eager_and_graph_records_of_one_config_are_rows_of_their_own(results, tm
     path.write_text(json.dumps([record("train-ref", "cuda", 2e8, launches="replayed")]))
     with pytest.raises(ValueError, match="launches='replayed'; allowed: eager, cuda-graph"):
         load_report().render(results, tmp_path / "docs")
+
+
+def test_placement_records_stay_out_of_the_page(results, tmp_path):
+    path = results / "nvidia-h100-80gb-hbm3.json"
+    placement = record("train-ref", "cuda", 1.234e7, num_agents=110, tier="train", placement="all-gpu",
+                       date="2026-12-02T10:00:00+00:00")
+    path.write_text(json.dumps([record("train-ref", "cuda", 4e8, num_agents=110, tier="train"), placement]))
+    page = load_report().render(results, tmp_path / "docs").read_text()
+    assert "400 M" in page and "12.3 M" not in page
