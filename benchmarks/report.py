@@ -182,16 +182,16 @@ def floor_table(records: list[dict]) -> str:
     for record in sorted((r for r in latest(records) if r["config"] in TABLE_CONFIGS and "floor" in r),
                          key=_table_order):
         floor = record["floor"]
-        rows.append([record["config"], f"{record['tool']} {record['backend']}", record["device"],
-                     _num_envs(record), str(record["num_agents"]), _si(floor["bytes_per_env_step"]) + "B",
+        rows.append([record["config"], f"{record['tool']} {record['backend']}", record["tier"], _precision(record),
+                     record["device"], _num_envs(record), str(record["num_agents"]), _si(floor["bytes_per_env_step"]) + "B",
                      _si(floor["flops_per_env_step"]), _si(floor["copy_bandwidth_gb_per_s"] * 1e9) + "B/s",
                      _si(floor["fp32_gflop_per_s"] * 1e9) + "FLOP/s", _seconds(floor["memory_floor_seconds_per_env_step"]),
                      _seconds(floor["compute_floor_seconds_per_env_step"]),
                      _seconds(floor["run_seconds_per_env_step"]), f"{100 * floor['fraction_of_floor']:.3g} %"])
     if not rows:
         return "No records with floor fields yet."
-    return _table(["config", "run", "device", "E", "N", "bytes / env-step", "FLOPs / env-step", "copy bandwidth",
-                   "FP32 rate", "memory floor", "compute floor", "measured", "of the floor"], rows)
+    return _table(["config", "run", "tier", "precision", "device", "E", "N", "bytes / env-step", "FLOPs / env-step",
+                   "copy bandwidth", "FP32 rate", "memory floor", "compute floor", "measured", "of the floor"], rows)
 
 
 def cpu_baseline_table(records: list[dict]) -> str:
