@@ -43,8 +43,8 @@ def main() -> None:
             result = evaluate_run(run_dir, args.episodes, random_roles=("runner",), compare_random=True)
             ratio = result.ratios()[args.measure]
             ratios.append(ratio)
-            print(f"{args.config} seed {seed}: trained in {seconds:.0f} s; {args.measure}: {ratio:.2f}x random taggers'",
-                  flush=True)
+            print(f"{args.config} seed {seed}: trained in {seconds:.0f} s; "
+                  f"{args.measure}: {ratio:.2f}x random taggers'", flush=True)
     print(f"{args.config}: {args.measure} {', '.join(f'{r:.2f}x' for r in ratios)} (lowest {min(ratios):.2f}x, "
           f"highest {max(ratios):.2f}x)")
 

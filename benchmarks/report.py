@@ -185,7 +185,8 @@ def floor_table(records: list[dict]) -> str:
         rows.append([record["config"], f"{record['tool']} {record['backend']}", record["tier"], _precision(record),
                      record["device"], _num_envs(record), str(record["num_agents"]),
                      _si(floor["bytes_per_env_step"]) + "B", _si(floor["flops_per_env_step"]),
-                     _si(floor["copy_bandwidth_gb_per_s"] * 1e9) + "B/s", _si(floor["fp32_gflop_per_s"] * 1e9) + "FLOP/s",
+                     _si(floor["copy_bandwidth_gb_per_s"] * 1e9) + "B/s",
+                     _si(floor["fp32_gflop_per_s"] * 1e9) + "FLOP/s",
                      _seconds(floor["memory_floor_seconds_per_env_step"]),
                      _seconds(floor["compute_floor_seconds_per_env_step"]),
                      _seconds(floor["run_seconds_per_env_step"]), f"{100 * floor['fraction_of_floor']:.3g} %"])
