@@ -25,10 +25,11 @@ bench() {  # bench NAME SECONDS ARGS...: one warpsim bench call, its records in 
     step "bench-$name" "$limit" warpsim bench --no-baseline --results-dir "$out/bench" "$@"
 }
 
-learn() {  # learn PRESET SECONDS: train, then evaluate against random play and plot episode length
+learn() {  # learn PRESET SECONDS: train, evaluate (sampled and greedy, against random play), plot episode length
     local preset=$1 limit=$2 run=$out/runs/$1
     step "train-$preset" "$limit" warpsim train --config "$preset" --run-dir "$run"
-    step "evaluate-$preset" 240 warpsim evaluate "$run" --compare-random --episodes 2000 --num-envs 2000
+    step "evaluate-$preset" 240 warpsim evaluate "$run" --episodes 2000 --num-envs 2000 \
+        --json "$out/evaluate-$preset.json"
     step "plot-$preset" 120 warpsim plot "$run" --metric episode_length --out "$out/${preset//-/_}.png"
 }
 

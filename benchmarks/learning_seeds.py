@@ -4,8 +4,8 @@
     python benchmarks/learning_seeds.py --config grid-small --measure "episode length"
 
 Each seed is ``warpsim train --config CONFIG --seed S`` and then ``warpsim evaluate RUN
---random runner --compare-random --episodes 3``; the ratio printed is the one that
-command prints for ``--measure``. ``--set NAME=VALUE`` overrides a config field (a JSON
+--random runner --episodes 3``; the ratios printed, for sampled and for greedy play, are
+the ones that command prints for ``--measure``. ``--set NAME=VALUE`` overrides a config field (a JSON
 value) to try a change on every seed.
 """
 
@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from warpsim.train.config import build_config
-from warpsim.train.evaluate import evaluate_run
+from warpsim.train.evaluate import PLAYS, evaluate_run
 from warpsim.train.loop import train
 from warpsim.train.presets import PRESETS
 
@@ -32,7 +32,7 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=JSON", help="override a config field")
     args = parser.parse_args()
     overrides = {name: json.loads(value) for name, _, value in (text.partition("=") for text in args.set)}
-    ratios = []
+    ratios: dict[str, list[float]] = {play: [] for play in PLAYS}
     with tempfile.TemporaryDirectory() as scratch:
         for seed in args.seeds:
             config = build_config(PRESETS[args.config], overrides, {"seed": seed})
@@ -40,13 +40,14 @@ def main() -> None:
             started = time.perf_counter()
             train(config, run_dir, progress=None)
             seconds = time.perf_counter() - started
-            result = evaluate_run(run_dir, args.episodes, random_roles=("runner",), compare_random=True)
-            ratio = result.ratios()[args.measure]
-            ratios.append(ratio)
-            print(f"{args.config} seed {seed}: trained in {seconds:.0f} s; "
-                  f"{args.measure}: {ratio:.2f}x random taggers'", flush=True)
-    print(f"{args.config}: {args.measure} {', '.join(f'{r:.2f}x' for r in ratios)} (lowest {min(ratios):.2f}x, "
-          f"highest {max(ratios):.2f}x)")
+            result = evaluate_run(run_dir, args.episodes, random_roles=("runner",))
+            for play, evaluation in result.plays.items():
+                ratios[play].append(evaluation.ratios()[args.measure])
+            print(f"{args.config} seed {seed}: trained in {seconds:.0f} s; {args.measure}: "
+                  + ", ".join(f"{ratios[play][-1]:.2f}x {play}" for play in PLAYS) + " of random taggers'", flush=True)
+    for play, values in ratios.items():
+        print(f"{args.config}, {play} play: {args.measure} {', '.join(f'{r:.2f}x' for r in values)} "
+              f"(lowest {min(values):.2f}x, highest {max(values):.2f}x)")
 
 
 if __name__ == "__main__":
