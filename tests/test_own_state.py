@@ -37,19 +37,19 @@ def test_own_state_follows_the_warpdrive_observation_and_holds_heading_speed_and
     env = warpsim.make("tag_continuous", 3, backend="numpy", **params)
     without = warpsim.make("tag_continuous", 3, backend="numpy", **dict(params, observe_own_state=False))
     state = random_state(env, np.random.default_rng(7), out_fraction=0.4)
-    state["still_in_game"][0, -1] = 0  # at least one runner out of the game
-    own_size = without.spec.observation_size
-    assert env.spec.observation_size == own_size + OWN_STATE
-    assert own_size == (7 * 5 + 1 if observation == "full" else 7 * 3 + 1)
+    state["still_in_game"][0, -1] = 0  # a runner out of the game, still heading somewhere at some speed
+    warpdrive_size = without.spec.observation_size
+    assert env.spec.observation_size == warpdrive_size + OWN_STATE
+    assert warpdrive_size == (7 * 5 + 1 if observation == "full" else 7 * 3 + 1)
 
     with_own, warpdrive = observed(env, state), observed(without, state)
 
-    np.testing.assert_array_equal(with_own[:, :, :own_size], warpdrive)
+    np.testing.assert_array_equal(with_own[:, :, :warpdrive_size], warpdrive)
     alive = state["still_in_game"] == 1
     direction = state["direction"].astype(np.float32).astype(np.float64)
     expected = np.stack([np.cos(direction), np.sin(direction), state["speed"].astype(np.float32) / (0.75 + 1e-10),
                          state["loc_x"].astype(np.float32) / 4.0, state["loc_y"].astype(np.float32) / 4.0], axis=2)
-    own = with_own[:, :, own_size:]
+    own = with_own[:, :, warpdrive_size:]
     np.testing.assert_allclose(own[alive], expected[alive], rtol=0, atol=3e-7)
     assert not own[~alive].any(), "an agent out of the game observes zeros for its own state"
 
