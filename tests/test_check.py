@@ -291,6 +291,10 @@ def test_near_ties_are_named_and_allowed_only_when_asked(monkeypatch, tmp_path):
 @pytest.mark.parametrize("env_id, params", [
     ("tag_continuous", dict(num_taggers=3, num_runners=9, use_full_observation=False, num_other_agents_observed=4,
                             episode_length=6, tagging_distance=0.15)),
+    ("tag_continuous", dict(num_taggers=2, num_runners=3, observe_own_state=True, episode_length=4,
+                            tagging_distance=0.2)),
+    ("tag_continuous", dict(num_taggers=2, num_runners=4, use_full_observation=False, num_other_agents_observed=2,
+                            neighbour_search="grid", observe_own_state=True, episode_length=4, tagging_distance=0.2)),
     ("tag_gridworld", dict(num_taggers=3, grid_length=3, episode_length=6)),
     ("beacon", dict(num_agents=3, episode_length=4)),
 ])

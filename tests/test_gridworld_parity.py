@@ -1,8 +1,8 @@
 """tag_gridworld's kernels against its NumPy reference, state for state.
 
 Both backends start from the same injected random state and take the same random
-actions; after every step every state array, the observations, rewards and done flags
-must agree (finished environments are reset in place, so the resets are compared
+actions; after every step every state array, the observations, rewards (bit for bit) and
+done flags must agree (finished environments are reset in place, so the resets are compared
 too). Without a GPU the kernels run on Numba's CUDA simulator (tiny sizes); with one,
 the ``gpu`` variant runs the same comparison on the device.
 """
@@ -47,7 +47,11 @@ CONFIGS = {
     "full-N4": lambda: dict(num_envs=2, num_taggers=3, grid_length=3, use_full_observation=True,
                             wall_hit_penalty=0.3, tag_reward_for_tagger=2.5,
                             tag_penalty_for_runner=1.25, step_cost_for_tagger=0.1),
+    "full-N4-closing": lambda: dict(num_envs=2, num_taggers=3, grid_length=3, use_full_observation=True,
+                                    wall_hit_penalty=0.3, step_cost_for_tagger=0.1, closing_reward_for_tagger=0.3),
     "partial-N5": lambda: dict(num_envs=2, num_taggers=4, grid_length=3, use_full_observation=False),
+    "partial-N5-closing": lambda: dict(num_envs=2, num_taggers=4, grid_length=3, use_full_observation=False,
+                                       closing_reward_for_tagger=0.7),
     "partial-N5-fixed-start": lambda: dict(num_envs=2, num_taggers=4, grid_length=2,
                                            use_full_observation=False, fixed_start=True),
     "partial-N-over-block": lambda: dict(num_envs=1, num_taggers=block_size() + 1, grid_length=3,
@@ -73,6 +77,7 @@ def run_and_compare(config: str, actions_of, **overrides) -> None:
         kernels.step(actions)
         expected, got = compared_arrays(reference), compared_arrays(kernels)
         assert_same(expected, got, f"after step {step} of {config}")
+        np.testing.assert_array_equal(got["rewards"], expected["rewards"], f"rewards after step {step} of {config}")
         saw_tag |= bool((expected["rewards"] >= tag_reward - reference.params.wall_hit_penalty).any())
         saw_done |= bool(expected["done"].any())
     assert saw_tag and saw_done, "the comparison must cover tags and episode ends"

@@ -99,6 +99,50 @@ def test_episode_ends_at_t_equal_T_without_a_tag():
     assert int(env.state.t[0]) == 0
 
 
+@pytest.mark.parametrize("c", [0.0, 0.5])
+def test_closing_reward_is_c_per_cell_closed_on_the_runner(c):
+    """Runner still at (3, 0). Tagger 0 (0, 0) -> (1, 0): d 3 -> 2, +c. Tagger 1 (2, 2) ->
+    (2, 3): d 3 -> 4, -c. Tagger 2 (4, 4) runs into the wall: d 5 -> 5, nothing. On top of
+    the step costs (-0.25) and the wall (-0.5); the runner's reward never changes."""
+    env = make_env([0, 2, 4, 3], [0, 2, 4, 0], closing_reward_for_tagger=c)
+    _, rew, done = step(env, [1, 3, 1, 0])
+    closed = np.array([1, -1, 0, 0])
+    np.testing.assert_array_equal(rew[0], np.float32([-0.25, -0.25, -0.75, 0.25]) + np.float32(c) * closed)
+    assert not done[0]
+
+
+def test_closing_reward_counts_the_runners_move_too():
+    """Tagger 0 (0, 1) -> (1, 1) and the runner (3, 1) -> (2, 1) close 2 cells: +2c; tagger 1
+    at (4, 1) stays while the runner leaves it: d 1 -> 2, -c. c = 0.5."""
+    env = make_env([0, 4, 3], [1, 1, 1], closing_reward_for_tagger=0.5)
+    _, rew, _ = step(env, [1, 0, 2])
+    np.testing.assert_array_equal(rew[0], np.float32([-0.25 + 1.0, -0.25 - 0.5, 0.25]))
+
+
+def test_closing_reward_of_a_tag_measures_every_tagger_to_a_finished_game():
+    """The tag ends the game: d_after is 0 for every tagger. Tagger 0 (1, 0) steps onto the
+    runner at (0, 0): d 1, +c; tagger 1 at (4, 4) stays: d 8, +8c; tagger 2 (2, 1) -> (3, 1)
+    moves away: d 3, +3c. c = 0.25, on top of the tag reward 3. The fixed-start reset puts
+    the taggers on (2, 2) and the runner on (0, 0) (d 4) and earns nothing; the next step
+    measures from there: tagger 0 -> (1, 2), d 4 -> 3, +c; the others stay."""
+    env = make_env([1, 4, 2, 0], [0, 4, 1, 0], closing_reward_for_tagger=0.25, fixed_start=True)
+    _, rew, done = step(env, [2, 0, 1, 0])
+    assert done[0]
+    np.testing.assert_array_equal(rew[0], np.float32([3.0 + 0.25, 3.0 + 2.0, 3.0 + 0.75, -1.5]))
+    assert cells(env) == ([2, 2, 2, 0], [2, 2, 2, 0])
+    _, rew, _ = step(env, [2, 0, 0, 0])
+    np.testing.assert_array_equal(rew[0], np.float32([-0.25 + 0.25, -0.25, -0.25, 0.25]))
+
+
+def test_closing_reward_at_the_time_limit_is_the_ordinary_term():
+    """t = T without a tag is no end of the game: tagger (0, 0) -> (1, 0) towards the runner
+    at (4, 0) gets +c (c = 0.5), not c * d_before."""
+    env = make_env([0, 4], [0, 0], t=9, episode_length=10, closing_reward_for_tagger=0.5)
+    _, rew, done = step(env, [1, 0])
+    assert done[0]
+    np.testing.assert_array_equal(rew[0], np.float32([-0.25 + 0.5, 0.25]))
+
+
 @pytest.mark.parametrize("tagger_2, target", [((5, 5), 0), ((3, 3), 2)], ids=["tie", "nearer-higher-id"])
 def test_partial_observation_runner_targets_nearest_tagger(tagger_2, target):
     """Runner at (2, 2); taggers 0 at (6, 2) and 1 at (2, 6) are both at squared distance
@@ -169,6 +213,10 @@ INVALID = [
     (dict(step_cost_for_tagger="0.01"), "step_cost_for_tagger='0.01' is not allowed"),
     (dict(use_full_observation=1), "use_full_observation=1 is not allowed; give True or False"),
     (dict(fixed_start="yes"), "fixed_start='yes' is not allowed; give True or False"),
+    (dict(closing_reward_for_tagger=-0.5),
+     "closing_reward_for_tagger=-0.5 is not allowed; give a number in [0, 1e+09]"),
+    (dict(closing_reward_for_tagger=float("nan")), "closing_reward_for_tagger=nan is not allowed"),
+    (dict(closing_reward_for_tagger="0.1"), "closing_reward_for_tagger='0.1' is not allowed"),
 ]
 
 

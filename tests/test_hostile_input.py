@@ -100,6 +100,7 @@ def test_the_numpy_backend_counts_its_pairwise_temporaries():
     ("tag_continuous", dict(num_turn_levels=2**40), r"num_turn_levels=1099511627776 .*\[1, 65536\]"),
     ("tag_gridworld", dict(tag_reward_for_tagger=1e39), r"tag_reward_for_tagger=1e\+39"),
     ("tag_gridworld", dict(step_cost_for_tagger=float("inf")), r"step_cost_for_tagger=inf"),
+    ("tag_gridworld", dict(closing_reward_for_tagger=1e39), r"closing_reward_for_tagger=1e\+39"),
 ])
 def test_parameters_that_would_make_nan_or_inf_are_refused(env_id, params, match):
     with pytest.raises(InvalidValueError, match=match):
@@ -112,7 +113,7 @@ def test_parameters_that_would_make_nan_or_inf_are_refused(env_id, params, match
     ("tag_continuous", dict(grid_length=1e-9, max_speed=1e-9, skill_level_runner=1e-9, min_acceleration=-1e9,
                             max_turn=1e9, tag_penalty_for_runner=-1e9, episode_length=4)),
     ("tag_gridworld", dict(tag_reward_for_tagger=1e9, wall_hit_penalty=1e9, step_cost_for_tagger=1e9,
-                           grid_length=2**24 - 1, episode_length=4)),
+                           closing_reward_for_tagger=1e9, grid_length=2**24 - 1, episode_length=4)),
 ])
 @pytest.mark.parametrize("backend", ["numpy", "cuda"])
 def test_extreme_accepted_parameters_give_finite_outputs(env_id, params, backend):

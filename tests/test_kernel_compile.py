@@ -52,10 +52,11 @@ def test_tag_continuous_kernels_compile_to_float32_ptx():
 
 def test_tag_gridworld_kernels_compile_to_float32_ptx():
     results = compile_all("tag_gridworld", {"use_full_observation": True})
-    results += compile_all("tag_gridworld", {"use_full_observation": False, "fixed_start": True})
+    results += compile_all("tag_gridworld", {"use_full_observation": False, "fixed_start": True,
+                                             "closing_reward_for_tagger": 0.1})
     assert {r["kernel"] for r in results} == {"move_agents", "detect_tag", "add_outcome_rewards", "finish_step",
                                               "observe_full", "observe_partial", "reset_agents", "reset_envs",
-                                              "count_resets"}
+                                              "count_resets", "measure_runner_distance", "add_closing_rewards"}
     assert_compiled_as_numpy_rounds(results)
 
 

@@ -42,6 +42,12 @@ def test_the_pettingzoo_api_test_passes(env_id, params):
     strict_api_test(parallel_env(env_id, seed=0, **params))
 
 
+def test_the_api_test_passes_with_the_own_state_observed():
+    penv = parallel_env("tag_continuous", seed=0, observe_own_state=True, **SMALL["tag_continuous_partial"])
+    assert penv.observation_space("runner_0").shape == (7 * 2 + 1 + 5,)
+    strict_api_test(penv)
+
+
 @pytest.mark.parametrize("env_id, params", API_CASES[:3])
 def test_the_api_test_passes_on_a_view_of_a_larger_batch(env_id, params):
     batch = warpsim.make(env_id, 3, backend="numpy", seed=0, **params)

@@ -117,11 +117,12 @@ def test_settings_layer_preset_then_file_then_flags(tmp_path):
     config_file = tmp_path / "settings.json"
     config_file.write_text(json.dumps({"num_envs": 5, "learning_rate": 0.01, "env_params": {"episode_length": 9}}))
     code = main(["train", "--config", "grid-small", "--config-file", str(config_file), "--learning-rate", "0.02",
-                 "--set", "grid_length=6", "--iterations", "1", "--rollout-steps", "4", "--no-anneal-lr",
+                 "--set", "grid_length=6", "--iterations", "1", "--rollout-steps", "4", "--lr-schedule", "constant",
                  "--run-dir", str(tmp_path / "run"), "--quiet", "--backend", "numpy"])
     assert code == 0
     saved = json.loads((tmp_path / "run" / "config.json").read_text())
-    assert (saved["env"], saved["num_envs"], saved["learning_rate"], saved["anneal_lr"]) == ("tag_gridworld", 5, 0.02, False)
+    assert (saved["env"], saved["num_envs"], saved["learning_rate"], saved["lr_schedule"]) == (
+        "tag_gridworld", 5, 0.02, "constant")
     assert saved["env_params"] == dict(num_taggers=2, grid_length=6, episode_length=9, use_full_observation=False)
 
 
@@ -168,5 +169,5 @@ def test_rollout_and_update_never_wait_for_the_device(opponents):
 
 
 def test_too_few_samples_for_the_minibatches_is_a_clear_error():
-    with pytest.raises(ValueError, match="a rollout holds 8 samples of role 'runner'.*too few for minibatches=16"):
+    with pytest.raises(ValueError, match="a rollout holds 8 samples of role 'runner'.*too few for 16 minibatches"):
         Trainer(TrainConfig(**{**GRID, "num_envs": 1}, minibatches=16))

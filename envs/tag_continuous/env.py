@@ -61,7 +61,8 @@ class TagContinuous(Environment):
             counters=("tags",),
             write_order=("t", "acceleration", "direction", "speed", "loc_x", "loc_y", "observations", "rewards",
                          "still_in_game", "num_runners_left", "tags", "done", "episode"),
-            observation_label="full" if p.use_full_observation else f"partial K={p.num_other_agents_observed}",
+            observation_label=("full" if p.use_full_observation else f"partial K={p.num_other_agents_observed}")
+            + (" + own state" if p.observe_own_state else ""),
             # Partial: every agent measures all N for its K nearest; always: every runner its nearest tagger.
             distance_evaluations_per_step=(0 if p.use_full_observation else p.num_agents ** 2)
             + p.num_runners * p.num_taggers,
@@ -159,8 +160,8 @@ class TagContinuous(Environment):
     def _observe(self, mask) -> None:
         v, p, c = self.views, self.params, self.constants
         agents = self.num_envs * self.num_agents
-        common = (np.int32(p.episode_length), c.position_scale, c.speed_scale, v.agent_type,
-                  v.t, v.loc_x, v.loc_y, v.speed, v.direction, v.acceleration, v.still_in_game,
+        common = (p.observe_own_state, c.grid_length, np.int32(p.episode_length), c.position_scale, c.speed_scale,
+                  v.agent_type, v.t, v.loc_x, v.loc_y, v.speed, v.direction, v.acceleration, v.still_in_game,
                   v.observations)
         grid = self._observation_grid
         if p.use_full_observation:
@@ -171,6 +172,6 @@ class TagContinuous(Environment):
             scratch = self.scratch
             self.launch.per_block(grid_kernels.observe_partial_grid, self.num_envs, grid.shared_bytes, mask,
                                   np.int32(p.num_other_agents_observed), np.int32(grid.agents_per_cell),
-                                  np.int32(grid.cells_capacity), grid.in_shared, c.grid_length, *common[:-1],
+                                  np.int32(grid.cells_capacity), grid.in_shared, *common[:-1],
                                   scratch.grid_x, scratch.grid_y, scratch.grid_ids, scratch.grid_cells,
                                   v.observations)

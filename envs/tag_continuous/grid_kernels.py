@@ -9,7 +9,12 @@ same K nearest with the lower id first on a tie, the same nearest tagger.
 import numpy as np
 from numba import cuda, types
 
-from warpsim.envs.tag_continuous.kernels import apply_tag, write_observed_slot, write_partial_observation
+from warpsim.envs.tag_continuous.kernels import (
+    apply_tag,
+    write_observed_slot,
+    write_own_state,
+    write_partial_observation,
+)
 from warpsim.envs.tag_continuous.params import MAX_OBSERVED
 from warpsim.kernels.neighbours import bin_agents, k_nearest, shared_grid
 
@@ -27,18 +32,19 @@ def observation_words_per_thread(num_observed: int) -> int:
 
 
 @cuda.jit
-def observe_partial_grid(mask, num_observed, agents_per_cell, cells_capacity, in_shared, grid_length,
+def observe_partial_grid(mask, num_observed, agents_per_cell, cells_capacity, in_shared, own_state, grid_length,
                          episode_length, position_scale, speed_scale, agent_type, t, loc_x, loc_y, speed,
                          direction, acceleration, still_in_game, grid_x, grid_y, grid_ids, grid_cells,
                          observations):
     """Partial observations where ``mask`` is set; block e handles environment e.
 
     mask bool[E]; num_observed int32 K <= MAX_OBSERVED; agents_per_cell, cells_capacity int32;
-    in_shared bool (the grid in dynamic shared memory, else in grid_*); grid_length float32;
-    episode_length int32; position_scale, speed_scale float32; agent_type int32[N]; t int32[E];
-    loc_x .. acceleration float32[E, N]; still_in_game int32[E, N];
-    grid_x, grid_y float32[E, N] and grid_ids int32[E, N], grid_cells int32[E, C] (global
-    scratch; 1 x 1 when in_shared); observations float32[E, N, 7 K + 1] (written).
+    in_shared bool (the grid in dynamic shared memory, else in grid_*); own_state bool
+    (observe_own_state); grid_length float32; episode_length int32; position_scale,
+    speed_scale float32; agent_type int32[N]; t int32[E]; loc_x .. acceleration float32[E, N];
+    still_in_game int32[E, N]; grid_x, grid_y float32[E, N] and grid_ids int32[E, N],
+    grid_cells int32[E, C] (global scratch; 1 x 1 when in_shared);
+    observations float32[E, N, 7 K + 1, + 5 with own_state] (written).
     Dynamic shared memory: ``observation_words_per_thread(K)`` words per thread, then the grid.
     """
     e = cuda.blockIdx.x
@@ -53,19 +59,19 @@ def observe_partial_grid(mask, num_observed, agents_per_cell, cells_capacity, in
         xs, ys, cell_end, ids = shared_grid(words, cuda.shared.array(0, types.float32),
                                             cuda.shared.array(0, types.int16), loc_x.shape[1], cells_capacity,
                                             (k + SHARED_WORDS_PER_QUERY) * threads)
-        observe_environment(e, k, agents_per_cell, grid_length, episode_length, position_scale,
+        observe_environment(e, k, agents_per_cell, own_state, grid_length, episode_length, position_scale,
                             speed_scale, agent_type, t, loc_x, loc_y, speed, direction, acceleration,
                             still_in_game, shared, xs, ys, cell_end, ids, observations)
     else:
-        observe_environment(e, k, agents_per_cell, grid_length, episode_length, position_scale,
+        observe_environment(e, k, agents_per_cell, own_state, grid_length, episode_length, position_scale,
                             speed_scale, agent_type, t, loc_x, loc_y, speed, direction, acceleration,
                             still_in_game, shared, grid_x[e], grid_y[e], grid_cells[e], grid_ids[e],
                             observations)
 
 
 @cuda.jit(device=True)
-def observe_environment(e, k, agents_per_cell, grid_length, episode_length, position_scale, speed_scale,
-                        agent_type, t, loc_x, loc_y, speed, direction, acceleration, still_in_game,
+def observe_environment(e, k, agents_per_cell, own_state, grid_length, episode_length, position_scale,
+                        speed_scale, agent_type, t, loc_x, loc_y, speed, direction, acceleration, still_in_game,
                         shared, xs, ys, cell_end, ids, observations):
     """The block's queries go in rounds of one per thread. Each round the threads share their
     results (``shared``: partial sums, then the K nearest slot by slot, the observers and
@@ -103,11 +109,15 @@ def observe_environment(e, k, agents_per_cell, grid_length, episode_length, posi
                                 agent_type, loc_x, loc_y, speed, direction, acceleration)
         for query in range(thread, queries, threads):
             observations[e, observer_of[query], 7 * k] = time
+            if own_state:
+                write_own_state(observations, e, observer_of[query], 7 * k + 1, loc_x, loc_y, speed, direction,
+                                grid_length, speed_scale, np.float32(1))
         cuda.syncthreads()
     for i in range(thread, n, threads):
         if still_in_game[e, i] != 1:
-            write_partial_observation(observations, e, i, k, 0, nearest, False, episode_length, position_scale,
-                                      speed_scale, agent_type, t, loc_x, loc_y, speed, direction, acceleration)
+            write_partial_observation(observations, e, i, k, 0, nearest, False, own_state, grid_length,
+                                      episode_length, position_scale, speed_scale, agent_type, t, loc_x, loc_y,
+                                      speed, direction, acceleration)
 
 
 @cuda.jit

@@ -91,14 +91,26 @@ def write_relative(observations, e, i, j, slot, stride, loc_x, loc_y, speed, acc
     observations[e, i, 4 * stride + slot] = (direction[e, j] - direction[e, i]) / TWO_PI * scale
 
 
+@cuda.jit(device=True)
+def write_own_state(observations, e, i, start, loc_x, loc_y, speed, direction, grid_length, speed_scale, scale):
+    """Agent i's own state (TagContinuousParams.observe_own_state), times ``scale``, from entry ``start``."""
+    sine, cosine = sin_cos_device(direction[e, i])
+    observations[e, i, start] = cosine * scale
+    observations[e, i, start + 1] = sine * scale
+    observations[e, i, start + 2] = speed[e, i] / speed_scale * scale
+    observations[e, i, start + 3] = loc_x[e, i] / grid_length * scale
+    observations[e, i, start + 4] = loc_y[e, i] / grid_length * scale
+
+
 @cuda.jit
-def observe_full(mask, episode_length, position_scale, speed_scale, agent_type,
+def observe_full(mask, own_state, grid_length, episode_length, position_scale, speed_scale, agent_type,
                  t, loc_x, loc_y, speed, direction, acceleration, still_in_game, observations):
     """Full observations of the environments where ``mask`` is set.
 
-    mask bool[E]; episode_length int32; position_scale, speed_scale float32;
-    agent_type int32[N]; t int32[E]; loc_x .. acceleration float32[E, N];
-    still_in_game int32[E, N]; observations float32[E, N, 7 (N-1) + 1] (written).
+    mask bool[E]; own_state bool (observe_own_state); grid_length float32; episode_length int32;
+    position_scale, speed_scale float32; agent_type int32[N]; t int32[E];
+    loc_x .. acceleration float32[E, N]; still_in_game int32[E, N];
+    observations float32[E, N, 7 (N-1) + 1, + 5 with own_state] (written).
     """
     num_envs, n = loc_x.shape
     e, i = agent_of_thread(n)
@@ -115,17 +127,20 @@ def observe_full(mask, episode_length, position_scale, speed_scale, agent_type,
         observations[e, i, 5 * stride + slot] = np.float32(agent_type[j])
         observations[e, i, 6 * stride + slot] = np.float32(still_in_game[e, j])
     observations[e, i, 7 * stride] = np.float32(t[e]) / np.float32(episode_length) * observer
+    if own_state:
+        write_own_state(observations, e, i, 7 * stride + 1, loc_x, loc_y, speed, direction, grid_length,
+                        speed_scale, observer)
 
 
 @cuda.jit
-def observe_partial(mask, num_observed, episode_length, position_scale, speed_scale, agent_type,
-                    t, loc_x, loc_y, speed, direction, acceleration, still_in_game, observations):
+def observe_partial(mask, num_observed, own_state, grid_length, episode_length, position_scale, speed_scale,
+                    agent_type, t, loc_x, loc_y, speed, direction, acceleration, still_in_game, observations):
     """Partial observations (K nearest agents in the game) where ``mask`` is set.
 
-    mask bool[E]; num_observed int32 K <= MAX_OBSERVED; episode_length int32;
-    position_scale, speed_scale float32; agent_type int32[N]; t int32[E];
-    loc_x .. acceleration float32[E, N]; still_in_game int32[E, N];
-    observations float32[E, N, 7 K + 1] (written).
+    mask bool[E]; num_observed int32 K <= MAX_OBSERVED; own_state bool (observe_own_state);
+    grid_length float32; episode_length int32; position_scale, speed_scale float32;
+    agent_type int32[N]; t int32[E]; loc_x .. acceleration float32[E, N];
+    still_in_game int32[E, N]; observations float32[E, N, 7 K + 1, + 5 with own_state] (written).
     """
     num_envs, n = loc_x.shape
     e, i = agent_of_thread(n)
@@ -159,17 +174,17 @@ def observe_partial(mask, num_observed, episode_length, position_scale, speed_sc
                 slot -= 1
             nearest_d2[slot] = d2
             nearest[slot] = j
-    write_partial_observation(observations, e, i, k, found, nearest, observer_alive, episode_length,
-                              position_scale, speed_scale, agent_type, t, loc_x, loc_y, speed, direction,
-                              acceleration)
+    write_partial_observation(observations, e, i, k, found, nearest, observer_alive, own_state, grid_length,
+                              episode_length, position_scale, speed_scale, agent_type, t, loc_x, loc_y, speed,
+                              direction, acceleration)
 
 
 @cuda.jit(device=True)
-def write_partial_observation(observations, e, i, k, found, nearest, observer_alive, episode_length,
-                              position_scale, speed_scale, agent_type, t, loc_x, loc_y, speed, direction,
-                              acceleration):
+def write_partial_observation(observations, e, i, k, found, nearest, observer_alive, own_state, grid_length,
+                              episode_length, position_scale, speed_scale, agent_type, t, loc_x, loc_y, speed,
+                              direction, acceleration):
     """Agent i's partial observation from its ``found`` nearest ids (nearest int32[>= found]);
-    slots past them and the time of an observer out of the game are zeros."""
+    slots past them and the time and own state of an observer out of the game are zeros."""
     for slot in range(k):
         j = -1
         if slot < found:
@@ -180,6 +195,9 @@ def write_partial_observation(observations, e, i, k, found, nearest, observer_al
     if observer_alive:
         time = np.float32(t[e]) / np.float32(episode_length)
     observations[e, i, 7 * k] = time
+    if own_state:
+        write_own_state(observations, e, i, 7 * k + 1, loc_x, loc_y, speed, direction, grid_length, speed_scale,
+                        np.float32(observer_alive))
 
 
 @cuda.jit(device=True)

@@ -18,6 +18,9 @@ NEIGHBOUR_SEARCHES = ("auto", "grid", "brute_force")
 """Values of TagContinuousParams.neighbour_search."""
 DRAWS_PER_AGENT = 3
 """Random draws of one agent at reset: x, y, direction."""
+OWN_STATE_SIZE = 5
+"""Entries of an agent's own state (TagContinuousParams.observe_own_state): cos and sin of its
+direction, its speed, its x and its y."""
 TWO_PI = np.float32(2 * np.pi)
 HALF_PI = np.float32(np.pi / 2)
 ZERO = np.float32(0)
@@ -57,9 +60,14 @@ class TagContinuousParams:
     edge_hit_penalty: float = -0.0
     """Reward for ending a move clipped at the arena's edge; <= 0."""
     use_full_observation: bool = True
-    """Observe every other agent (7(N-1)+1 values) or only the K nearest (7K+1)."""
+    """Observe every other agent (7(N-1)+1 values) or only the K nearest (7K+1), plus the own
+    state's 5 with observe_own_state."""
     num_other_agents_observed: int = 2
     """K, the neighbours a partial observation holds; 1 <= K < N and K <= 64."""
+    observe_own_state: bool = False
+    """Append the agent's own state after t/T (a warpsim extension, docs/tag_rules.md section 1):
+    cos(direction), sin(direction), speed / (max_speed + 1e-10), loc_x / L and loc_y / L, all 0
+    for an agent out of the game. Off, the observation is WarpDrive's."""
     tagging_distance: float = 0.01
     """Tagging radius as a fraction of L; in [0, 1]."""
     tag_reward_for_tagger: float = 1.0
@@ -91,7 +99,8 @@ class TagContinuousParams:
         check_fields(self, require_real, ("min_acceleration", "max_acceleration", "min_turn", "max_turn"),
                      -MAX_MAGNITUDE, MAX_MAGNITUDE)
         check_fields(self, require_real, ("tagging_distance",), 0, 1)
-        check_fields(self, require_bool, ("use_full_observation", "runner_exits_game_after_tagged"))
+        check_fields(self, require_bool, ("use_full_observation", "observe_own_state",
+                                          "runner_exits_game_after_tagged"))
         check_fields(self, require_int, ("num_other_agents_observed",), 1)
         if self.num_agents > MAX_INT32:
             raise not_allowed("num_runners", self.num_runners, f"num_taggers + num_runners must be <= {MAX_INT32}")
@@ -115,7 +124,7 @@ class TagContinuousParams:
     @property
     def observation_size(self) -> int:
         observed = self.num_agents - 1 if self.use_full_observation else self.num_other_agents_observed
-        return 7 * observed + 1
+        return 7 * observed + 1 + (OWN_STATE_SIZE if self.observe_own_state else 0)
 
 
 @dataclass(frozen=True)

@@ -116,7 +116,10 @@ def observe(v, p: TagContinuousParams, c: Constants, envs: np.ndarray) -> None:
     n = v.loc_x.shape[1]
     fill = _full_observation if p.use_full_observation else _partial_observation
     for chunk in env_chunks(envs, n, n):
-        v.observations[chunk] = fill(v, p, c, chunk)
+        observation = fill(v, p, c, chunk)
+        if p.observe_own_state:
+            observation = np.concatenate([observation, _own_state(v, c, chunk)], axis=2)
+        v.observations[chunk] = observation
 
 
 def _relative_features(v, c: Constants, envs, others):
@@ -164,6 +167,15 @@ def _partial_observation(v, p: TagContinuousParams, c: Constants, envs) -> np.nd
     features[:, :, 6] = present
     observation[:, :, 7 * k:] = _time(v, p, envs) * alive[:, :, None]
     return observation
+
+
+def _own_state(v, c: Constants, envs) -> np.ndarray:
+    """float32[C, N, 5]: cos and sin of each agent's direction, speed / (max_speed + 1e-10),
+    loc_x / L and loc_y / L, all times the agent's still_in_game (as features 1-5 of a full observation)."""
+    sine, cosine = sin_cos(v.direction[envs])
+    own = np.stack([cosine, sine, v.speed[envs] / c.speed_scale, v.loc_x[envs] / c.grid_length,
+                    v.loc_y[envs] / c.grid_length], axis=2)
+    return own * v.still_in_game[envs].astype(np.float32)[:, :, None]
 
 
 def _time(v, p: TagContinuousParams, envs) -> np.ndarray:

@@ -42,6 +42,9 @@ class TagGridworld(Environment):
             write_order=("t", "loc_x", "loc_y", "tagged", "rewards", "tags", "done", "observations", "episode"),
             observation_label="full" if p.use_full_observation else "partial",
             distance_evaluations_per_step=0,  # cells are compared as integers
+            scratch=(StateArray("distance_before", np.int32, ("E", p.num_taggers),
+                                "each tagger's distance to the runner before the moves"),)
+            if p.has_closing_reward else (),
         )
 
     def setup(self) -> None:
@@ -53,11 +56,12 @@ class TagGridworld(Environment):
 
     def workspace_bytes(self) -> int:
         """The NumPy reference's temporaries: the N x N one-hot block of full observations,
-        and per-agent arrays of some 64 bytes an agent."""
+        and per-agent arrays of some 64 bytes an agent, 32 more with a closing reward."""
         if self.backend != "numpy":
             return 0
         n = self.num_agents
-        return (4 * n * n if self.params.use_full_observation else 0) + 64 * self.num_envs * n
+        per_agent = 96 if self.params.has_closing_reward else 64
+        return (4 * n * n if self.params.use_full_observation else 0) + per_agent * self.num_envs * n
 
     def frame(self, env_index: int) -> Frame:
         s = self.state
@@ -89,11 +93,16 @@ class TagGridworld(Environment):
     def step_cuda(self) -> None:
         v, p, c = self.views, self.params, self.constants
         agents = self.num_envs * self.num_agents
+        if p.has_closing_reward:
+            self.launch(kernels.measure_runner_distance, agents, v.loc_x, v.loc_y, self.scratch.distance_before)
         self.launch(kernels.move_agents, agents, v.actions, self._move_x, self._move_y,
                     c.grid_length, c.wall_hit_reward, v.t, v.loc_x, v.loc_y, v.rewards, v.tagged)
         self.launch(kernels.detect_tag, agents, v.loc_x, v.loc_y, v.tagged)
         self.launch(kernels.add_outcome_rewards, agents, self._outcome_reward, v.agent_type,
                     v.tagged, v.rewards)
+        if p.has_closing_reward:
+            self.launch(kernels.add_closing_rewards, agents, c.closing_reward, v.loc_x, v.loc_y, v.tagged,
+                        self.scratch.distance_before, v.rewards)
         self.launch(kernels.finish_step, self.num_envs, np.int32(p.episode_length), v.t, v.tagged, v.tags,
                     v.done)
         self._observe(self.every_env)

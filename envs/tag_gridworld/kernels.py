@@ -3,9 +3,11 @@
 One thread per agent over the flattened (environment, agent) index, so any N works
 and small N packs several environments into a block. A step is five launches: move,
 detect the tag (into the ``tagged`` state array), add the outcome rewards, finish (tags,
-done), observe; then the masked reset (agents, environments, observation). Each launch
-sees the previous one's writes. Positions are int32 cells; rewards and observations are
-float32 with the same order of operations as the NumPy reference.
+done), observe; then the masked reset (agents, environments, observation). A closing
+reward adds two: the taggers' distances to the runner before the move, and their shaping
+terms after the outcome rewards. Each launch sees the previous one's writes. Positions
+are int32 cells; rewards and observations are float32 with the same order of operations
+as the NumPy reference.
 """
 
 import numpy as np
@@ -14,8 +16,29 @@ from numba import cuda
 from warpsim.envs.tag_gridworld.params import DRAWS_PER_AGENT, NUM_ACTIONS, ZERO
 from warpsim.kernels.indexing import agent_of_thread
 from warpsim.kernels.random import reset_uniform_device
+from warpsim.kernels.rounding import mul
 
 ONE = np.float32(1)
+
+
+@cuda.jit(device=True)
+def distance_to_runner(loc_x, loc_y, e, i):
+    """Manhattan distance in cells from agent i of environment e to the runner (agent N-1)."""
+    runner = loc_x.shape[1] - 1
+    return abs(loc_x[e, i] - loc_x[e, runner]) + abs(loc_y[e, i] - loc_y[e, runner])
+
+
+@cuda.jit
+def measure_runner_distance(loc_x, loc_y, distance_before):
+    """docs/tag_rules.md section 2 step 3, before the moves: each tagger's distance to the runner.
+
+    loc_x, loc_y int32[E, N]; distance_before int32[E, N - 1] (written).
+    """
+    num_envs, n = loc_x.shape
+    e, i = agent_of_thread(n)
+    if e >= num_envs or i == n - 1:
+        return
+    distance_before[e, i] = distance_to_runner(loc_x, loc_y, e, i)
 
 
 @cuda.jit
@@ -74,8 +97,25 @@ def add_outcome_rewards(outcome_reward, agent_type, tagged, rewards):
 
 
 @cuda.jit
+def add_closing_rewards(closing_reward, loc_x, loc_y, tagged, distance_before, rewards):
+    """docs/tag_rules.md section 2 step 3: each tagger's shaping term, after its outcome term;
+    d_after is 0 where the runner is tagged (the game is over).
+
+    closing_reward float32 (c > 0); loc_x, loc_y int32[E, N]; tagged bool[E];
+    distance_before int32[E, N - 1] (from ``measure_runner_distance``); rewards float32[E, N].
+    """
+    num_envs, n = loc_x.shape
+    e, i = agent_of_thread(n)
+    if e >= num_envs or i == n - 1:
+        return
+    distance_after = 0 if tagged[e] else distance_to_runner(loc_x, loc_y, e, i)
+    closed = np.float32(distance_before[e, i] - distance_after)
+    rewards[e, i] += mul(closing_reward, closed)  # mul: never fused into the sum, as NumPy rounds twice
+
+
+@cuda.jit
 def finish_step(episode_length, t, tagged, tags, done):
-    """docs/tag_rules.md section 2 step 3: counts a tag, then done when tagged or t >= T.
+    """docs/tag_rules.md section 2 step 4: counts a tag, then done when tagged or t >= T.
     One thread per environment.
 
     episode_length int32; t int32[E]; tagged bool[E]; tags int32[E]; done bool[E] (written).

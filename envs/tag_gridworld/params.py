@@ -48,6 +48,11 @@ class TagGridworldParams:
     """Subtracted from the runner's reward when it is tagged; >= 0."""
     step_cost_for_tagger: float = 0.01
     """Subtracted from every tagger and added to the runner on a step without a tag; >= 0."""
+    closing_reward_for_tagger: float = 0.0
+    """c of the shaping term (a warpsim extension): each step every tagger receives
+    ``c * (d_before - d_after)``, d its Manhattan distance in cells to the runner before and
+    after the moves, and d_after = 0 on the step that tags the runner (the game is over); >= 0,
+    0 adds nothing."""
     use_full_observation: bool = True
     """Observe every agent (4N + 1 values) or only oneself and one target (6 values)."""
     fixed_start: bool = False
@@ -58,12 +63,17 @@ class TagGridworldParams:
         check_fields(self, require_int, ("episode_length",), 1, MAX_EPISODE_LENGTH)
         check_fields(self, require_int, ("grid_length",), 1, MAX_GRID_LENGTH)
         check_fields(self, require_real, ("wall_hit_penalty", "tag_reward_for_tagger", "tag_penalty_for_runner",
-                                          "step_cost_for_tagger"), 0, MAX_MAGNITUDE)
+                                          "step_cost_for_tagger", "closing_reward_for_tagger"), 0, MAX_MAGNITUDE)
         check_fields(self, require_bool, ("use_full_observation", "fixed_start"))
 
     @property
     def num_agents(self) -> int:
         return self.num_taggers + 1
+
+    @property
+    def has_closing_reward(self) -> bool:
+        """The closing reward's step runs; at c = 0 it is skipped, so every reward stays bit for bit."""
+        return self.closing_reward_for_tagger > 0
 
     @property
     def observation_size(self) -> int:
@@ -78,6 +88,8 @@ class Constants:
     """float32[2, 2]: reward by [runner tagged (0/1), agent type]: the signs applied."""
     wall_hit_reward: np.float32
     """-wall_hit_penalty: the reward term of a clipped move."""
+    closing_reward: np.float32
+    """closing_reward_for_tagger: the reward of a cell closed on the runner."""
     grid_length: np.int32
     grid_length_f: np.float32
     """L as float32: divides positions in observations."""
@@ -94,6 +106,7 @@ class Constants:
         return cls(
             outcome_reward=outcome,
             wall_hit_reward=np.float32(-p.wall_hit_penalty),
+            closing_reward=np.float32(p.closing_reward_for_tagger),
             grid_length=np.int32(p.grid_length),
             grid_length_f=np.float32(p.grid_length),
             start_cells=np.float32(p.grid_length + 1),

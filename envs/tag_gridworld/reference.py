@@ -45,6 +45,7 @@ def reset(v, p: TagGridworldParams, c: Constants, seed: np.uint64, envs: np.ndar
 def step(v, p: TagGridworldParams, c: Constants) -> None:
     """One step of every environment: move, tag, rewards, done, observations."""
     v.t[:] += 1
+    distance_before = runner_distance(v, p) if p.has_closing_reward else None
     action = np.clip(v.actions[:, :, 0], 0, NUM_ACTIONS - 1)
     x = v.loc_x + MOVE_X[action]
     y = v.loc_y + MOVE_Y[action]
@@ -56,6 +57,8 @@ def step(v, p: TagGridworldParams, c: Constants) -> None:
     v.tagged[:] = runner_tagged(v, p)
     wall = np.where(hit_wall, c.wall_hit_reward, ZERO)
     v.rewards[:] = wall + c.outcome_reward[v.tagged.astype(np.int64)[:, None], v.agent_type[None, :]]
+    if distance_before is not None:
+        add_closing_rewards(v, p, c, distance_before)
     v.tags[:] += v.tagged
     v.done[:] = v.tagged | (v.t >= p.episode_length)
     observe(v, p, c, np.arange(v.loc_x.shape[0]))
@@ -66,6 +69,20 @@ def runner_tagged(v, p: TagGridworldParams) -> np.ndarray:
     nt = p.num_taggers
     same_cell = (v.loc_x[:, :nt] == v.loc_x[:, nt:]) & (v.loc_y[:, :nt] == v.loc_y[:, nt:])
     return same_cell.any(axis=1)
+
+
+def runner_distance(v, p: TagGridworldParams) -> np.ndarray:
+    """int32[E, num_taggers]: each tagger's Manhattan distance in cells to the runner."""
+    nt = p.num_taggers
+    return np.abs(v.loc_x[:, :nt] - v.loc_x[:, nt:]) + np.abs(v.loc_y[:, :nt] - v.loc_y[:, nt:])
+
+
+def add_closing_rewards(v, p: TagGridworldParams, c: Constants, distance_before: np.ndarray) -> None:
+    """Adds every tagger's shaping term c * (d_before - d_after) to its reward; a tag ends
+    the game, whose potential is 0, so there d_after is 0."""
+    distance_after = np.where(v.tagged[:, None], 0, runner_distance(v, p))
+    closed = (distance_before - distance_after).astype(np.float32)
+    v.rewards[:, :p.num_taggers] += c.closing_reward * closed
 
 
 def observe(v, p: TagGridworldParams, c: Constants, envs: np.ndarray) -> None:

@@ -34,6 +34,8 @@ from warpsim.train.storage import check_training_fits, fitting_rollout_steps
 from warpsim.train.trainer import Trainer
 
 POLICY_TIERS = ("sim+policy", "train")
+FIXED_UPDATE = dict(lr_schedule="constant", minibatch_size=0)
+"""The train tier times the same work every iteration: four minibatches per epoch, at a fixed rate."""
 
 
 def run_policy_tier(config: BenchConfig, tier: str, backend: str = "auto", precision: str = "auto",
@@ -66,7 +68,7 @@ def run_policy_tier(config: BenchConfig, tier: str, backend: str = "auto", preci
     def trainer_for(num_envs: int) -> Trainer:
         return Trainer(TrainConfig(env=env_id, env_params=dict(config.params), num_envs=num_envs,
                                    backend=backend, precision=precision, rollout_steps=steps,
-                                   iterations=1_000_000, seed=seed, anneal_lr=False,
+                                   iterations=1_000_000, seed=seed, **FIXED_UPDATE,
                                    graphs="on" if graphs else "off", hidden_size=hidden_size,
                                    policy_device=policy_device))
 
@@ -107,7 +109,8 @@ def run_policy_tier(config: BenchConfig, tier: str, backend: str = "auto", preci
                           "parameters": sum(p.numel() for p in trainer.policies.parameters())}
     record["policy_device"] = str(trainer.device)
     if tier == "train":
-        record["update"] = {"epochs": trainer.config.epochs, "minibatches": trainer.config.minibatches}
+        record["update"] = {"epochs": trainer.config.epochs, "minibatches": trainer.minibatches,
+                            "shared_trunk": trainer.config.shared_trunk}
     return record
 
 
@@ -124,7 +127,7 @@ def _rollout_that_fits(config: BenchConfig, env_id: str, backend: str, precision
     """``steps``, or the longest shorter rollout (halving) whose training storage fits in memory."""
     probe = make(env_id, 1, backend=backend, checked=False, **config.params)
     wanted = TrainConfig(env=env_id, env_params=dict(config.params), num_envs=config.num_envs, backend=backend,
-                         precision=precision, rollout_steps=steps, seed=seed, anneal_lr=False,
+                         precision=precision, rollout_steps=steps, seed=seed, **FIXED_UPDATE,
                          hidden_size=hidden_size)
     fitting = fitting_rollout_steps(wanted, probe.spec, probe.array_bytes(), probe.placement)
     if fitting == 0:

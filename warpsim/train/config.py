@@ -26,6 +26,7 @@ else:  # tomllib is new in Python 3.11; tomli is the same parser (a dependency o
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 GRAPHS = ("auto", "on", "off")
+LR_SCHEDULES = ("kl", "linear", "constant")
 CONFIG_FIELD = "config field {}"
 """How a message names a field."""
 
@@ -55,17 +56,33 @@ class TrainConfig:
     epochs: int = 4
     """Passes over each rollout in the update."""
     minibatches: int = 4
-    """Shuffled minibatches per pass (each role's samples are split this many ways)."""
+    """Shuffled minibatches per pass, at least: each role's samples are split this many ways, or more
+    (see minibatch_size)."""
+    minibatch_size: int = 32768
+    """Most samples of one role in a minibatch: a larger rollout is split into more minibatches, so that
+    many environments still make many gradient steps (0: minibatches alone decides)."""
     learning_rate: float = 1e-3
     """Adam step size at the first iteration."""
-    anneal_lr: bool = True
-    """Lower the learning rate linearly to 0 over the iterations."""
+    lr_schedule: str = "kl"
+    """How the step size moves: kl (up or down 1.5x after each epoch towards target_kl, within
+    min_learning_rate and max_learning_rate), linear (down to min_learning_rate at the last iteration)
+    or constant."""
+    target_kl: float = 0.01
+    """The approx_kl an epoch of updates aims at under lr_schedule kl."""
+    min_learning_rate: float = 1e-5
+    """Lowest step size of the kl schedule, and where the linear one ends."""
+    max_learning_rate: float = 1e-2
+    """Highest step size of the kl schedule."""
     gamma: float = 0.99
     """Discount factor."""
     gae_lambda: float = 0.95
     """GAE lambda: 0 is one-step TD, 1 is the Monte Carlo return."""
     clip_coef: float = 0.2
     """PPO clips the probability ratio to [1 - clip_coef, 1 + clip_coef]."""
+    shared_trunk: bool = False
+    """One trunk under the policy and value heads, instead of separate actor and critic networks."""
+    value_normalization: bool = True
+    """The critic learns returns normalised by their running mean and standard deviation."""
     value_clip: float | None = None
     """Clip the value change per update to this much (None: no value clipping)."""
     value_coef: float = 0.5
@@ -76,6 +93,9 @@ class TrainConfig:
     """Gradients are scaled down to at most this global norm."""
     normalize_advantages: bool = True
     """Normalise advantages to zero mean and unit variance in each minibatch."""
+    stagger_steps: int = 0
+    """Random-play steps before training, with every environment reset once at a random one of them, so that
+    rollouts see every phase of an episode (about the episode length; 0: all environments start together)."""
     stack_observations: int = 1
     """Observations a policy sees at once: the latest and the ones before it (2 shows motion)."""
     hidden_size: int = 64
@@ -99,14 +119,25 @@ class TrainConfig:
         check_fields(self, require_int, ("num_envs", "iterations", "rollout_steps", "epochs", "minibatches",
                                          "stack_observations", "hidden_size", "hidden_layers", "log_every",
                                          "checkpoint_every"), 1, what=CONFIG_FIELD)
-        check_fields(self, require_int, ("seed",), 0, what=CONFIG_FIELD)
+        check_fields(self, require_int, ("seed", "stagger_steps", "minibatch_size"), 0, what=CONFIG_FIELD)
         check_fields(self, require_real, ("learning_rate", "max_grad_norm", "clip_coef"), 0, low_exclusive=True,
                      what=CONFIG_FIELD)
+        check_fields(self, require_real, ("target_kl", "max_learning_rate"), 0, low_exclusive=True, what=CONFIG_FIELD)
+        check_fields(self, require_real, ("min_learning_rate",), 0, what=CONFIG_FIELD)
         check_fields(self, require_real, ("gamma", "gae_lambda"), 0, 1, what=CONFIG_FIELD)
         check_fields(self, require_real, ("value_coef", "entropy_coef"), 0, what=CONFIG_FIELD)
         if self.value_clip is not None:
             check_fields(self, require_real, ("value_clip",), 0, low_exclusive=True, what=CONFIG_FIELD)
-        check_fields(self, require_bool, ("anneal_lr", "normalize_advantages"), what=CONFIG_FIELD)
+        check_fields(self, require_bool, ("shared_trunk", "value_normalization", "normalize_advantages"),
+                     what=CONFIG_FIELD)
+        need(self.lr_schedule in LR_SCHEDULES, "lr_schedule", f"choose one of {', '.join(LR_SCHEDULES)}")
+        if self.lr_schedule != "constant":
+            need(self.min_learning_rate <= self.learning_rate, "min_learning_rate",
+                 f"give at most learning_rate ({self.learning_rate})")
+        if self.lr_schedule == "kl":
+            need(self.min_learning_rate > 0, "min_learning_rate", "give a rate > 0: the kl schedule multiplies it")
+            need(self.learning_rate <= self.max_learning_rate, "max_learning_rate",
+                 f"give at least learning_rate ({self.learning_rate})")
         need(self.precision in PRECISIONS, "precision", f"choose one of {', '.join(PRECISIONS)}")
         need(self.graphs in GRAPHS, "graphs", f"choose one of {', '.join(GRAPHS)}")
         need(self.backend in ("auto", "cuda", "numpy"), "backend", "choose auto, cuda or numpy")
@@ -120,6 +151,11 @@ class TrainConfig:
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+    def minibatch_count(self, most_samples: int) -> int:
+        """Minibatches per pass when the learning role with the most samples has ``most_samples``."""
+        by_size = -(-most_samples // self.minibatch_size) if self.minibatch_size else 0
+        return max(self.minibatches, by_size)
 
 
 def is_policy_device(value) -> bool:
@@ -198,9 +234,25 @@ def read_config_file(path: Path) -> dict:
     return settings
 
 
+EARLIER_DEFAULTS = dict(shared_trunk=True, value_normalization=False, minibatch_size=0, min_learning_rate=0.0,
+                       stagger_steps=0)
+"""What a run saved before these fields existed was trained with."""
+
+
+def build_saved_config(settings: dict) -> TrainConfig:
+    """The config of a run from its saved settings; a run saved before the networks and
+    schedules of today keeps those it was trained with (``EARLIER_DEFAULTS``, and
+    ``anneal_lr`` read as the linear or constant schedule)."""
+    if not isinstance(settings, dict) or "lr_schedule" in settings or "anneal_lr" not in settings:
+        return build_config(settings)
+    earlier = {key: value for key, value in settings.items() if key != "anneal_lr"}
+    schedule = "linear" if settings["anneal_lr"] else "constant"
+    return build_config({**EARLIER_DEFAULTS, "lr_schedule": schedule}, earlier)
+
+
 def saved_config(checkpoint: dict) -> TrainConfig:
     """The config a loaded checkpoint was trained with; a RunFileError naming the file when unusable."""
     try:
-        return build_config(checkpoint["config"])
+        return build_saved_config(checkpoint["config"])
     except (WarpsimError, TypeError) as error:
         raise RunFileError(f"checkpoint {checkpoint['path']} holds an unusable config: {error}") from None

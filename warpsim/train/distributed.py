@@ -48,6 +48,17 @@ class World:
         dist.all_gather_object(values, value)
         return values
 
+    def all_reduce_sum(self, tensor: torch.Tensor) -> None:
+        """Sums ``tensor`` over the ranks, in place; a world of one leaves it."""
+        if self.size > 1:
+            dist.all_reduce(tensor)
+
+    def all_reduce_mean(self, tensor: torch.Tensor) -> None:
+        """Averages ``tensor`` over the ranks, in place; a world of one leaves it."""
+        if self.size > 1:
+            dist.all_reduce(tensor)
+            tensor /= self.size
+
     def close(self) -> None:
         if self.size > 1 and dist.is_initialized():
             # Every rank arrives first: a rank that tears down its connections while another still

@@ -91,6 +91,17 @@ class EpisodeStats:
         self.last_event *= kept
         self.counter_start.copy_(torch.where(done, counters, self.counter_start))
 
+    def restart(self, envs: torch.Tensor) -> None:
+        """Call after ``env.reset(envs)`` (bool[E]): their running episodes start anew, uncounted."""
+        kept = 1.0 - envs.float()
+        self.returns *= kept[:, None]
+        self.length *= kept
+        self.first_event *= kept
+        self.last_event *= kept
+        counters = self._counters()
+        self.counter_start.copy_(torch.where(envs, counters, self.counter_start))
+        self.counter_last.copy_(torch.where(envs, counters, self.counter_last))
+
     def read(self) -> dict:
         """Per-episode means since the last read (NaN when no episode finished), then restarts."""
         values = self.totals.tolist()

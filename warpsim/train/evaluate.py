@@ -278,9 +278,8 @@ def load_run(source: Path | str, num_envs: int = 64, *, backend: str = "auto", s
                                 f"made here: {error}") from None
     env = _run_env(config, num_envs, backend, seed, env_params)
     checkpoint.check_compatible(saved, env, saved["path"])
-    policies = RolePolicies(env.spec, [role.name for role in roles_of(env.spec, env.device)],
-                            config.stack_observations * env.spec.observation_size,
-                            config.hidden_size, config.hidden_layers).to(env.device)
+    policies = RolePolicies.for_config(config, env.spec, [role.name for role in roles_of(env.spec, env.device)],
+                                       config.stack_observations * env.spec.observation_size).to(env.device)
     checkpoint.load_into(policies, saved["policies"], "networks", saved["path"])
     return env, policies.eval(), config
 

@@ -61,8 +61,8 @@ def check_roles(opponents: dict, env: Environment, role_names: list[str]) -> Non
 def frozen_network_state(role: str, kind: str, env: Environment, role_names: list[str], shapes: dict) -> dict:
     """The state dict of ``role``'s network in the run named by ``kind`` ('checkpoint:RUN_DIR').
 
-    ``shapes`` holds this run's stack_observations, hidden_size and hidden_layers, which
-    the other run's must equal.
+    ``shapes`` holds this run's settings that shape a network (stack_observations,
+    hidden_size, ...), which the other run's must equal.
     """
     source = Path(kind[len(CHECKPOINT):])
     if not source.exists():
@@ -71,8 +71,9 @@ def frozen_network_state(role: str, kind: str, env: Environment, role_names: lis
     saved = checkpoint.load(source)
     checkpoint.check_compatible(saved, env, saved["path"])
     config = saved["config"]
-    different = [f"{name} {config.get(name)!r} there, {value!r} here" for name, value in shapes.items()
-                 if config.get(name) != value]
+    different = [f"{name} {config[name]!r} there, {value!r} here" if name in config
+                 else f"{name} not recorded there (a run of an earlier warpsim), {value!r} here"
+                 for name, value in shapes.items() if config.get(name) != value]
     if different:
         raise InvalidValueError(f"opponent {role}={kind!r}: its network has another shape ({'; '.join(different)})")
     if config.get("opponents", {}).get(role) == RANDOM:

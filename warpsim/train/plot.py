@@ -13,7 +13,7 @@ from pathlib import Path
 
 from warpsim.errors import InvalidValueError, RunFileError, UnavailableError, WarpsimError
 from warpsim.registry import make
-from warpsim.train.config import TrainConfig, build_config
+from warpsim.train.config import TrainConfig, build_saved_config
 from warpsim.train.evaluate import Player, evaluate
 from warpsim.train.run_dir import CONFIG_FILE, METRICS_FILE
 
@@ -45,7 +45,7 @@ def read_config(run_dir: Path | str) -> TrainConfig:
     if not path.is_file():
         raise RunFileError(f"{run_dir} holds no {CONFIG_FILE}; give the directory of a training run")
     try:
-        return build_config(json.loads(path.read_text()))
+        return build_saved_config(json.loads(path.read_text()))
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise RunFileError(f"{path} is not JSON: {error}") from None
     except (WarpsimError, TypeError) as error:

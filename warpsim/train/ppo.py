@@ -6,6 +6,8 @@ Shapes: ``T`` rollout steps, ``B`` any batch of agents. Everything here is float
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 
@@ -56,6 +58,14 @@ def value_loss(new_value: torch.Tensor, old_value: torch.Tensor, returns: torch.
         clipped = old_value + torch.clamp(new_value - old_value, -clip, clip)
         error = torch.max(error, (clipped - returns) ** 2)
     return 0.5 * error.mean()
+
+
+def explained_variance(values: torch.Tensor, returns: torch.Tensor) -> torch.Tensor:
+    """1 - Var(returns - values) / Var(returns) over all of them: 1 for a perfect critic, 0 for
+    one no better than the mean, below 0 for worse; NaN when the returns do not vary."""
+    variance = returns.var(unbiased=False)
+    explained = 1.0 - (returns - values).var(unbiased=False) / variance
+    return torch.where(variance > 0, explained, torch.full_like(variance, math.nan))
 
 
 def normalize(advantages: torch.Tensor) -> torch.Tensor:

@@ -1,6 +1,13 @@
-"""Named training configs: small ones that learn in about a minute on a CPU, the
-reference configs of docs/benchmarks.md, and the reference learning tasks (tag-chase,
-grid-chase: taggers against uniformly random runners, measured by how soon games end)."""
+"""Named training configs: small ones that learn in about a minute on a CPU, and the
+reference learning tasks at the scale of docs/benchmarks.md (tag-chase, grid-chase:
+taggers against uniformly random runners, measured by how soon games end; tag-evade:
+runners against frozen tag-chase taggers; train-ref and grid: both roles learn).
+
+Every preset keeps TrainConfig's learning defaults (separate actor and critic, value
+normalisation, the KL-adapted learning rate, minibatches by size): one set of settings
+learns from 64 environments on a CPU to 2000 on a GPU. Presets set the scale, the networks'
+width and the environments' rules.
+"""
 
 from __future__ import annotations
 
@@ -9,28 +16,41 @@ from warpsim.configs import NAMED_CONFIGS
 TAG_SMALL_ENV = dict(num_taggers=1, num_runners=6, grid_length=10.0, episode_length=60, tagging_distance=0.08,
                      max_speed=0.5, skill_level_runner=0.1, min_acceleration=-0.5, max_acceleration=0.5,
                      num_acceleration_levels=3, min_turn=-0.8, max_turn=0.8, num_turn_levels=9)
-TAG_CHASE_SMALL_ENV = dict(TAG_SMALL_ENV, num_taggers=2, num_runners=2, episode_length=100)
+TAG_CHASE_SMALL_ENV = dict(TAG_SMALL_ENV, num_taggers=2, num_runners=2, episode_length=100, observe_own_state=True)
 GRID_SMALL_ENV = dict(num_taggers=2, grid_length=12, episode_length=40, use_full_observation=False)
 
+CHASE = dict(hidden_size=128, log_every=10)
+"""tag-chase's networks, at train-ref scale and on the CPU alike."""
+OWN_STATE = dict(observe_own_state=True)
+"""tag_continuous agents see their own heading, speed and position (docs/tag_rules.md section 1)."""
+GRID_CHASE_RULES = dict(use_full_observation=False, closing_reward_for_tagger=0.1)
+"""tag_gridworld taggers see their own cell and the runner's, and are paid for closing in on it."""
+SELF_PLAY_MINIBATCH = 262144
+"""With 100 learning runners per environment a rollout holds 6.4M runner samples: minibatches
+of this size keep the update at 25 per epoch."""
 
-def _reference(name: str, **settings) -> dict:
+
+def _reference(name: str, env_params: dict | None = None, **settings) -> dict:
     named = NAMED_CONFIGS[name]
-    return dict(env=named.env, env_params=dict(named.params), num_envs=named.num_envs, **settings)
+    return dict(env=named.env, env_params={**named.params, **(env_params or {})}, num_envs=named.num_envs, **settings)
 
 
 PRESETS = {
-    "tag-small": dict(env="tag_continuous", env_params=TAG_SMALL_ENV, num_envs=64, iterations=600,
+    "tag-small": dict(env="tag_continuous", env_params=TAG_SMALL_ENV, num_envs=64, iterations=300,
                       stack_observations=2, opponents={"runner": "random"}),
-    "tag-chase-small": dict(env="tag_continuous", env_params=TAG_CHASE_SMALL_ENV, num_envs=64, iterations=600,
-                            stack_observations=2, opponents={"runner": "random"}),
+    "tag-chase-small": dict(env="tag_continuous", env_params=TAG_CHASE_SMALL_ENV, num_envs=64, iterations=300,
+                            stagger_steps=100, opponents={"runner": "random"}, **CHASE),
     "grid-small": dict(env="tag_gridworld", env_params=GRID_SMALL_ENV, num_envs=32, iterations=100,
                        opponents={"runner": "random"}),
-    "train-ref": _reference("train-ref", rollout_steps=32, iterations=500, learning_rate=3e-4,
-                            hidden_size=128, minibatches=8, log_every=10),
-    "grid": _reference("grid", rollout_steps=32, iterations=300, learning_rate=3e-4, log_every=10),
-    "tag-chase": _reference("train-ref", rollout_steps=32, iterations=1000, learning_rate=3e-4, hidden_size=128,
-                            minibatches=8, log_every=10, opponents={"runner": "random"}),
-    "grid-chase": _reference("grid", rollout_steps=32, iterations=500, learning_rate=3e-4, log_every=10,
-                             opponents={"runner": "random"}),
+    "tag-chase": _reference("train-ref", OWN_STATE, iterations=1200, stagger_steps=500,
+                            opponents={"runner": "random"}, **CHASE),
+    "grid-chase": _reference("grid", GRID_CHASE_RULES, iterations=500, stagger_steps=100,
+                             opponents={"runner": "random"}, log_every=10),
+    "tag-evade": _reference("train-ref", OWN_STATE, iterations=600, stagger_steps=500,
+                            minibatch_size=SELF_PLAY_MINIBATCH, opponents={"tagger": "checkpoint:runs/tag-chase"},
+                            **CHASE),
+    "train-ref": _reference("train-ref", OWN_STATE, iterations=600, stagger_steps=500,
+                            minibatch_size=SELF_PLAY_MINIBATCH, **CHASE),
+    "grid": _reference("grid", GRID_CHASE_RULES, iterations=300, stagger_steps=100, log_every=10),
 }
 """Settings by preset name; fields not named keep TrainConfig's defaults."""

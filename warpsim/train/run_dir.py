@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from warpsim.errors import RunFileError, WarpsimError
 from warpsim.files import describe_os_error, make_directory, replace_atomically, usable_directory
 from warpsim.train.checkpoint import FILE_NAME
-from warpsim.train.config import TrainConfig, build_config
+from warpsim.train.config import TrainConfig, build_saved_config
 
 if TYPE_CHECKING:
     from torch.utils.tensorboard import SummaryWriter
@@ -59,7 +59,7 @@ class RunDirectory:
             raise RunFileError(f"{self.config_path} must hold a JSON object of settings, "
                                f"not {type(settings).__name__}")
         try:
-            return build_config(settings)
+            return build_saved_config(settings)
         except WarpsimError as error:
             raise RunFileError(f"{self.config_path}: {error}") from None
 

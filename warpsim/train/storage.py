@@ -21,13 +21,16 @@ SAFETY = 0.9
 """Share of the free memory training may plan to use."""
 
 
-def network_parameters(input_size: int, outputs: int, hidden_size: int, hidden_layers: int) -> int:
-    """Parameters of one ActorCritic: the hidden layers, the policy head and the value head."""
+def network_parameters(input_size: int, outputs: int, hidden_size: int, hidden_layers: int,
+                       shared_trunk: bool) -> int:
+    """Parameters of one ActorCritic: the hidden layers (twice without a shared trunk), the
+    policy head and the value head."""
     count, width = 0, input_size
     for _ in range(hidden_layers):
         count += width * hidden_size + hidden_size
         width = hidden_size
-    return count + width * (outputs + 1) + outputs + 1
+    trunks = 1 if shared_trunk else 2
+    return trunks * count + width * (outputs + 1) + outputs + 1
 
 
 def training_bytes(config: TrainConfig, spec: EnvSpec, env_bytes_per_env: int) -> int:
@@ -40,7 +43,8 @@ def training_bytes(config: TrainConfig, spec: EnvSpec, env_bytes_per_env: int) -
     rollout = samples * FLOAT * (d + a + 3) + t * e * FLOAT  # observations, actions, log-probs, values, rewards
     update = samples * FLOAT * 2 + 2 * math.ceil(samples / config.minibatches) * FLOAT * (d + a + 4 + 4 * width)
     collect = e * n * FLOAT * (d + 4 * width)  # one step's inputs and activations
-    networks = len(spec.role_names) * network_parameters(d, outputs, config.hidden_size, config.hidden_layers)
+    networks = len(spec.role_names) * network_parameters(d, outputs, config.hidden_size, config.hidden_layers,
+                                                         config.shared_trunk)
     return e * env_bytes_per_env + rollout + update + collect + networks * FLOAT * 4  # weights, grads, Adam moments
 
 

@@ -31,11 +31,15 @@ from warpsim.train.graphs import RolloutGraph, resolve_graphs
 from warpsim.train.placement import RolloutMirror, check_single_process, resolve_policy_device
 from warpsim.train.policy import RolePolicies
 from warpsim.train.rollout import RoleRollout, Samples
+from warpsim.train.schedule import LearningRates
 from warpsim.train.stacking import ObservationStack
 from warpsim.train.storage import check_training_fits
 
 UPDATE_STATS = ("ratio_deviation", "clip_fraction", "approx_kl", "policy_loss", "value_loss", "entropy")
 """Columns of ``Trainer.update_stats``, one row per minibatch of the last update."""
+APPROX_KL = UPDATE_STATS.index("approx_kl")
+NETWORK_SHAPE = ("stack_observations", "hidden_size", "hidden_layers", "shared_trunk", "value_normalization")
+"""The config fields a frozen opponent's run must share with this one: its network is loaded into this run's."""
 
 
 class TrainingDiverged(WarpsimError, RuntimeError):
@@ -83,23 +87,33 @@ class Trainer:
         opponents.check_roles(config.opponents, self.env, role_names)
         self.learners = [role for role in self.roles if role.name not in config.opponents]
         """The roles that learn; the others are ``config.opponents``."""
+        samples = {role.name: config.rollout_steps * config.num_envs * role.count for role in self.learners}
+        self.minibatches = config.minibatch_count(max(samples.values()))
+        """Minibatches per epoch (``config.minibatches``, or more by ``config.minibatch_size``)."""
         for role in self.learners:
-            samples = config.rollout_steps * config.num_envs * role.count
-            if samples < config.minibatches:
-                raise InvalidValueError(f"a rollout holds {samples} samples of role {role.name!r} (rollout_steps x "
-                                 f"num_envs x its {role.count} agents), too few for minibatches="
-                                 f"{config.minibatches}; raise rollout_steps or num_envs, or lower minibatches")
+            if samples[role.name] < self.minibatches:
+                raise InvalidValueError(f"a rollout holds {samples[role.name]} samples of role {role.name!r} "
+                                        f"(rollout_steps x num_envs x its {role.count} agents), too few for "
+                                        f"{self.minibatches} minibatches; raise rollout_steps or num_envs, or lower "
+                                        f"minibatches or raise minibatch_size")
         self.inputs = ObservationStack(self.env, config.stack_observations)
         torch.manual_seed(config.seed)  # the same initial networks on every rank
-        self.policies = RolePolicies(self.env.spec, role_names, self.inputs.input_size,
-                                     config.hidden_size, config.hidden_layers).to(self.device)
+        self.policies = RolePolicies.for_config(config, self.env.spec, role_names,
+                                                self.inputs.input_size).to(self.device)
         """Every role's network (``policies.network(role_name)``), opponents' included."""
         self._set_up_opponents(load_opponents)
         self.model: torch.nn.Module = self.policies
         if self.world.size > 1:
             self.model = DistributedDataParallel(self.policies)
-        self.trained_parameters = [p for role in self.learners for p in self.policies.network(role.name).parameters()]
-        self.optimizer = torch.optim.Adam(self.trained_parameters, lr=config.learning_rate, eps=1e-5)
+        networks = [self.policies.network(role.name) for role in self.learners]
+        self.clipped_groups = [group for network in networks for group in network.parameter_groups()]
+        """Parameters whose gradient norm is clipped together: each learning role's actor and critic."""
+        self.learning_rates = LearningRates(config, len(self.learners), self.device)
+        # One parameter group per learning role, each reading its rate from a device tensor.
+        self.optimizer = torch.optim.Adam(
+            [{"params": list(network.parameters()), "lr": rate}
+             for network, rate in zip(networks, self.learning_rates.rates)],
+            lr=config.learning_rate, eps=1e-5, fused=self.device.type == "cuda")
         self.scaler = torch.amp.GradScaler(self.device.type) if self.precision == "fp16" else None
         self.generator = torch.Generator(self.device).manual_seed(config.seed + self.world.rank)
         self.rollout: Callable[[], list[torch.Tensor]] = (
@@ -108,18 +122,20 @@ class Trainer:
         self.stats = EpisodeStats(self.env, self.roles)
         self.iteration = 0
         self.env_steps = 0
-        self.lr_anchor = (0, config.learning_rate)
-        """(iteration, rate): with anneal_lr the rate falls linearly from here to 0 at the last iteration."""
         self.nonfinite = torch.zeros((), dtype=torch.bool, device=self.device)
         self.step_actions = torch.zeros_like(self.env.actions, device=self.device) if self.hybrid else self.env.actions
         """Each step's actions as the networks write them; copied to ``env.actions`` once per step when hybrid."""
         self._allocate_rollout()
-        minibatches = config.epochs * config.minibatches
-        self.update_stats = torch.zeros(minibatches, len(UPDATE_STATS), device=self.device)
+        self.update_stats = torch.zeros(config.epochs * self.minibatches, len(UPDATE_STATS), device=self.device)
+        self.epoch_kl = torch.zeros(len(self.learners), device=self.device)
+        """Each learning role's mean approx_kl over the minibatches of the running epoch."""
+        self.explained_variance = torch.zeros((), device=self.device)
+        """How much of the returns' variance the values explained in the last rollout (mean over learning roles)."""
+        self._stagger_starts()
 
     def _set_up_opponents(self, load: bool) -> None:
         """Freezes the opponents' networks; loads the frozen ones from their runs when ``load``."""
-        shapes = {name: getattr(self.config, name) for name in ("stack_observations", "hidden_size", "hidden_layers")}
+        shapes = {name: getattr(self.config, name) for name in NETWORK_SHAPE}
         for role, kind in self.config.opponents.items():
             network = self.policies.network(role)
             if load and kind != opponents.RANDOM:
@@ -130,6 +146,29 @@ class Trainer:
         self.random_roles = [role for role in self.roles if role.name in random_roles]
         self.acting = [role for role in self.roles if role.name not in random_roles]
         self.levels = torch.tensor(self.env.spec.action_levels, device=self.device)
+
+    def _stagger_starts(self) -> None:
+        """Plays ``stagger_steps`` steps at random, resetting each environment once at a random
+        one of them, so that training starts with the environments at different points of
+        their episodes. These steps are not counted as training's, nor are their episodes."""
+        steps, env = self.config.stagger_steps, self.env
+        if steps == 0:
+            return
+        restart_at = torch.randint(0, steps, (env.num_envs,), device=self.device,
+                                   generator=self.generator).to(self.env_device)
+        for step in range(steps):
+            for role in self.roles:
+                self.policy_roles[role.name].write(
+                    self.step_actions, opponents.random_actions(self.levels, env.num_envs, role.count, self.generator))
+            if self.hybrid:
+                env.actions.copy_(self.step_actions)
+            env.step()
+            self.stats.record()
+            restart = restart_at == step
+            env.reset(restart)
+            self.stats.restart(restart)
+        self.inputs.restart()
+        self.stats.read()
 
     def _allocate_rollout(self) -> None:
         t, e, spec = self.config.rollout_steps, self.env.num_envs, self.env.spec
@@ -165,11 +204,7 @@ class Trainer:
     # ----- one iteration ------------------------------------------------------------
     def iterate(self) -> None:
         """Collects one rollout and updates the policies on it."""
-        if self.config.anneal_lr:
-            start, rate = self.lr_anchor
-            remaining = 1.0 - (self.iteration - start) / (self.config.iterations - start)
-            for group in self.optimizer.param_groups:
-                group["lr"] = rate * max(remaining, 0.0)
+        self.learning_rates.start_iteration(self.iteration)
         next_values = self.rollout()
         self.update(next_values)
         self.iteration += 1
@@ -202,7 +237,8 @@ class Trainer:
                 stored = self.storage.get(role.name)
                 if stored is not None:
                     stored.log_probs[t].copy_(ppo.log_prob(heads, actions.flatten(0, 1)).view(env.num_envs, -1))
-                    stored.values[t].copy_(values.float().view(env.num_envs, role.count))
+                    estimates = self.policies.network(role.name).returns_scale(values.float())
+                    stored.values[t].copy_(estimates.view(env.num_envs, role.count))
                     stored.actions[t].copy_(actions)
                 self.policy_roles[role.name].write(self.step_actions, actions)
             for role in self.random_roles:
@@ -221,24 +257,40 @@ class Trainer:
         with self.autocast():
             outputs = self.policies([self.policy_roles[role.name].of(inputs).flatten(0, 1) for role in self.learners],
                                     [role.name for role in self.learners])
-        return [values.float().view(env.num_envs, role.count) for role, (_, values) in zip(self.learners, outputs)]
+        return [self.policies.network(role.name).returns_scale(values.float()).view(env.num_envs, role.count)
+                for role, (_, values) in zip(self.learners, outputs)]
 
     def update(self, next_values: list[torch.Tensor]) -> None:
         """``epochs`` passes of clipped PPO over the rollout, in shuffled minibatches."""
         c = self.config
         rollouts, terminated, truncated = self._rollout_on_policy_device()
-        samples = []
-        for rollout, next_value in zip(rollouts, next_values):
+        samples, explained = [], []
+        for role, rollout, next_value in zip(self.learners, rollouts, next_values):
             advantages, returns = ppo.gae(rollout.rewards, rollout.values, terminated, truncated, next_value,
                                           c.gamma, c.gae_lambda)
-            samples.append(Samples.of(rollout, advantages, returns))
+            explained.append(ppo.explained_variance(rollout.values, returns))
+            samples.append(self._value_targets(role.name, Samples.of(rollout, advantages, returns)))
+        self.explained_variance.copy_(torch.stack(explained).mean())
         row = 0
         for _ in range(c.epochs):
             orders = [torch.randperm(s.num_samples, device=self.device, generator=self.generator)
-                      .tensor_split(c.minibatches) for s in samples]
-            for m in range(c.minibatches):
+                      .tensor_split(self.minibatches) for s in samples]
+            self.epoch_kl.zero_()
+            for m in range(self.minibatches):
                 self._step_on_minibatch([s.pick(order[m]) for s, order in zip(samples, orders)], row)
                 row += 1
+            self.world.all_reduce_mean(self.epoch_kl)  # every process moves its rates alike
+            self.learning_rates.end_epoch(self.epoch_kl)
+
+    def _value_targets(self, role_name: str, samples: Samples) -> Samples:
+        """``samples`` with returns and values in the units the role's critic learns: normalised
+        by the running statistics of the returns, after merging these ones, when it normalises."""
+        normalizer = self.policies.network(role_name).value_normalizer
+        if normalizer is None:
+            return samples
+        normalizer.update(samples.returns, self.world.all_reduce_sum)
+        return samples._replace(returns=normalizer.normalize(samples.returns),
+                                values=normalizer.normalize(samples.values))
 
     def _rollout_on_policy_device(self) -> tuple[list[RoleRollout], torch.Tensor, torch.Tensor]:
         """Each learning role's rollout, terminated and truncated, all on the networks' device."""
@@ -272,30 +324,37 @@ class Trainer:
                 per_role.append(torch.stack([
                     deviation.max(), (deviation > c.clip_coef).float().mean(),
                     ((ratio - 1) - (new_log_prob - batch.log_probs)).mean(), policy_loss, value_loss, entropy]))
+        stats = torch.stack(per_role)
+        self.epoch_kl += stats[:, APPROX_KL] / self.minibatches
         self.optimizer.zero_grad(set_to_none=True)
         if self.scaler is None:
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(self.trained_parameters, c.max_grad_norm)
+            self._clip_gradients()
             self.optimizer.step()
         else:
             self.scaler.scale(loss).backward()
             self.scaler.unscale_(self.optimizer)
-            torch.nn.utils.clip_grad_norm_(self.trained_parameters, c.max_grad_norm)
+            self._clip_gradients()
             self.scaler.step(self.optimizer)
             self.scaler.update()
         self.nonfinite |= ~torch.isfinite(loss.detach())
-        stats = torch.stack(per_role)
         self.update_stats[row, 0] = stats[:, 0].max()
         self.update_stats[row, 1:] = stats[:, 1:].mean(dim=0)
+
+    def _clip_gradients(self) -> None:
+        for group in self.clipped_groups:
+            torch.nn.utils.clip_grad_norm_(group, self.config.max_grad_norm)
 
     # ----- reading and saving --------------------------------------------------------
     def read_metrics(self) -> dict:
         """Episode statistics since the last read and the last update's means (two host reads)."""
-        *update, nonfinite = torch.cat([self.update_stats.mean(dim=0), self.nonfinite.float()[None]]).tolist()
-        metrics = {"iteration": self.iteration, "env_steps": self.env_steps * self.world.size,
-                   "learning_rate": self.optimizer.param_groups[0]["lr"]}
+        *update, explained, nonfinite, rate = torch.cat([
+            self.update_stats.mean(dim=0), self.explained_variance[None], self.nonfinite.float()[None],
+            self.learning_rates.values().mean()[None]]).tolist()
+        metrics = {"iteration": self.iteration, "env_steps": self.env_steps * self.world.size, "learning_rate": rate}
         metrics.update(self.stats.read())
         metrics.update(zip(UPDATE_STATS, update))
+        metrics["explained_variance"] = explained
         metrics["diverged"] = nonfinite > 0
         return metrics
 
@@ -309,7 +368,8 @@ class Trainer:
                "inputs": self.inputs.state_dict()}
         return {
             "signature": signature(env), "config": self.config.to_dict(), "world_size": self.world.size,
-            "iteration": self.iteration, "env_steps": self.env_steps, "lr_anchor": list(self.lr_anchor),
+            "iteration": self.iteration, "env_steps": self.env_steps,
+            "learning_rates": self.learning_rates.state_dict(),
             "policies": self.policies.state_dict(), "optimizer": self.optimizer.state_dict(),
             "scaler": None if self.scaler is None else self.scaler.state_dict(),
             "ranks": self.world.gather(own),
@@ -321,8 +381,13 @@ class Trainer:
             raise InvalidValueError(f"checkpoint {checkpoint.get('path')} was written by {checkpoint['world_size']} "
                              f"process(es); resume it with as many (now {self.world.size})")
         source = str(checkpoint.get("path", "given"))
+        if "learning_rates" not in checkpoint:
+            raise RunFileError(f"checkpoint {source} was written by an earlier warpsim, before per-role learning "
+                               f"rates: evaluate, render or play against it, but train further in a new run")
         load_into(self.policies, checkpoint["policies"], "networks", source)
         load_into(self.optimizer, checkpoint["optimizer"], "optimizer state", source)
+        for group, rate in zip(self.optimizer.param_groups, self.learning_rates.rates):
+            group["lr"] = rate  # loading put the saved rates in the groups; the device tensors stay theirs
         if self.scaler is not None and checkpoint.get("scaler") is not None:
             load_into(self.scaler, checkpoint["scaler"], "gradient scaler state", source)
         try:
@@ -340,11 +405,9 @@ class Trainer:
                                f"{str(error).splitlines()[0] if str(error) else ''})") from None
         self.iteration = checkpoint["iteration"]
         self.env_steps = checkpoint["env_steps"]
-        start, rate = checkpoint.get("lr_anchor", (0, checkpoint["config"]["learning_rate"]))
-        self.lr_anchor = (int(start), float(rate))
+        self.learning_rates.load_state_dict(checkpoint["learning_rates"])
         if checkpoint["config"]["iterations"] != self.config.iterations:
-            # An extended (or shortened) run anneals from the rate it had reached, over what is left.
-            self.lr_anchor = (self.iteration, self.optimizer.param_groups[0]["lr"])
+            self.learning_rates.extend_from(self.iteration)
 
 
 def resolve_precision(precision: str, device: torch.device) -> str:
