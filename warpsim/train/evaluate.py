@@ -132,7 +132,7 @@ class RunEvaluation:
     random: Evaluation | None
     """Every role uniformly at random (None when not compared)."""
     device: str
-    source_commit: dict | None
+    warpsim_commit: dict | None
     """The commit of the warpsim checkout that ran, and whether it was clean (None outside one)."""
 
     def __str__(self) -> str:
@@ -151,7 +151,7 @@ class RunEvaluation:
     def record(self) -> dict:
         """Every figure printed and what produced them, for a JSON file."""
         return {"env": self.config["env"], "source": self.source, "config": self.config, "settings": self.settings,
-                "device": self.device, "warpsim_commit": self.source_commit,
+                "device": self.device, "warpsim_commit": self.warpsim_commit,
                 "plays": {play: result.record() for play, result in self.plays.items()},
                 "random": None if self.random is None else self.random.record()}
 
@@ -323,4 +323,4 @@ def evaluate_run(source: Path | str, episodes: int = 200, *, num_envs: int = 64,
         settings={"episodes": episodes, "num_envs": env.num_envs, "seed": seed, "backend": env.backend,
                   "random_roles": list(roles), "env_params": dict(env_params or {})},
         plays={play: dataclasses.replace(result, baseline=random) for play, result in results.items()},
-        random=random, device=device_name(env.placement), source_commit=source_commit())
+        random=random, device=device_name(env.placement), warpsim_commit=source_commit())
