@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import time
+from typing import Any
 
 import torch
 
@@ -34,7 +35,7 @@ from warpsim.train.storage import check_training_fits, fitting_rollout_steps
 from warpsim.train.trainer import Trainer
 
 POLICY_TIERS = ("sim+policy", "train")
-FIXED_UPDATE = dict(lr_schedule="constant", minibatch_size=0)
+FIXED_UPDATE: dict[str, Any] = dict(lr_schedule="constant", minibatch_size=0)
 """The train tier times the same work every iteration: four minibatches per epoch, at a fixed rate."""
 
 
