@@ -48,7 +48,8 @@ def seed_ratios(preset: str, measure: str, seeds: list[int], episodes: int, over
 
 
 def table(preset: str, measure: str, seeds: list[int], ratios: dict[str, list], bar: tuple | None) -> str:
-    """A markdown table: a row per way of play, a column per seed, and whether each meets the bar."""
+    """A markdown table: a row per way of play, a column per seed, and whether each meets ``bar``
+    (a comparison, ">=" or "<=", and a ratio)."""
     lines = [f"{preset}: {measure}, trained / random taggers" + (f" (bar {bar[0]} {bar[1]}x)" if bar else ""),
              "| play | " + " | ".join(f"seed {seed}" for seed in seeds) + " | lowest | highest |" + (
                  " bar met |" if bar else ""),
@@ -80,7 +81,7 @@ def main() -> None:
             bar = None  # another measure has no bar
         measure = args.measure or (bar[0] if bar else "tags per episode")
         ratios = seed_ratios(preset, measure, args.seeds, args.episodes, overrides)
-        tables.append(table(preset, measure, args.seeds, ratios, bar))
+        tables.append(table(preset, measure, args.seeds, ratios, bar[1:] if bar else None))
     print("\n\n".join(tables))
 
 
