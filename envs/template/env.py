@@ -24,6 +24,7 @@ class Beacon(Environment):
         p = self.params
         arena = (0.0, float(np.float32(p.grid_length)))  # bounds: validate_state() refuses values outside
         return EnvSpec(
+            # Required:
             num_agents=p.num_agents,
             observation_size=3,
             action_levels=(5,),
@@ -36,6 +37,7 @@ class Beacon(Environment):
             ),
             role_names=("walker",),
             agent_roles=(0,) * p.num_agents,
+            # Optional (counters, scratch: none here):
             write_order=("t", "done", "pos_x", "pos_y", "rewards", "observations", "episode"),
             observation_label="beacon offset",
             distance_evaluations_per_step=p.num_agents,  # each agent's distance to the beacon
