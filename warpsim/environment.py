@@ -35,6 +35,7 @@ from warpsim.graph import StepGraph
 from warpsim.kernels.random import seed_to_uint64
 from warpsim.kernels.reset import count_resets
 from warpsim.spec import STATE_DTYPES, ArrayNamespace, EnvSpec, Frame, StateArray
+from warpsim.validation import require_int
 
 RUNTIME_ARGUMENTS = (MASK, "seed")
 """Kernel parameters ``run`` binds from the runtime: the launch's mask and the environment's seed."""
@@ -95,8 +96,7 @@ class Environment(CheckedMode):
             params = self.Params()
         if not isinstance(params, self.Params):
             raise InvalidTypeError(f"params must be a {self.Params.__name__}, got {type(params).__name__}")
-        if not isinstance(num_envs, (int, np.integer)) or isinstance(num_envs, bool) or num_envs < 1:
-            raise InvalidValueError(f"num_envs={num_envs!r} is not allowed; give an integer >= 1")
+        num_envs = require_int("num_envs", num_envs, 1)
         if not isinstance(checked, (bool, np.bool_)):
             raise InvalidTypeError(f"checked={checked!r} is not allowed; give True or False")
         self.params = params
