@@ -2,8 +2,11 @@
 # Everything warpsim owes a GPU, in stages that each fit one 10-minute command:
 #   benchmarks/gpu_session.sh OUT_DIR STAGE...
 # Stages: tests (pytest -m gpu over 4 pytest-xdist workers; it includes `warpsim check` at
-# scale), bench (the targets of docs/benchmarks.md), grid-chase and tag-chase (the reference
-# learning tasks), neighbour-search, placement, profile (Nsight Compute). Stages given to one call run in turn; separate calls may run at once.
+# scale), bench (the targets of docs/benchmarks.md), neighbour-search, placement, profile
+# (Nsight Compute), and the reference learning tasks: grid-chase, tag-chase, tag-evade (needs
+# tag-chase's run, in the same OUT_DIR) and self-play (train-ref, both roles learn), each one
+# call of at most 10 minutes; learning runs all four in turn. Stages given to one call run in
+# turn; separate calls may run at once.
 # Each stage writes under OUT_DIR: logs, bench records (bench/*.json), run metrics and plots.
 # Run it from the repository root with warpsim installed; every command is also usable alone.
 set -uo pipefail
@@ -25,11 +28,14 @@ bench() {  # bench NAME SECONDS ARGS...: one warpsim bench call, its records in 
     step "bench-$name" "$limit" warpsim bench --no-baseline --results-dir "$out/bench" "$@"
 }
 
-learn() {  # learn PRESET SECONDS: train, then evaluate against random play and plot episode length
-    local preset=$1 limit=$2 run=$out/runs/$1
-    step "train-$preset" "$limit" warpsim train --config "$preset" --run-dir "$run"
-    step "evaluate-$preset" 240 warpsim evaluate "$run" --compare-random --episodes 2000 --num-envs 2000
-    step "plot-$preset" 120 warpsim plot "$run" --metric episode_length --out "$out/${preset//-/_}.png"
+learn() {  # learn PRESET SECONDS METRIC [TRAIN ARGS...]: train, evaluate (sampled and greedy, against
+            # random play, as JSON) and plot METRIC; the run, its evaluation and plot go under OUT_DIR
+    local preset=$1 limit=$2 metric=$3 run=$out/runs/$1
+    shift 3
+    step "train-$preset" "$limit" warpsim train --config "$preset" --run-dir "$run" "$@"
+    step "evaluate-$preset" 150 warpsim evaluate "$run" --episodes 2000 --num-envs 2000 \
+        --json "$out/evaluate-$preset.json"
+    step "plot-$preset" 60 warpsim plot "$run" --metric "$metric" --out "$out/${preset//-/_}.png"
 }
 
 for stage in "$@"; do
@@ -45,9 +51,21 @@ for stage in "$@"; do
             bench sweep-N 120 --config sweep-N
             bench headline-train 90 --config headline --tier sim+policy --tier train ;;
         grid-chase)
-            learn grid-chase 300 ;;
+            learn grid-chase 300 episode_length ;;
         tag-chase)
-            learn tag-chase 470 ;;
+            learn tag-chase 390 episode_length ;;
+        tag-evade)
+            learn tag-evade 390 return_runner --opponent "tagger=checkpoint:$out/runs/tag-chase"
+            step evaluate-tag-evade-random-runners 150 warpsim evaluate "$out/runs/tag-evade" --random runner \
+                --no-compare-random --episodes 2000 --num-envs 2000 --json "$out/evaluate-tag-evade-random-runners.json"
+            step runners-kept 30 python3 benchmarks/runners_kept.py "$out/evaluate-tag-evade.json" \
+                "$out/evaluate-tag-evade-random-runners.json" --out "$out/runners-kept.json" ;;
+        self-play)
+            learn train-ref 390 return_tagger
+            step plot-train-ref-runner 60 warpsim plot "$out/runs/train-ref" --metric return_runner \
+                --out "$out/train_ref_runner.png" ;;
+        learning)
+            "$0" "$out" grid-chase tag-chase tag-evade self-play ;;
         neighbour-search)
             step neighbour-search 180 python3 benchmarks/neighbour_search.py --results-dir "$out/bench" ;;
         placement)
@@ -58,7 +76,8 @@ for stage in "$@"; do
                 --section SpeedOfLight --section Occupancy --section LaunchStats --section ComputeWorkloadAnalysis \
                 warpsim bench --config headline --steps 5 --repeats 1 --warmup 1 --no-save --no-baseline ;;
         *)
-            echo "unknown stage $stage (tests, bench, grid-chase, tag-chase, neighbour-search, placement, profile)" >&2; exit 2 ;;
+            echo "unknown stage $stage (tests, bench, grid-chase, tag-chase, tag-evade, self-play, learning," \
+                "neighbour-search, placement, profile)" >&2; exit 2 ;;
     esac
 done
 cat "$out/summary.txt"

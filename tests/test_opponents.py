@@ -83,10 +83,10 @@ def test_evaluate_and_render_play_a_random_opponent_at_random(tmp_path, capsys):
     assert main(["train", "--config", "grid-small", "--iterations", "1", "--num-envs", "4", "--rollout-steps", "8",
                  "--opponent", "runner=random", "--run-dir", str(tmp_path / "run"), "--backend", "numpy",
                  "--quiet"]) == 0
-    result = evaluate_run(tmp_path / "run", 8, num_envs=4, backend="numpy", compare_random=True)
-    assert result.random_roles == ("runner",)
-    assert result.baseline is not None and set(result.baseline.random_roles) == {"tagger", "runner"}
-    assert result.ratios()["episode length"] > 0
+    result = evaluate_run(tmp_path / "run", 8, num_envs=4, backend="numpy", plays=("greedy",))
+    assert list(result.plays) == ["greedy"] and result.plays["greedy"].random_roles == ("runner",)
+    assert result.random is not None and set(result.random.random_roles) == {"tagger", "runner"}
+    assert result.plays["greedy"].ratios()["episode length"] > 0
     assert main(["evaluate", str(tmp_path / "run"), "--episodes", "4", "--num-envs", "4",
                  "--backend", "numpy"]) == 0
     assert "mean return of a runner (uniformly random)" in capsys.readouterr().out

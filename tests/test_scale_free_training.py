@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from warpsim.cli import main
 from warpsim.errors import InvalidValueError, RunFileError
 from warpsim.train import TrainConfig, Trainer, checkpoint
 from warpsim.train.config import build_saved_config
@@ -197,3 +198,13 @@ def test_an_earlier_checkpoint_evaluates_but_does_not_resume(tmp_path):
     del saved["learning_rates"]
     with pytest.raises(RunFileError, match="earlier warpsim"):
         Trainer(build_saved_config(saved["config"])).load_state_dict(saved)
+
+
+@pytest.mark.parametrize("flags", [["--lr-schedule", "cosine"], ["--target-kl", "-1"], ["--minibatch-size", "-5"],
+                                   ["--stagger-steps", "-1"], ["--set", "observe_own_state=2"],
+                                   ["--config", "grid-small", "--set", "closing_reward_for_tagger=-1"]])
+def test_bad_new_options_on_the_command_line_are_one_line_errors_and_write_nothing(tmp_path, capsys, flags):
+    code = main(["train", *flags, "--run-dir", str(tmp_path / "run"), "--backend", "numpy", "--quiet"])
+    error = capsys.readouterr().err
+    assert code == 2 and error.count("\n") == 1, error
+    assert not (tmp_path / "run").exists()

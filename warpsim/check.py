@@ -181,7 +181,7 @@ def check(env: str | type[Environment], num_envs: int = 2, steps: int | None = N
     def report(step: int, episodes_ended: int, mismatch: Mismatch | None = None) -> CheckReport:
         return CheckReport(
             env=cls.display_name, num_envs=kernels.num_envs, num_agents=kernels.num_agents,
-            kernels_ran_on="CUDA simulator" if simulator_enabled() else device_name(kernels.placement),
+            kernels_ran_on=device_name(kernels.placement),
             steps=step, episodes_ended=episodes_ended, arrays_compared=len(names),
             values_compared=(step + 1) * values_per_step, rtol=rtol, atol=atol, mismatch=mismatch,
             near_ties=tuple(near_ties))

@@ -244,7 +244,10 @@ def available_bytes(placement: Placement) -> int:
 
 
 def device_name(placement: Placement) -> str:
-    """A human-readable name of the hardware the placement runs on."""
+    """A human-readable name of the hardware the placement runs on: the GPU's name, "CUDA
+    simulator" when the simulator runs the kernels, or else the CPU's model."""
+    if placement.runs_kernels and simulator_enabled():
+        return "CUDA simulator"
     if placement.on_gpu:
         return torch.cuda.get_device_name(placement.torch_device)
     try:

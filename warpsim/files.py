@@ -87,3 +87,19 @@ def make_directory(path: Path, what: str) -> None:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise RunFileError(f"cannot create {what} {path}: {describe_os_error(error)}") from None
+
+
+def writable_file(path: Path | str, what: str) -> Path:
+    """Checks, creating nothing, that ``path`` names a file that can be written: not a
+    directory, in a directory that exists and is writable (a file there is replaced)."""
+    path = Path(path)
+    if path.is_dir():
+        raise RunFileError(f"{what} {path} is a directory; give a file name")
+    folder = path.parent
+    if not folder.is_dir():
+        state = "is a file" if folder.exists() else "does not exist"
+        raise RunFileError(f"{what} {path} cannot be written: its directory {folder} {state}; "
+                           f"give a file in an existing directory")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise RunFileError(f"{what} {path} cannot be written: {folder} is read-only for this user")
+    return path

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import time
+from typing import Any
 
 import torch
 
@@ -35,7 +36,7 @@ from warpsim.train.trainer import Trainer
 from warpsim.validation import require_int
 
 POLICY_TIERS = ("sim+policy", "train")
-FIXED_UPDATE = dict(lr_schedule="constant", minibatch_size=0)
+FIXED_UPDATE: dict[str, Any] = dict(lr_schedule="constant", minibatch_size=0)
 """The train tier times the same work every iteration: four minibatches per epoch, at a fixed rate."""
 
 

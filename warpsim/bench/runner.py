@@ -182,7 +182,7 @@ def make_record(config: BenchConfig, env: Environment, rates: list[float], start
         "tool": "warpsim",
         "config": config.name,
         "tier": tier,
-        "device": _device_of(env),
+        "device": device_name(env.placement),
         "backend": env.backend,
         "precision": precision,
         "launches": launches,
@@ -204,12 +204,6 @@ def make_record(config: BenchConfig, env: Environment, rates: list[float], start
         "floor": floor_fields(env, env_rates["median"]),
         **({"host_us_per_step": _spread([1e6 * seconds for seconds in host_seconds])} if host_seconds else {}),
     }
-
-
-def _device_of(env: Environment) -> str:
-    if env.backend == "cuda" and simulator_enabled():
-        return "CUDA simulator"
-    return device_name(env.placement)
 
 
 def _versions() -> dict:

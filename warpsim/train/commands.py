@@ -8,10 +8,11 @@ import sys
 from pathlib import Path
 
 from warpsim.errors import InvalidValueError
+from warpsim.files import writable_file
 from warpsim.registry import parse_env_settings
 from warpsim.train import checkpoint, opponents
 from warpsim.train.config import TrainConfig, build_config, field_docs, read_config_file, saved_config
-from warpsim.train.evaluate import Player, evaluate_run, load_run
+from warpsim.train.evaluate import PLAYS, Player, evaluate_run, load_run
 from warpsim.train.loop import train
 from warpsim.train.plot import plot_runs
 from warpsim.train.presets import PRESETS
@@ -86,18 +87,30 @@ def add_evaluate(parser: argparse.ArgumentParser) -> None:
                         help="environments played together (default 64)")
     parser.add_argument("--random", action="append", default=[], metavar="ROLE",
                         help="this role acts uniformly at random instead (repeatable)")
-    parser.add_argument("--sample", action="store_true", help="sample actions instead of taking the most likely")
-    parser.add_argument("--compare-random", action="store_true",
-                        help="also play every role uniformly at random on the same seeds, and print the ratios")
+    only = parser.add_mutually_exclusive_group()
+    only.add_argument("--sample", dest="plays", action="store_const", const=("sampled",),
+                      help="only sampled play (default: sampled, then greedy)")
+    only.add_argument("--greedy", dest="plays", action="store_const", const=("greedy",),
+                      help="only greedy play, the most likely actions (default: sampled, then greedy)")
+    parser.add_argument("--compare-random", action=argparse.BooleanOptionalAction, default=True,
+                        help="also play every role uniformly at random on the same seeds, and print each play's "
+                             "ratios to it (default: on)")
+    parser.add_argument("--json", type=Path, metavar="FILE",
+                        help="also write every figure, the run's config, these settings, the device and the "
+                             "warpsim commit to FILE")
     _add_playing_options(parser)
-    parser.set_defaults(run=run_evaluate)
+    parser.set_defaults(run=run_evaluate, plays=tuple(PLAYS))
 
 
 def run_evaluate(args) -> int:
+    if args.json is not None:
+        writable_file(args.json, "evaluation file")  # before the episodes are played
     result = evaluate_run(args.source, args.episodes, num_envs=args.num_envs, random_roles=tuple(args.random),
-                          greedy=not args.sample, compare_random=args.compare_random, seed=args.seed,
+                          plays=args.plays, compare_random=args.compare_random, seed=args.seed,
                           backend=args.backend, env_params=_env_changes(args))
     print(result)
+    if args.json is not None:
+        print(f"wrote {result.write_json(args.json)}")
     return 0
 
 

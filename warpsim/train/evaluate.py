@@ -1,31 +1,40 @@
 """Runs policies, or a run's, for a number of episodes and reports per-episode means.
 
-From Python: ``warpsim.evaluate(run_dir)`` plays a run's policies (``evaluate_run``);
+From Python: ``warpsim.evaluate(run_dir)`` plays a run's policies sampled and greedily,
+and every role at random, from the same starts (``evaluate_run``, a ``RunEvaluation``);
 ``evaluate(Player(env, trainer.policies), episodes)`` plays policies in hand.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
+from warpsim.device import device_name
 from warpsim.environment import Environment
 from warpsim.errors import InvalidValueError, WarpsimError
+from warpsim.files import replace_atomically
 from warpsim.registry import env_class, make
 from warpsim.roles import roles_of
+from warpsim.source_commit import source_commit
 from warpsim.train import checkpoint, opponents, ppo
 from warpsim.train.config import TrainConfig, saved_config
 from warpsim.train.episodes import EpisodeStats
 from warpsim.train.opponents import random_actions
 from warpsim.train.policy import RolePolicies
 from warpsim.train.stacking import ObservationStack
+from warpsim.validation import not_allowed, require_bool, require_int
 
 READ_EVERY = 32
 """Steps between reads of the finished-episode count (each read synchronises once)."""
+PLAYS = {"sampled": "each action drawn from the policy, as in training",
+         "greedy": "the policy's most likely action"}
+"""The ways ``evaluate_run`` plays a run's policies, with what each means."""
 
 
 @dataclass(frozen=True)
@@ -55,7 +64,8 @@ class Evaluation:
 
     def ratios(self) -> dict:
         """Each measure divided by the baseline's: counters per episode, then episode length and
-        event times (below 1 when the episodes end or the events come sooner than at random)."""
+        event times (below 1 when the episodes end or the events come sooner than at random;
+        1 where both are equal, 0 included)."""
         if self.baseline is None:
             raise InvalidValueError("this evaluation has no baseline; evaluate with compare_random=True")
         pairs = {f"{name} per episode": (value, self.baseline.counters[name]) for name, value in self.counters.items()}
@@ -66,10 +76,12 @@ class Evaluation:
         for name, value in self.last_event.items():
             pairs[f"steps to the last {name[:-1] if name.endswith('s') else name}"] = (
                 value, self.baseline.last_event[name])
-        return {label: (mine / theirs if theirs else math.inf) for label, (mine, theirs) in pairs.items()}
+        return {label: (1.0 if mine == theirs else mine / theirs if theirs else math.inf)
+                for label, (mine, theirs) in pairs.items()}
 
-    def __str__(self) -> str:
-        lines = [f"{self.env}: {self.episodes} episodes ({self.steps} steps of every environment)"]
+    def figure_lines(self) -> list[str]:
+        """The per-episode means, one indented line each."""
+        lines = []
         for role, value in self.returns.items():
             how = "uniformly random" if role in self.random_roles else "policy"
             lines.append(f"  mean return of a {role} ({how}): {value:.3f}")
@@ -80,12 +92,89 @@ class Evaluation:
         for name in self.first_event:
             lines.append(f"  steps to the first / last of the {name}: {self.first_event[name]:.1f} / "
                          f"{self.last_event[name]:.1f}")
+        return lines
+
+    def ratio_lines(self) -> list[str]:
+        return [f"  {label}: {ratio:.2f}x" for label, ratio in self.ratios().items()]
+
+    def record(self) -> dict:
+        """Every figure, for a JSON file (``ratios_to_random`` when there is a baseline)."""
+        record = {"episodes": self.episodes, "steps": self.steps, "random_roles": list(self.random_roles),
+                  "returns": self.returns, "counters_per_episode": self.counters,
+                  "episode_length": self.episode_length, "terminated_fraction": self.terminated_fraction,
+                  "steps_to_first_event": self.first_event, "steps_to_last_event": self.last_event,
+                  "means": self.means}
         if self.baseline is not None:
-            lines += ["uniformly random play on the same seeds:",
-                      *str(self.baseline).splitlines()[1:],
-                      "ratios to random play:",
-                      *(f"  {label}: {ratio:.2f}x" for label, ratio in self.ratios().items())]
+            record["ratios_to_random"] = self.ratios()
+        return record
+
+    def __str__(self) -> str:
+        lines = [f"{self.env}: {self.episodes} episodes ({self.steps} steps of every environment)",
+                 *self.figure_lines()]
+        if self.baseline is not None:
+            lines += ["uniformly random play on the same seeds:", *self.baseline.figure_lines(),
+                      "ratios to random play:", *self.ratio_lines()]
         return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class RunEvaluation:
+    """A run's policies played in each of ``plays``' ways and, when compared, every role at
+    random, all from the same starts and seeds."""
+
+    source: str
+    config: dict
+    """The run's config, as its config.json holds it."""
+    settings: dict
+    """This evaluation's episodes, num_envs, seed, backend, random_roles and env_params."""
+    plays: dict
+    """Evaluation by way of play (a key of ``PLAYS``); the random play is each one's baseline."""
+    random: Evaluation | None
+    """Every role uniformly at random (None when not compared)."""
+    device: str
+    warpsim_commit: dict | None
+    """The commit of the warpsim checkout that ran, and whether it was clean (None outside one)."""
+
+    def __str__(self) -> str:
+        settings = self.settings
+        lines = [f"{self.config['env']} from {self.source}: {settings['episodes']} episodes of each play, "
+                 f"{settings['num_envs']} environments, seed {settings['seed']}, {settings['backend']} backend"]
+        for play, result in self.plays.items():
+            lines += [f"{play} play ({PLAYS[play]}): {_counts(result)}", *result.figure_lines()]
+            if result.baseline is not None:
+                lines += ["  ratios to random play:", *("  " + line for line in result.ratio_lines())]
+        if self.random is not None:
+            lines += [f"uniformly random play (every role, the same seeds): {_counts(self.random)}",
+                      *self.random.figure_lines()]
+        return "\n".join(lines)
+
+    def record(self) -> dict:
+        """Every figure printed and what produced them, for a JSON file."""
+        return {"env": self.config["env"], "source": self.source, "config": self.config, "settings": self.settings,
+                "device": self.device, "warpsim_commit": self.warpsim_commit,
+                "plays": {play: result.record() for play, result in self.plays.items()},
+                "random": None if self.random is None else self.random.record()}
+
+    def write_json(self, path: Path | str) -> Path:
+        """Writes ``record()`` to ``path`` atomically; NaN and infinite figures become null
+        (JSON has no such numbers)."""
+        text = json.dumps(_finite_or_none(self.record()), indent=1, allow_nan=False) + "\n"
+        replace_atomically(path, text.encode(), "evaluation file")
+        return Path(path)
+
+
+def _counts(result: Evaluation) -> str:
+    return f"{result.episodes} episodes, {result.steps} steps of every environment"
+
+
+def _finite_or_none(value):
+    if isinstance(value, dict):
+        return {key: _finite_or_none(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite_or_none(item) for item in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
 
 
 class Player:
@@ -187,8 +276,7 @@ def load_run(source: Path | str, num_envs: int = 64, *, backend: str = "auto", s
     except WarpsimError as error:
         raise InvalidValueError(f"checkpoint {saved['path']} is for environment {config.env!r}, which cannot be "
                                 f"made here: {error}") from None
-    env = make(config.env, num_envs, backend=backend, seed=seed, checked=False,
-               **{**config.env_params, **(env_params or {})})
+    env = _run_env(config, num_envs, backend, seed, env_params)
     checkpoint.check_compatible(saved, env, saved["path"])
     policies = RolePolicies.for_config(config, env.spec, [role.name for role in roles_of(env.spec, env.device)],
                                        config.stack_observations * env.spec.observation_size).to(env.device)
@@ -196,21 +284,43 @@ def load_run(source: Path | str, num_envs: int = 64, *, backend: str = "auto", s
     return env, policies.eval(), config
 
 
+def _run_env(config: TrainConfig, num_envs: int, backend: str, seed: int, env_params: dict | None) -> Environment:
+    return make(config.env, num_envs, backend=backend, seed=seed, checked=False,
+                **{**config.env_params, **(env_params or {})})
+
+
 def evaluate_run(source: Path | str, episodes: int = 200, *, num_envs: int = 64, random_roles: tuple[str, ...] = (),
-                 greedy: bool = True, compare_random: bool = False, seed: int = 1, backend: str = "auto",
-                 env_params: dict | None = None) -> Evaluation:
-    """Plays a run's policies for ``episodes`` episodes; per-episode means.
+                 plays: tuple[str, ...] = tuple(PLAYS), compare_random: bool = True, seed: int = 1,
+                 backend: str = "auto", env_params: dict | None = None) -> RunEvaluation:
+    """Plays a run's policies for ``episodes`` episodes in each way of ``plays``; per-episode means.
 
     The roles the run trained against random play (``opponents``) and ``random_roles`` act
-    uniformly at random; the others take their policy's most likely action (``greedy``) or
-    sample it. ``compare_random`` also plays every role at random on the same seeds
-    (``Evaluation.baseline``, ``Evaluation.ratios()``).
+    uniformly at random; the others sample their policy's actions ("sampled") or take the
+    most likely one ("greedy"). ``compare_random`` also plays every role at random, once,
+    as every play's baseline (``Evaluation.ratios()``). Each play runs on an environment of
+    its own made with ``seed``, so all start alike: play that is all random anyway draws
+    exactly what the baseline draws.
     """
+    episodes = require_int("episodes", episodes, 1)
+    compare_random = require_bool("compare_random", compare_random)
+    if not isinstance(plays, (tuple, list)) or not plays or not set(plays) <= set(PLAYS) \
+            or len(set(plays)) != len(plays):
+        raise not_allowed("plays", plays, f"give a tuple of one or more of {', '.join(map(repr, PLAYS))}, each once")
     env, policies, config = load_run(source, num_envs, backend=backend, seed=seed, env_params=env_params)
     roles = tuple(dict.fromkeys([*random_roles, *opponents.random_roles(config.opponents)]))
-    player = Player(env, policies, greedy=greedy, random_roles=roles, stack_observations=config.stack_observations,
-                    seed=seed)
-    result = evaluate(player, episodes)
+    ways: dict[str, dict] = {play: dict(policies=policies, greedy=play == "greedy", random_roles=roles)
+                             for play in plays}
     if compare_random:
-        result = dataclasses.replace(result, baseline=evaluate(Player(env, None, seed=seed), episodes))
-    return result
+        ways["random"] = dict(policies=None)
+    results = {}
+    for index, (way, how) in enumerate(ways.items()):
+        if index:  # a new environment starts as the first did: its episode numbers seed the starts
+            env = _run_env(config, num_envs, backend, seed, env_params)
+        results[way] = evaluate(Player(env, stack_observations=config.stack_observations, seed=seed, **how), episodes)
+    random = results.pop("random", None)
+    return RunEvaluation(
+        source=str(source), config=config.to_dict(),
+        settings={"episodes": episodes, "num_envs": env.num_envs, "seed": seed, "backend": env.backend,
+                  "random_roles": list(roles), "env_params": dict(env_params or {})},
+        plays={play: dataclasses.replace(result, baseline=random) for play, result in results.items()},
+        random=random, device=device_name(env.placement), warpsim_commit=source_commit())

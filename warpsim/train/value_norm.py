@@ -18,6 +18,13 @@ class ValueNormalizer(nn.Module):
     update), in float64 buffers: exact over billions of samples and saved in the network's
     state dict, so a resumed run continues with the very same statistics."""
 
+    count: torch.Tensor
+    """float64[]: returns merged so far."""
+    mean: torch.Tensor
+    """float64[]"""
+    variance: torch.Tensor
+    """float64[]: of the population of returns merged."""
+
     def __init__(self):
         super().__init__()
         self.register_buffer("count", torch.zeros((), dtype=torch.float64))
