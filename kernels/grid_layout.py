@@ -12,6 +12,7 @@ environment (declared in ``EnvSpec.scratch``, counted in its memory check).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -66,6 +67,13 @@ class GridLayout:
     def shared_bytes(self) -> int:
         """Dynamic shared memory of a launch: the words per thread, and the grid when it fits."""
         return self.per_thread_bytes + (self.grid_bytes if self.in_shared else 0)
+
+    def kernel_constants(self, prefix: str) -> dict[str, Any]:
+        """What the kernels read of the layout, for ``Environment.add_constants``:
+        ``<prefix>_agents_per_cell`` and ``_cells_capacity`` (int32), ``_in_shared`` (bool)."""
+        return {f"{prefix}_agents_per_cell": np.int32(self.agents_per_cell),
+                f"{prefix}_cells_capacity": np.int32(self.cells_capacity),
+                f"{prefix}_in_shared": self.in_shared}
 
     def scratch(self, prefix: str) -> tuple[StateArray, ...]:
         """The global scratch of the grid, for ``EnvSpec.scratch``: ``<prefix>_x``, ``_y``, ``_ids``

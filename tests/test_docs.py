@@ -198,7 +198,9 @@ def test_a_marker_away_from_its_block_is_refused():
                       "| `time` | int |"]),
     ("random draws in a step", ["## 10. Random numbers during a step", "below 2**32", "np.uint64"]),
     ("bench declarations", ["observation_label", "distance_evaluations_per_step", '"unknown"']),
-    ("Python numbers in launches", ["refuses a Python float or int"]),
+    ("Python numbers in launches", ["A Python float or int never reaches"]),
+    ("launch by name", ["self.run(kernel", "add_constants", "naming the kernel and the\nparameter",
+                        "before (positional launches)"]),
 ])
 def test_the_custom_environment_tutorial_covers(topic, needed):
     page = (REPO / "docs" / "custom_envs.md").read_text()

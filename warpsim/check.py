@@ -37,6 +37,7 @@ from warpsim.device import device_name, gpu_available, simulator_enabled
 from warpsim.environment import Environment
 from warpsim.errors import InvalidTypeError, InvalidValueError, UnavailableError
 from warpsim.registry import RUNTIME_OPTIONS, env_class, make
+from warpsim.validation import require_int
 
 PROGRESS_EVERY = 10
 """Steps between two progress messages."""
@@ -255,8 +256,8 @@ def _plural(count: int, noun: str) -> str:
 
 
 def _check_options(steps, rtol, atol, params) -> None:
-    if steps is not None and (not isinstance(steps, (int, np.integer)) or isinstance(steps, bool) or steps < 1):
-        raise InvalidValueError(f"steps={steps!r} is not allowed; give an integer >= 1 (or None: three episodes)")
+    if steps is not None:
+        require_int("steps", steps, 1)
     for name, value in (("rtol", rtol), ("atol", atol)):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value) and value >= 0):
             raise InvalidValueError(f"{name}={value!r} is not allowed; give a finite number >= 0")

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import functools
 
-import numpy as np
 import torch
 
 from warpsim.errors import InvalidValueError
 from warpsim.spec import ArrayNamespace, EnvSpec, StateArray
+from warpsim.validation import require_int
 
 CHECK_EVERY = 64
 """On a GPU, checked mode reads its device-side findings back every this many steps (``check_every``)."""
@@ -45,10 +45,7 @@ class CheckedMode:
 
     @check_every.setter
     def check_every(self, steps: int) -> None:
-        if not isinstance(steps, (int, np.integer)) or isinstance(steps, bool) or steps < 1:
-            raise InvalidValueError(f"check_every={steps!r} is not allowed; give an integer >= 1 (steps between "
-                                    f"checked mode's reads; 1: before every step)")
-        self._check_every = int(steps)
+        self._check_every = require_int("check_every", steps, 1)
 
     def _bad_actions(self, actions: torch.Tensor) -> torch.Tensor:
         # .to: actions given from the host are checked on the host, before they are copied over

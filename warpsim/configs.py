@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from warpsim.environment import Environment
-from warpsim.errors import InvalidValueError
+from warpsim.validation import require_int
 
 
 @dataclass(frozen=True)
@@ -25,8 +25,7 @@ class BenchConfig:
     """The named config (or sweep) this is, recorded with the result; None for a custom one."""
 
     def __post_init__(self):
-        if not isinstance(self.num_envs, int) or isinstance(self.num_envs, bool) or self.num_envs < 1:
-            raise InvalidValueError(f"num_envs={self.num_envs!r} is not allowed; give an integer >= 1")
+        object.__setattr__(self, "num_envs", require_int("num_envs", self.num_envs, 1))
 
 
 _PARTIAL_K10 = dict(use_full_observation=False, num_other_agents_observed=10)

@@ -13,18 +13,21 @@ its arrays as torch tensors on its device and overwrites them in place:
 
 A subclass declares its parameters and arrays and writes the step and reset twice:
 once as a NumPy reference (``step_numpy`` / ``reset_numpy``) and once as kernels
-(``step_cuda`` / ``reset_cuda``). This base class validates input, allocates, seeds,
-launches and auto-resets finished environments, the same way for every environment.
+(``step_cuda`` / ``reset_cuda``, which launch them with ``run``: arguments bound by the
+kernels' parameter names). This base class validates input, allocates, seeds, launches and
+auto-resets finished environments, the same way for every environment.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, ClassVar
 
 import numpy as np
 import torch
 
+from warpsim.binding import MASK, Binding, bind, kernel_name, params_values
 from warpsim.checked_mode import CHECK_EVERY, CheckedMode
 from warpsim.device import Launcher, available_bytes, kernel_view, resolve_placement
 from warpsim.errors import DoesNotFitError, InvalidTypeError, InvalidValueError
@@ -32,6 +35,10 @@ from warpsim.graph import StepGraph
 from warpsim.kernels.random import seed_to_uint64
 from warpsim.kernels.reset import count_resets
 from warpsim.spec import STATE_DTYPES, ArrayNamespace, EnvSpec, Frame, StateArray
+from warpsim.validation import require_int
+
+RUNTIME_ARGUMENTS = (MASK, "seed")
+"""Kernel parameters ``run`` binds from the runtime: the launch's mask and the environment's seed."""
 
 
 class _DisplayName:
@@ -42,7 +49,22 @@ class _DisplayName:
 
 
 class Environment(CheckedMode):
-    """Base class of warpsim's batched environments (see the module docstring)."""
+    """Base class of warpsim's batched environments (see the module docstring).
+
+    A subclass sets ``name`` and ``Params`` (a frozen dataclass) and writes these hooks
+    (docs/custom_envs.md):
+
+    Required:
+        ``describe() -> EnvSpec``: agents, observation size, action levels, state arrays.
+        ``reset_numpy(envs)``, ``step_numpy()``: the NumPy reference (the numpy backend).
+        ``reset_cuda(mask)``, ``step_cuda()``: the kernels, launched with ``run`` (the cuda backend).
+    Optional:
+        ``setup()``: constants for the kernels (``add_constants``), made once after allocation.
+        ``game_over() -> bool[E]``: terminal states under the rules; by default none (only a
+        time limit ends an episode, a truncation).
+        ``frame(env_index) -> Frame``: for rendering.
+        ``workspace_bytes() -> int``: temporaries a step allocates, for the memory check.
+    """
 
     name: ClassVar[str] = ""
     display_name = _DisplayName()
@@ -74,8 +96,7 @@ class Environment(CheckedMode):
             params = self.Params()
         if not isinstance(params, self.Params):
             raise InvalidTypeError(f"params must be a {self.Params.__name__}, got {type(params).__name__}")
-        if not isinstance(num_envs, (int, np.integer)) or isinstance(num_envs, bool) or num_envs < 1:
-            raise InvalidValueError(f"num_envs={num_envs!r} is not allowed; give an integer >= 1")
+        num_envs = require_int("num_envs", num_envs, 1)
         if not isinstance(checked, (bool, np.bool_)):
             raise InvalidTypeError(f"checked={checked!r} is not allowed; give True or False")
         self.params = params
@@ -116,12 +137,16 @@ class Environment(CheckedMode):
         self.every_env = kernel_view(self._every_env)
         """bool[E], all True: the mask for kernels that concern every environment."""
         self._reset_mask = torch.zeros(self.num_envs, dtype=torch.bool, device=device_)
+        self._no_terminal_state = torch.zeros(self.num_envs, dtype=torch.bool, device=device_)
         self._reset_mask_view = kernel_view(self._reset_mask)
         self._bad_actions_seen = torch.zeros((), dtype=torch.bool, device=device_)
         self._steps_since_check = 0
         self.check_every = CHECK_EVERY if self.placement.on_gpu else 1
-        self.launch = Launcher(self.placement)
-        self._constants: list[torch.Tensor] = []
+        self._launch = Launcher(self.placement)
+        self._constants: dict[str, Any] = {}
+        self._constant_tensors: list[torch.Tensor] = []
+        self._bindings: dict[Any, Binding] = {}
+        self._bound_params: Any = None
         self.setup()
         self.reset()
 
@@ -131,7 +156,7 @@ class Environment(CheckedMode):
         raise self._missing_hook("describe", "every environment", "4. The glue")
 
     def setup(self) -> None:
-        """Optional: make constant arrays (``self.constant``) after allocation."""
+        """Optional: offer constants to the kernels (``self.add_constants``) after allocation."""
 
     def workspace_bytes(self) -> int:
         """Optional: bytes a step or reset allocates besides the declared arrays on
@@ -147,9 +172,9 @@ class Environment(CheckedMode):
         """bool[E], environments whose state is terminal under their rules (the game is over
         whatever the clock says). ``step()`` calls it before resetting and sets
         ``terminated = done & game_over()``: an episode that ends without it was cut by a time
-        limit (a truncation). The default says every end is terminal; an environment with a
-        time limit overrides it."""
-        return self.done
+        limit (a truncation). The default: no state is terminal, every end is a truncation; an
+        environment with a game-ending rule overrides it."""
+        return self._no_terminal_state
 
     def reset_numpy(self, envs: np.ndarray) -> None:
         """Resets environments ``envs`` (int64[R]) on ``self.views``, observations included."""
@@ -180,11 +205,65 @@ class Environment(CheckedMode):
     def device(self) -> torch.device:
         return self.placement.torch_device
 
-    def constant(self, values: np.ndarray) -> Any:
-        """Copies a small constant array to the device once; returns its kernel view."""
-        tensor = torch.as_tensor(np.ascontiguousarray(values), device=self.device)
-        self._constants.append(tensor)
-        return kernel_view(tensor)
+    def add_constants(self, **values: Any) -> None:
+        """Offers NumPy arrays and scalars to the kernels: ``run`` passes each to the parameters of
+        its name. An array is copied to the device once. A constant named after a ``Params`` field
+        replaces it (e.g. a value derived in float32 on the host)."""
+        for name, value in values.items():
+            if name in self.views or name in self.scratch or name in RUNTIME_ARGUMENTS:
+                raise InvalidValueError(f"{type(self).__name__} adds the constant {name!r}, the name of one of its "
+                                        f"arrays or of {', '.join(RUNTIME_ARGUMENTS)}; give it another name")
+            if isinstance(value, np.ndarray):
+                tensor = torch.as_tensor(np.ascontiguousarray(value), device=self.device)
+                self._constant_tensors.append(tensor)
+                value = kernel_view(tensor)
+            elif not isinstance(value, (np.generic, bool)):
+                raise InvalidTypeError(f"{type(self).__name__} adds the constant {name}={value!r}; give a NumPy "
+                                       f"array or scalar (e.g. np.float32({value!r})), which a GPU types as declared")
+            self._constants[name] = value
+        self._bindings.clear()
+
+    def run(self, kernel: Any, per: str, mask: Any = None, shared_bytes: int = 0) -> None:
+        """Launches ``kernel`` with each parameter bound by its name: an array of ``self.views``
+        or ``self.scratch``, a constant (``add_constants``), a ``Params`` field (int as int32,
+        float as float32), ``seed``, or ``mask`` (bool[E]: ``mask``, else every environment).
+
+        ``per``: ``"agent"`` (a thread per agent of every environment), ``"env"`` (a thread per
+        environment) or ``"block"`` (a block per environment, with ``shared_bytes`` of dynamic
+        shared memory). The binding is made and checked against the kernel's docstring at its
+        first launch (see ``warpsim.binding``); later launches reuse it."""
+        if self.params is not self._bound_params:
+            self._bindings.clear()
+            self._bound_params = self.params
+        binding = self._bindings.get(kernel)
+        if binding is None:
+            binding = self._bindings[kernel] = bind(kernel, self._kernel_values(), self._declared_arrays)
+        if mask is not None and binding.mask_position is None:
+            raise InvalidValueError(f"a mask was given to run() for kernel {kernel_name(kernel)}, "
+                                    f"which has no parameter 'mask'")
+        arguments = binding.with_mask(self.every_env if mask is None else mask)
+        if per == "agent":
+            self._launch(kernel, self.num_envs * self.num_agents, *arguments)
+        elif per == "env":
+            self._launch(kernel, self.num_envs, *arguments)
+        elif per == "block":
+            self._launch.per_block(kernel, self.num_envs, shared_bytes, *arguments)
+        else:
+            raise InvalidValueError(f"per={per!r} is not allowed; allowed: 'agent', 'env', 'block'")
+
+    def _kernel_values(self) -> dict[str, Any]:
+        """What ``run`` binds kernel parameters from, by name."""
+        values = {**params_values(self.params), **self._constants}
+        arrays = {**dict(self.views.items()), **dict(self.scratch.items()), "seed": self.seed}
+        clashes = sorted(set(values) & set(arrays))
+        if clashes:
+            raise InvalidValueError(f"{type(self).__name__}: {', '.join(map(repr, clashes))} name both a Params "
+                                    f"field and one of its arrays; a kernel parameter could mean either")
+        return {**values, **arrays}
+
+    @functools.cached_property
+    def _declared_arrays(self) -> dict[str, StateArray]:
+        return {array.name: array for array in (*self.spec.state, *self.spec.scratch)}
 
     def reset(self, mask: torch.Tensor | None = None) -> torch.Tensor:
         """Starts a new episode in every environment, or in those where ``mask``
@@ -252,7 +331,7 @@ class Environment(CheckedMode):
     def _reset_kernels(self, mask: Any) -> None:
         self.reset_cuda(mask)
         if not self.counts_resets:
-            self.launch(count_resets, self.num_envs, mask, self.views.episode)
+            self.run(count_resets, per="env", mask=mask)
 
     def graph(self, steps: int = 1) -> StepGraph:
         """``steps`` auto-resetting steps captured as one CUDA graph; ``replay()`` runs them.

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import numpy as np
 import torch
 
-from warpsim.errors import InvalidValueError
+from warpsim.validation import require_int
 
 if TYPE_CHECKING:
     from warpsim.environment import Environment
@@ -42,8 +41,7 @@ class StepGraph:
     """
 
     def __init__(self, env: Environment, steps: int = 1):
-        if not isinstance(steps, (int, np.integer)) or isinstance(steps, bool) or steps < 1:
-            raise InvalidValueError(f"steps={steps!r} is not allowed; give an integer >= 1 (steps per replay)")
+        steps = require_int("steps", steps, 1)
         self.env = env
         self.steps = int(steps)
         self.captures = 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import numpy as np
@@ -93,11 +94,10 @@ class TagContinuous(Environment):
     def setup(self) -> None:
         self.constants = Constants.of(self.params)
         self.state.agent_type.copy_(self.state.agent_type.new_tensor(self.spec.agent_roles))
-        c = self.constants
-        self._acceleration_table = self.constant(c.acceleration_table)
-        self._turn_table = self.constant(c.turn_table)
-        self._max_speed_by_type = self.constant(c.max_speed_by_type)
-        self._step_reward_by_type = self.constant(c.step_reward_by_type)
+        grids = {"observation_grid": self._observation_grid, "tagger_grid": self._tagger_grid}
+        self.add_constants(**dataclasses.asdict(self.constants),
+                           **{name: value for prefix, grid in grids.items() if grid is not None
+                              for name, value in grid.kernel_constants(prefix).items()})
 
     def frame(self, env_index: int) -> Frame:
         s = self.state
@@ -127,51 +127,25 @@ class TagContinuous(Environment):
         reference.step(self.views, self.params, self.constants)
 
     def reset_cuda(self, mask) -> None:
-        v, p, c = self.views, self.params, self.constants
-        agents = self.num_envs * self.num_agents
-        self.launch(kernels.reset_agents, agents, mask, self.seed, v.episode, c.grid_length,
-                    v.loc_x, v.loc_y, v.speed, v.direction, v.acceleration, v.still_in_game)
-        self.launch(kernels.reset_envs, self.num_envs, mask, np.int32(p.num_runners),
-                    v.t, v.num_runners_left, v.episode)
+        self.run(kernels.reset_agents, per="agent", mask=mask)
+        self.run(kernels.reset_envs, per="env", mask=mask)
         self._observe(mask)
 
     def step_cuda(self) -> None:
-        v, p, c = self.views, self.params, self.constants
-        agents = self.num_envs * self.num_agents
-        self.launch(kernels.move_agents, agents, v.actions, self._acceleration_table, self._turn_table,
-                    self._max_speed_by_type, self._step_reward_by_type, v.agent_type,
-                    c.grid_length, c.edge_hit_penalty, v.t, v.loc_x, v.loc_y, v.speed,
-                    v.direction, v.acceleration, v.still_in_game, v.rewards)
-        self._observe(self.every_env)
-        tag_outcome = (c.tag_radius_squared, c.tag_reward_for_tagger, c.tag_penalty_for_runner,
-                       p.runner_exits_game_after_tagged, v.loc_x, v.loc_y, v.still_in_game,
-                       v.num_runners_left, v.tags, v.rewards)
+        self.run(kernels.move_agents, per="agent")
+        self._observe(None)
         grid = self._tagger_grid
         if grid is None:
-            self.launch(kernels.tag_runners, agents, np.int32(p.num_taggers), *tag_outcome)
+            self.run(kernels.tag_runners, per="agent")
         else:
-            self.launch.per_block(grid_kernels.tag_runners_grid, self.num_envs, grid.shared_bytes,
-                                  np.int32(p.num_taggers), np.int32(grid.agents_per_cell),
-                                  np.int32(grid.cells_capacity), c.grid_length, *tag_outcome)
-        self.launch(kernels.finish_step, agents, np.int32(p.num_taggers), np.int32(p.episode_length),
-                    c.end_of_game_reward_for_runner, v.t, v.still_in_game, v.num_runners_left,
-                    v.rewards, v.done)
+            self.run(grid_kernels.tag_runners_grid, per="block", shared_bytes=grid.shared_bytes)
+        self.run(kernels.finish_step, per="agent")
 
     def _observe(self, mask) -> None:
-        v, p, c = self.views, self.params, self.constants
-        agents = self.num_envs * self.num_agents
-        common = (p.observe_own_state, c.grid_length, np.int32(p.episode_length), c.position_scale, c.speed_scale,
-                  v.agent_type, v.t, v.loc_x, v.loc_y, v.speed, v.direction, v.acceleration, v.still_in_game,
-                  v.observations)
         grid = self._observation_grid
-        if p.use_full_observation:
-            self.launch(kernels.observe_full, agents, mask, *common)
+        if self.params.use_full_observation:
+            self.run(kernels.observe_full, per="agent", mask=mask)
         elif grid is None:
-            self.launch(kernels.observe_partial, agents, mask, np.int32(p.num_other_agents_observed), *common)
+            self.run(kernels.observe_partial, per="agent", mask=mask)
         else:
-            scratch = self.scratch
-            self.launch.per_block(grid_kernels.observe_partial_grid, self.num_envs, grid.shared_bytes, mask,
-                                  np.int32(p.num_other_agents_observed), np.int32(grid.agents_per_cell),
-                                  np.int32(grid.cells_capacity), grid.in_shared, *common[:-1],
-                                  scratch.grid_x, scratch.grid_y, scratch.grid_ids, scratch.grid_cells,
-                                  v.observations)
+            self.run(grid_kernels.observe_partial_grid, per="block", mask=mask, shared_bytes=grid.shared_bytes)

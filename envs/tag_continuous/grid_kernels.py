@@ -32,39 +32,41 @@ def observation_words_per_thread(num_observed: int) -> int:
 
 
 @cuda.jit
-def observe_partial_grid(mask, num_observed, agents_per_cell, cells_capacity, in_shared, own_state, grid_length,
-                         episode_length, position_scale, speed_scale, agent_type, t, loc_x, loc_y, speed,
-                         direction, acceleration, still_in_game, grid_x, grid_y, grid_ids, grid_cells,
+def observe_partial_grid(mask, num_other_agents_observed, observation_grid_agents_per_cell,
+                         observation_grid_cells_capacity, observation_grid_in_shared, observe_own_state,
+                         grid_length, episode_length, position_scale, speed_scale, agent_type, t, loc_x, loc_y,
+                         speed, direction, acceleration, still_in_game, grid_x, grid_y, grid_ids, grid_cells,
                          observations):
     """Partial observations where ``mask`` is set; block e handles environment e.
 
-    mask bool[E]; num_observed int32 K <= MAX_OBSERVED; agents_per_cell, cells_capacity int32;
-    in_shared bool (the grid in dynamic shared memory, else in grid_*); own_state bool
-    (observe_own_state); grid_length float32; episode_length int32; position_scale,
+    mask bool[E]; num_other_agents_observed int32 K <= MAX_OBSERVED;
+    observation_grid_agents_per_cell, observation_grid_cells_capacity int32;
+    observation_grid_in_shared bool (the grid in dynamic shared memory, else in grid_*);
+    observe_own_state bool; grid_length float32; episode_length int32; position_scale,
     speed_scale float32; agent_type int32[N]; t int32[E]; loc_x .. acceleration float32[E, N];
     still_in_game int32[E, N]; grid_x, grid_y float32[E, N] and grid_ids int32[E, N],
-    grid_cells int32[E, C] (global scratch; 1 x 1 when in_shared);
-    observations float32[E, N, 7 K + 1, + 5 with own_state] (written).
+    grid_cells int32[E, C] (global scratch; 1 x 1 when observation_grid_in_shared);
+    observations float32[E, N, 7 K + 1, + 5 with observe_own_state] (written).
     Dynamic shared memory: ``observation_words_per_thread(K)`` words per thread, then the grid.
     """
     e = cuda.blockIdx.x
     if e >= loc_x.shape[0] or not mask[e]:
         return
     threads = cuda.blockDim.x
-    k = num_observed
+    k = num_other_agents_observed
     words = cuda.shared.array(0, types.int32)
     shared = (words[0:threads], words[threads:(k + 1) * threads], words[(k + 1) * threads:(k + 2) * threads],
               words[(k + 2) * threads:(k + 3) * threads])
-    if in_shared:
+    if observation_grid_in_shared:
         xs, ys, cell_end, ids = shared_grid(words, cuda.shared.array(0, types.float32),
-                                            cuda.shared.array(0, types.int16), loc_x.shape[1], cells_capacity,
-                                            (k + SHARED_WORDS_PER_QUERY) * threads)
-        observe_environment(e, k, agents_per_cell, own_state, grid_length, episode_length, position_scale,
-                            speed_scale, agent_type, t, loc_x, loc_y, speed, direction, acceleration,
+                                            cuda.shared.array(0, types.int16), loc_x.shape[1],
+                                            observation_grid_cells_capacity, (k + SHARED_WORDS_PER_QUERY) * threads)
+        observe_environment(e, k, observation_grid_agents_per_cell, observe_own_state, grid_length, episode_length,
+                            position_scale, speed_scale, agent_type, t, loc_x, loc_y, speed, direction, acceleration,
                             still_in_game, shared, xs, ys, cell_end, ids, observations)
     else:
-        observe_environment(e, k, agents_per_cell, own_state, grid_length, episode_length, position_scale,
-                            speed_scale, agent_type, t, loc_x, loc_y, speed, direction, acceleration,
+        observe_environment(e, k, observation_grid_agents_per_cell, observe_own_state, grid_length, episode_length,
+                            position_scale, speed_scale, agent_type, t, loc_x, loc_y, speed, direction, acceleration,
                             still_in_game, shared, grid_x[e], grid_y[e], grid_cells[e], grid_ids[e],
                             observations)
 
@@ -121,14 +123,15 @@ def observe_environment(e, k, agents_per_cell, own_state, grid_length, episode_l
 
 
 @cuda.jit
-def tag_runners_grid(num_taggers, agents_per_cell, cells_capacity, grid_length, tag_radius_squared,
-                     tag_reward_for_tagger, tag_penalty_for_runner, runner_exits_game, loc_x, loc_y,
-                     still_in_game, num_runners_left, tags, rewards):
+def tag_runners_grid(num_taggers, tagger_grid_agents_per_cell, tagger_grid_cells_capacity, grid_length,
+                     tag_radius_squared, tag_reward_for_tagger, tag_penalty_for_runner,
+                     runner_exits_game_after_tagged, loc_x, loc_y, still_in_game, num_runners_left, tags, rewards):
     """docs/tag_rules.md section 1 step 5 as tag_runners does it, the taggers binned in shared memory;
     block e handles environment e.
 
-    num_taggers, agents_per_cell, cells_capacity int32; grid_length, tag_radius_squared,
-    tag_reward_for_tagger, tag_penalty_for_runner float32; runner_exits_game bool;
+    num_taggers, tagger_grid_agents_per_cell, tagger_grid_cells_capacity int32; grid_length,
+    tag_radius_squared, tag_reward_for_tagger, tag_penalty_for_runner float32;
+    runner_exits_game_after_tagged bool;
     loc_x, loc_y float32[E, N]; still_in_game int32[E, N]; num_runners_left, tags int32[E];
     rewards float32[E, N]. Taggers never leave the game, so binning those in the game bins all.
     Only taggers closer than the tagging radius are candidates: the nearest of them is the
@@ -140,9 +143,9 @@ def tag_runners_grid(num_taggers, agents_per_cell, cells_capacity, grid_length, 
     words = cuda.shared.array(0, types.int32)
     partial = words[0:cuda.blockDim.x]
     xs, ys, cell_end, ids = shared_grid(words, cuda.shared.array(0, types.float32), cuda.shared.array(0, types.int16),
-                                        num_taggers, cells_capacity, cuda.blockDim.x)
-    _count, side = bin_agents(e, 0, num_taggers, still_in_game, loc_x, loc_y, grid_length, agents_per_cell,
-                              partial, xs, ys, cell_end, ids)
+                                        num_taggers, tagger_grid_cells_capacity, cuda.blockDim.x)
+    _count, side = bin_agents(e, 0, num_taggers, still_in_game, loc_x, loc_y, grid_length,
+                              tagger_grid_agents_per_cell, partial, xs, ys, cell_end, ids)
     nearest = cuda.local.array(1, np.int32)
     nearest_d2 = cuda.local.array(1, np.float32)
     for i in range(num_taggers + cuda.threadIdx.x, loc_x.shape[1], cuda.blockDim.x):
@@ -150,5 +153,5 @@ def tag_runners_grid(num_taggers, agents_per_cell, cells_capacity, grid_length, 
             found = k_nearest(loc_x[e, i], loc_y[e, i], -1, 1, tag_radius_squared, side, grid_length,
                               xs, ys, cell_end, ids, nearest, nearest_d2)
             if found == 1:
-                apply_tag(e, i, nearest[0], tag_reward_for_tagger, tag_penalty_for_runner, runner_exits_game,
-                          still_in_game, num_runners_left, tags, rewards)
+                apply_tag(e, i, nearest[0], tag_reward_for_tagger, tag_penalty_for_runner,
+                          runner_exits_game_after_tagged, still_in_game, num_runners_left, tags, rewards)

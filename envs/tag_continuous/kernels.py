@@ -103,14 +103,14 @@ def write_own_state(observations, e, i, start, loc_x, loc_y, speed, direction, g
 
 
 @cuda.jit
-def observe_full(mask, own_state, grid_length, episode_length, position_scale, speed_scale, agent_type,
+def observe_full(mask, observe_own_state, grid_length, episode_length, position_scale, speed_scale, agent_type,
                  t, loc_x, loc_y, speed, direction, acceleration, still_in_game, observations):
     """Full observations of the environments where ``mask`` is set.
 
-    mask bool[E]; own_state bool (observe_own_state); grid_length float32; episode_length int32;
+    mask bool[E]; observe_own_state bool; grid_length float32; episode_length int32;
     position_scale, speed_scale float32; agent_type int32[N]; t int32[E];
     loc_x .. acceleration float32[E, N]; still_in_game int32[E, N];
-    observations float32[E, N, 7 (N-1) + 1, + 5 with own_state] (written).
+    observations float32[E, N, 7 (N-1) + 1, + 5 with observe_own_state] (written).
     """
     num_envs, n = loc_x.shape
     e, i = agent_of_thread(n)
@@ -127,26 +127,27 @@ def observe_full(mask, own_state, grid_length, episode_length, position_scale, s
         observations[e, i, 5 * stride + slot] = np.float32(agent_type[j])
         observations[e, i, 6 * stride + slot] = np.float32(still_in_game[e, j])
     observations[e, i, 7 * stride] = np.float32(t[e]) / np.float32(episode_length) * observer
-    if own_state:
+    if observe_own_state:
         write_own_state(observations, e, i, 7 * stride + 1, loc_x, loc_y, speed, direction, grid_length,
                         speed_scale, observer)
 
 
 @cuda.jit
-def observe_partial(mask, num_observed, own_state, grid_length, episode_length, position_scale, speed_scale,
-                    agent_type, t, loc_x, loc_y, speed, direction, acceleration, still_in_game, observations):
+def observe_partial(mask, num_other_agents_observed, observe_own_state, grid_length, episode_length, position_scale,
+                    speed_scale, agent_type, t, loc_x, loc_y, speed, direction, acceleration, still_in_game,
+                    observations):
     """Partial observations (K nearest agents in the game) where ``mask`` is set.
 
-    mask bool[E]; num_observed int32 K <= MAX_OBSERVED; own_state bool (observe_own_state);
+    mask bool[E]; num_other_agents_observed int32 K <= MAX_OBSERVED; observe_own_state bool;
     grid_length float32; episode_length int32; position_scale, speed_scale float32;
     agent_type int32[N]; t int32[E]; loc_x .. acceleration float32[E, N];
-    still_in_game int32[E, N]; observations float32[E, N, 7 K + 1, + 5 with own_state] (written).
+    still_in_game int32[E, N]; observations float32[E, N, 7 K + 1, + 5 with observe_own_state] (written).
     """
     num_envs, n = loc_x.shape
     e, i = agent_of_thread(n)
     if e >= num_envs or not mask[e]:
         return
-    k = num_observed
+    k = num_other_agents_observed
     nearest_d2 = cuda.local.array(MAX_OBSERVED, np.float32)
     nearest = cuda.local.array(MAX_OBSERVED, np.int32)
     found = 0
@@ -174,7 +175,7 @@ def observe_partial(mask, num_observed, own_state, grid_length, episode_length, 
                 slot -= 1
             nearest_d2[slot] = d2
             nearest[slot] = j
-    write_partial_observation(observations, e, i, k, found, nearest, observer_alive, own_state, grid_length,
+    write_partial_observation(observations, e, i, k, found, nearest, observer_alive, observe_own_state, grid_length,
                               episode_length, position_scale, speed_scale, agent_type, t, loc_x, loc_y, speed,
                               direction, acceleration)
 
@@ -217,11 +218,11 @@ def write_observed_slot(observations, e, i, k, slot, j, position_scale, speed_sc
 
 @cuda.jit
 def tag_runners(num_taggers, tag_radius_squared, tag_reward_for_tagger, tag_penalty_for_runner,
-                runner_exits_game, loc_x, loc_y, still_in_game, num_runners_left, tags, rewards):
+                runner_exits_game_after_tagged, loc_x, loc_y, still_in_game, num_runners_left, tags, rewards):
     """docs/tag_rules.md section 1 step 5: each runner in the game checks its nearest tagger (lowest id on a tie).
 
     num_taggers int32; tag_radius_squared, tag_reward_for_tagger, tag_penalty_for_runner
-    float32; runner_exits_game bool; loc_x, loc_y float32[E, N];
+    float32; runner_exits_game_after_tagged bool; loc_x, loc_y float32[E, N];
     still_in_game int32[E, N]; num_runners_left, tags int32[E]; rewards float32[E, N].
     A tagger's reward gets one atomic add per tag, so simultaneous tags all count.
     """
@@ -241,7 +242,7 @@ def tag_runners(num_taggers, tag_radius_squared, tag_reward_for_tagger, tag_pena
             best_d2 = d2
             best = g
     if best_d2 < tag_radius_squared:
-        apply_tag(e, i, best, tag_reward_for_tagger, tag_penalty_for_runner, runner_exits_game,
+        apply_tag(e, i, best, tag_reward_for_tagger, tag_penalty_for_runner, runner_exits_game_after_tagged,
                   still_in_game, num_runners_left, tags, rewards)
 
 

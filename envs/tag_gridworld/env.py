@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import torch
 
@@ -50,9 +52,7 @@ class TagGridworld(Environment):
     def setup(self) -> None:
         self.constants = Constants.of(self.params)
         self.state.agent_type.copy_(self.state.agent_type.new_tensor(self.spec.agent_roles))
-        self._move_x = self.constant(MOVE_X)
-        self._move_y = self.constant(MOVE_Y)
-        self._outcome_reward = self.constant(self.constants.outcome_reward)
+        self.add_constants(move_x=MOVE_X, move_y=MOVE_Y, **dataclasses.asdict(self.constants))
 
     def workspace_bytes(self) -> int:
         """The NumPy reference's temporaries: the N x N one-hot block of full observations,
@@ -83,32 +83,22 @@ class TagGridworld(Environment):
         reference.step(self.views, self.params, self.constants)
 
     def reset_cuda(self, mask) -> None:
-        v, p, c = self.views, self.params, self.constants
-        agents = self.num_envs * self.num_agents
-        self.launch(kernels.reset_agents, agents, mask, self.seed, v.episode, p.fixed_start,
-                    c.grid_length, c.start_cells, v.loc_x, v.loc_y)
-        self.launch(kernels.reset_envs, self.num_envs, mask, v.t, v.episode)
+        self.run(kernels.reset_agents, per="agent", mask=mask)
+        self.run(kernels.reset_envs, per="env", mask=mask)
         self._observe(mask)
 
     def step_cuda(self) -> None:
-        v, p, c = self.views, self.params, self.constants
-        agents = self.num_envs * self.num_agents
-        if p.has_closing_reward:
-            self.launch(kernels.measure_runner_distance, agents, v.loc_x, v.loc_y, self.scratch.distance_before)
-        self.launch(kernels.move_agents, agents, v.actions, self._move_x, self._move_y,
-                    c.grid_length, c.wall_hit_reward, v.t, v.loc_x, v.loc_y, v.rewards, v.tagged)
-        self.launch(kernels.detect_tag, agents, v.loc_x, v.loc_y, v.tagged)
-        self.launch(kernels.add_outcome_rewards, agents, self._outcome_reward, v.agent_type,
-                    v.tagged, v.rewards)
-        if p.has_closing_reward:
-            self.launch(kernels.add_closing_rewards, agents, c.closing_reward, v.loc_x, v.loc_y, v.tagged,
-                        self.scratch.distance_before, v.rewards)
-        self.launch(kernels.finish_step, self.num_envs, np.int32(p.episode_length), v.t, v.tagged, v.tags,
-                    v.done)
-        self._observe(self.every_env)
+        closing = self.params.has_closing_reward
+        if closing:
+            self.run(kernels.measure_runner_distance, per="agent")
+        self.run(kernels.move_agents, per="agent")
+        self.run(kernels.detect_tag, per="agent")
+        self.run(kernels.add_outcome_rewards, per="agent")
+        if closing:
+            self.run(kernels.add_closing_rewards, per="agent")
+        self.run(kernels.finish_step, per="env")
+        self._observe(None)
 
     def _observe(self, mask) -> None:
-        v, p, c = self.views, self.params, self.constants
-        kernel = kernels.observe_full if p.use_full_observation else kernels.observe_partial
-        self.launch(kernel, self.num_envs * self.num_agents, mask, np.int32(p.episode_length),
-                    c.grid_length_f, v.agent_type, v.t, v.loc_x, v.loc_y, v.observations)
+        self.run(kernels.observe_full if self.params.use_full_observation else kernels.observe_partial,
+                 per="agent", mask=mask)

@@ -4,7 +4,6 @@ Copy this folder to start an environment of your own (docs/custom_envs.md).
 """
 
 import numpy as np
-import torch
 
 from warpsim import EnvSpec, Environment, StateArray
 from warpsim.envs.template import kernels, reference
@@ -25,6 +24,7 @@ class Beacon(Environment):
         p = self.params
         arena = (0.0, float(np.float32(p.grid_length)))  # bounds: validate_state() refuses values outside
         return EnvSpec(
+            # Required:
             num_agents=p.num_agents,
             observation_size=3,
             action_levels=(5,),
@@ -37,18 +37,16 @@ class Beacon(Environment):
             ),
             role_names=("walker",),
             agent_roles=(0,) * p.num_agents,
+            # Optional (counters, scratch: none here):
             write_order=("t", "done", "pos_x", "pos_y", "rewards", "observations", "episode"),
             observation_label="beacon offset",
             distance_evaluations_per_step=p.num_agents,  # each agent's distance to the beacon
         )
 
     def setup(self) -> None:
-        self._moves_x = self.constant(reference.MOVES_X)
-        self._moves_y = self.constant(reference.MOVES_Y)
-
-    def game_over(self) -> torch.Tensor:
-        """bool[E], all False: only the clock ends an episode, so every end is a truncation."""
-        return torch.zeros_like(self.done)
+        p = self.params
+        self.add_constants(moves_x=reference.MOVES_X, moves_y=reference.MOVES_Y,
+                           reach_radius_squared=np.float32(p.reach_radius) ** 2)
 
     def reset_numpy(self, envs: np.ndarray) -> None:
         reference.reset(self.views, self.params, self.seed, envs)
@@ -57,23 +55,13 @@ class Beacon(Environment):
         reference.step(self.views, self.params)
 
     def reset_cuda(self, mask) -> None:
-        v, p = self.views, self.params
-        length = np.float32(p.grid_length)
-        self.launch(kernels.reset_beacons, self.num_envs, mask, self.seed, v.episode, length,
-                    np.int32(p.num_agents), v.beacon_x, v.beacon_y, v.t)
-        self.launch(kernels.reset_agents, self.num_envs * self.num_agents, mask, self.seed, v.episode,
-                    length, np.int32(p.episode_length), v.beacon_x, v.beacon_y, v.t,
-                    v.pos_x, v.pos_y, v.observations)
+        self.run(kernels.reset_beacons, per="env", mask=mask)
+        self.run(kernels.reset_agents, per="agent", mask=mask)
 
     def step_cuda(self) -> None:
         self.advance_clock()
-        v, p = self.views, self.params
-        self.launch(kernels.move_and_observe, self.num_envs * self.num_agents, v.actions,
-                    self._moves_x, self._moves_y, np.float32(p.step_size), np.float32(p.grid_length),
-                    np.float32(p.reach_radius) ** 2, np.int32(p.episode_length),
-                    v.beacon_x, v.beacon_y, v.t, v.pos_x, v.pos_y, v.rewards, v.observations)
+        self.run(kernels.move_and_observe, per="agent")
 
     def advance_clock(self) -> None:
         """t += 1 and the done flags; its own method so a subclass can swap the kernel (cuda_c.py)."""
-        self.launch(kernels.advance_clock, self.num_envs, np.int32(self.params.episode_length),
-                    self.views.t, self.views.done)
+        self.run(kernels.advance_clock, per="env")

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from warpsim.configs import NAMED_CONFIGS
 from warpsim.errors import InvalidValueError
+from warpsim.validation import require_int
 
 PEER_SCRIPTS = {"warpdrive": "warpdrive_cpu.py", "vmas": "vmas_tag.py", "mpe2": "mpe2_tag.py"}
 """Peer name (as in ``--peer NAME=PYTHON``) -> its script in ``benchmarks/peers/``."""
@@ -37,9 +38,7 @@ def taggers_and_runners(num_agents: int) -> tuple[int, int]:
 
     The peer scripts split the same way (``benchmarks/peers/peer_timing.py``).
     """
-    if not isinstance(num_agents, int) or num_agents < 2:
-        raise InvalidValueError(
-            f"num_agents={num_agents!r} is not allowed; give an integer >= 2 (a tagger and a runner)")
+    num_agents = require_int("num_agents", num_agents, 2)  # a tagger and a runner
     taggers = min(num_agents - 1, max(1, round(num_agents / 11)))
     return taggers, num_agents - taggers
 

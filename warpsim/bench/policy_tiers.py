@@ -33,6 +33,7 @@ from warpsim.registry import make
 from warpsim.train.config import PRECISIONS, TrainConfig
 from warpsim.train.storage import check_training_fits, fitting_rollout_steps
 from warpsim.train.trainer import Trainer
+from warpsim.validation import require_int
 
 POLICY_TIERS = ("sim+policy", "train")
 FIXED_UPDATE: dict[str, Any] = dict(lr_schedule="constant", minibatch_size=0)
@@ -58,9 +59,8 @@ def run_policy_tier(config: BenchConfig, tier: str, backend: str = "auto", preci
     if not isinstance(env_id, str):
         raise InvalidValueError(f"the {tier} tier runs the trainer, which takes a registered environment id; "
                          f"register {env_id.__name__} with warpsim.register first")
-    for name, value in (("steps", steps), ("repeats", repeats), ("warmup_steps", warmup_steps)):
-        if not isinstance(value, int) or value < 1:
-            raise InvalidValueError(f"{name}={value!r} is not allowed; give an integer >= 1")
+    steps, repeats, warmup_steps = (require_int(name, value, 1) for name, value in
+                                    (("steps", steps), ("repeats", repeats), ("warmup_steps", warmup_steps)))
     if max_seconds is None:
         max_seconds = DEFAULT_MAX_SECONDS.get(resolve_placement(backend).backend, math.inf)
 

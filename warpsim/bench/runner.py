@@ -37,6 +37,7 @@ from warpsim.errors import InvalidValueError, RunFileError
 from warpsim.files import make_directory, replace_atomically, usable_directory
 from warpsim.graph import EAGER
 from warpsim.registry import make
+from warpsim.validation import require_int
 
 Progress = Callable[[str], None]
 """Receives one line of progress, e.g. :func:`print_progress`."""
@@ -58,9 +59,8 @@ def run_sim(config: BenchConfig, backend: str = "auto", steps: int = 100, repeat
     (``Environment.graph``); the record's ``launches`` says which ran.
     """
     check_graphs(graphs, backend)
-    for name, value, low in (("steps", steps, 1), ("repeats", repeats, 1), ("warmup_steps", warmup_steps, 1)):
-        if not isinstance(value, int) or value < low:
-            raise InvalidValueError(f"{name}={value!r} is not allowed; give an integer >= {low}")
+    steps, repeats, warmup_steps = (require_int(name, value, 1) for name, value in
+                                    (("steps", steps), ("repeats", repeats), ("warmup_steps", warmup_steps)))
     if max_seconds is not None and not max_seconds > 0:
         raise InvalidValueError(
             f"max_seconds={max_seconds!r} is not allowed; give a number of seconds > 0 (inf: no limit)")

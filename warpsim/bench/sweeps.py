@@ -15,6 +15,7 @@ from typing import Any
 from warpsim.bench.runner import Progress, run_sim
 from warpsim.configs import NAMED_CONFIGS, BenchConfig
 from warpsim.errors import InvalidValueError
+from warpsim.validation import require_int
 
 AGENTS_PER_TAGGER = 20
 """sweep-N makes one agent in this many a tagger (at least one)."""
@@ -41,9 +42,7 @@ class Sweep:
 
     def point(self, value: int) -> BenchConfig:
         """The config of the point ``value``."""
-        if not isinstance(value, int) or isinstance(value, bool) or value < self.smallest:
-            raise InvalidValueError(f"{self.name}: {self.symbol}={value!r} is not allowed; "
-                             f"give an integer >= {self.smallest}")
+        value = require_int(f"{self.name}: {self.symbol}", value, self.smallest)
         if self.swept == "num_envs":
             return BenchConfig(self.base.env, value, self.base.params, self.name)
         taggers = max(1, value // AGENTS_PER_TAGGER)

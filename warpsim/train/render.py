@@ -9,6 +9,7 @@ from warpsim.errors import InvalidValueError, RunFileError
 from warpsim.files import make_directory, usable_directory
 from warpsim.render import FrameCanvas
 from warpsim.train.evaluate import Player
+from warpsim.validation import require_int
 
 
 def play_episode(player: Player, max_steps: int = 10_000) -> list[Frame]:
@@ -39,8 +40,7 @@ def write_gif(frames: list[Frame], env: Environment, path: Path | str, fps: int 
     """Renders ``frames`` to ``path`` (.gif); agents are coloured by role."""
     path = Path(path)
     check_output_file(path)
-    if not isinstance(fps, int) or isinstance(fps, bool) or fps < 1:
-        raise InvalidValueError(f"fps={fps!r} is not allowed; give an integer >= 1")
+    fps = require_int("fps", fps, 1)
     if not frames:
         raise InvalidValueError("no frames to render")
     canvas = FrameCanvas(env.spec, env.name)

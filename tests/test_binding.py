@@ -1,0 +1,177 @@
+"""Kernels launched by their parameter names (``Environment.run``, ``warpsim.binding``): every kernel
+of every registered environment binds, and a kernel asking for what the environment does not hold
+(or holds with another dtype or dims) is refused at its first launch, before anything runs."""
+
+import dataclasses
+import importlib
+import pkgutil
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import warpsim
+from warpsim.binding import declarations, python_function
+from warpsim.errors import InvalidTypeError, InvalidValueError
+from warpsim.kernels.indexing import agent_of_thread
+from warpsim.registry import env_class
+
+CONFIGURATIONS = {
+    "beacon": [dict(num_agents=3, episode_length=2)],
+    "tag_continuous": [
+        dict(num_taggers=2, num_runners=3, episode_length=2, observe_own_state=True),
+        dict(num_taggers=2, num_runners=3, episode_length=2, use_full_observation=False,
+             neighbour_search="brute_force"),
+        dict(num_taggers=2, num_runners=3, episode_length=2, use_full_observation=False, neighbour_search="grid"),
+    ],
+    "tag_gridworld": [
+        dict(num_taggers=2, episode_length=2),
+        dict(num_taggers=2, episode_length=2, use_full_observation=False, closing_reward_for_tagger=0.5),
+    ],
+}
+"""Parameters that together reach every kernel of each shipped environment."""
+
+
+def is_kernel(value) -> bool:
+    """A ``cuda.jit`` kernel (not a device function), on a GPU or under the simulator."""
+    if hasattr(value, "_device"):  # the simulator's stand-in
+        return not value._device
+    options = getattr(value, "targetoptions", None)
+    return isinstance(options, dict) and not options.get("device", False)
+
+
+def kernels_of(package: str) -> set:
+    """The kernels defined in the modules of ``package``."""
+    found = set()
+    for module_info in pkgutil.iter_modules(importlib.import_module(package).__path__):
+        module = importlib.import_module(f"{package}.{module_info.name}")
+        found |= {value for value in vars(module).values()
+                  if is_kernel(value) and python_function(value).__module__ == module.__name__}
+    return found
+
+
+@pytest.mark.parametrize("env_id", warpsim.registered())
+def test_every_kernel_of_every_registered_environment_binds(env_id):
+    assert env_id in CONFIGURATIONS, f"add parameters reaching every kernel of {env_id} to CONFIGURATIONS"
+    bound = set()
+    for params in CONFIGURATIONS[env_id]:
+        env = warpsim.make(env_id, 2, backend="cuda", **params)
+        for _ in range(3):  # episodes of 2 steps: the auto-reset runs too
+            env.step()
+        bound |= set(env._bindings)
+    package = env_class(env_id).__module__.rsplit(".", 1)[0]
+    expected = kernels_of(package)
+    assert expected and expected <= bound, sorted(python_function(k).__name__ for k in expected - bound)
+
+
+@cuda.jit
+def misnamed(mask, pos_z):
+    """mask bool[E]; pos_z float32[E, N]."""
+
+
+@cuda.jit
+def clock_as_float(t):
+    """t float32[E]."""
+
+
+@cuda.jit
+def positions_per_environment(pos_x):
+    """pos_x float32[E]."""
+
+
+@cuda.jit
+def undeclared(pos_x):
+    """Moves nothing."""
+
+
+@cuda.jit
+def step_size_as_int(step_size, pos_x):
+    """step_size int32; pos_x float32[E, N]."""
+
+
+@cuda.jit
+def shift(step_size, grid_length, pos_x):
+    """pos_x += step_size, clipped at L. step_size, grid_length float32; pos_x float32[E, N]."""
+    num_envs, n = pos_x.shape
+    e, i = agent_of_thread(n)
+    if e < num_envs:
+        pos_x[e, i] = min(pos_x[e, i] + step_size, grid_length)
+
+
+def beacon():
+    return warpsim.make("beacon", 2, backend="cuda", num_agents=3)
+
+
+@pytest.mark.parametrize("kernel, error, message", [
+    (misnamed, InvalidValueError,
+     r"kernel misnamed: parameter 'pos_z' names nothing the environment offers; available: .*\bpos_x, pos_y\b"),
+    (clock_as_float, InvalidTypeError,
+     r"kernel clock_as_float: parameter 't' is declared float32\[E\] in its docstring, but the environment's t "
+     r"is int32\[E\]"),
+    (positions_per_environment, InvalidValueError,
+     r"kernel positions_per_environment: parameter 'pos_x' is declared float32\[E\] in its docstring, but the "
+     r"environment's pos_x is float32\[E, N\]"),
+    (undeclared, InvalidValueError, r"kernel undeclared: parameter 'pos_x' is not declared in its docstring"),
+    (step_size_as_int, InvalidTypeError,
+     r"kernel step_size_as_int: parameter 'step_size' is declared int32 in its docstring, but the "
+     r"environment's step_size is float32"),
+])
+def test_a_kernel_the_environment_cannot_feed_is_refused_before_it_runs(kernel, error, message):
+    env = beacon()
+    before = {name: array.clone() for name, array in env.state.items()}
+    with pytest.raises(error, match=message):
+        env.run(kernel, per="agent")
+    assert all(np.array_equal(before[name], array) for name, array in env.state.items())
+    assert kernel not in env._bindings
+
+
+def test_params_reach_kernels_cast_once_by_their_declared_type():
+    env = beacon()
+    start = env.state.pos_x.clone()
+    env.run(shift, per="agent")
+    env.params = dataclasses.replace(env.params, step_size=0.25)
+    env.run(shift, per="agent")  # new params: bound anew
+    length = np.float32(env.params.grid_length)
+    once = np.minimum(start.numpy() + np.float32(0.5), length)
+    assert np.array_equal(env.state.pos_x.numpy(), np.minimum(once + np.float32(0.25), length))
+
+
+def test_each_launch_hands_the_launcher_the_same_bound_arguments():
+    """The prepared-launch cache keys arrays by identity: a binding made once keeps them."""
+    env = beacon()
+    launched = []
+    object.__setattr__(env, "_launch", lambda kernel, items, *arguments: launched.append((items, arguments)))
+    for _ in range(2):
+        env.run(shift, per="agent")
+    (items, first), (_, second) = launched
+    assert items == 2 * 3 and all(a is b for a, b in zip(first, second))
+    assert (type(first[0]), type(first[1])) == (np.float32, np.float32) and first[2] is env.views.pos_x
+
+
+def test_a_mask_for_a_kernel_without_one_and_an_unknown_launch_shape_are_refused():
+    env = beacon()
+    with pytest.raises(InvalidValueError, match="a mask was given to run.. for kernel shift, which has no "
+                                                "parameter 'mask'"):
+        env.run(shift, per="agent", mask=env.every_env)
+    with pytest.raises(InvalidValueError, match=r"per='thread' is not allowed; allowed: 'agent', 'env', 'block'"):
+        env.run(shift, per="thread")
+
+
+@pytest.mark.parametrize("constants, error, message", [
+    (dict(pos_x=np.zeros(3, np.float32)), InvalidValueError, "adds the constant 'pos_x', the name of one of its"),
+    (dict(seed=np.uint64(1)), InvalidValueError, "adds the constant 'seed'"),
+    (dict(scale=0.5), InvalidTypeError, r"adds the constant scale=0.5; give a NumPy array or scalar"),
+])
+def test_a_constant_that_would_shadow_an_array_or_is_a_python_number_is_refused(constants, error, message):
+    with pytest.raises(error, match=message):
+        beacon().add_constants(**constants)
+
+
+def test_a_docstring_declares_lists_and_ranges_of_parameters():
+    from warpsim.envs.tag_continuous.kernels import observe_full
+
+    declared = {name: str(value) for name, value in declarations(observe_full).items()}
+    assert declared["mask"] == "bool[E]" and declared["observe_own_state"] == "bool"
+    assert [declared[name] for name in ("loc_x", "loc_y", "speed", "direction", "acceleration")] == \
+        ["float32[E, N]"] * 5
+    assert declared["position_scale"] == declared["speed_scale"] == "float32"
