@@ -39,3 +39,7 @@ class UnavailableError(WarpsimError, RuntimeError):
 
 class RunFileError(WarpsimError):
     """A run directory, checkpoint, config or results file that cannot be used."""
+
+
+class MissingHookError(WarpsimError, NotImplementedError):
+    """An environment lacks a method what was asked needs (e.g. ``frame()`` for rendering)."""

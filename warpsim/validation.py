@@ -71,6 +71,13 @@ def require_bool(what: str, value: Any) -> bool:
     return bool(value)
 
 
+def require_str(what: str, value: Any) -> str:
+    """``value`` as a str: a Python or NumPy string (never an array of them, which compares elementwise)."""
+    if not isinstance(value, str):
+        raise InvalidParameterTypeError(_message(what, value, "give a string"))
+    return str(value)
+
+
 def _message(what: str, value: Any, allowed: str) -> str:
     return f"{what}={value!r} is not allowed; {allowed}"
 

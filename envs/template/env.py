@@ -4,7 +4,6 @@ Copy this folder to start an environment of your own (docs/custom_envs.md).
 """
 
 import numpy as np
-import torch
 
 from warpsim import EnvSpec, Environment, StateArray
 from warpsim.envs.template import kernels, reference
@@ -45,10 +44,6 @@ class Beacon(Environment):
     def setup(self) -> None:
         self._moves_x = self.constant(reference.MOVES_X)
         self._moves_y = self.constant(reference.MOVES_Y)
-
-    def game_over(self) -> torch.Tensor:
-        """bool[E], all False: only the clock ends an episode, so every end is a truncation."""
-        return torch.zeros_like(self.done)
 
     def reset_numpy(self, envs: np.ndarray) -> None:
         reference.reset(self.views, self.params, self.seed, envs)
