@@ -117,8 +117,9 @@ def _add_bench(parser: argparse.ArgumentParser) -> None:
                              f"this time (default {runner.DEFAULT_MAX_SECONDS['numpy']:g} on numpy, "
                              "no limit on cuda; inf: no limit)")
     parser.add_argument("--seed", type=int, default=0, help="seeds the starts and the random actions (default 0)")
-    parser.add_argument("--results-dir", type=train_commands.directory_path, default=runner.RESULTS_DIR,
-                        help="where <device>.json is appended (default benchmarks/results)")
+    parser.add_argument("--results-dir", type=train_commands.directory_path,
+                        help="where <device>.json is appended (default: benchmarks/results when run from the "
+                             "root of the warpsim checkout; elsewhere nothing is saved unless this is given)")
     parser.add_argument("--no-save", action="store_true", help="print only; write no JSON")
     parser.set_defaults(run=_run_bench)
 
@@ -129,8 +130,12 @@ def _run_bench(args) -> int:
                          f"them, it is not timed (use a GPU, or --backend numpy)")
     if args.graphs != "off":
         runner.check_graphs(True, args.backend)  # before the eager run of --graphs both
-    if not args.no_save:
-        usable_directory(args.results_dir, "results directory")  # before the timing, not after it
+    results_dir = None if args.no_save else args.results_dir or runner.default_results_dir()
+    if results_dir is not None:
+        usable_directory(results_dir, "results directory")  # before the timing, not after it
+    elif not args.no_save:
+        print(f"records are not saved outside the warpsim checkout ({runner.CHECKOUT}); give --results-dir DIR to "
+              f"append them to DIR/<device>.json", file=sys.stderr, flush=True)
     options = dict(backend=args.backend, steps=args.steps, repeats=args.repeats, warmup_steps=args.warmup,
                    seed=args.seed, max_seconds=args.max_seconds, progress=runner.print_progress)
     if args.config in NAMED_SWEEPS:
@@ -147,8 +152,8 @@ def _run_bench(args) -> int:
         records = _run_tiers(_bench_config(args), args, options)
     for record in records:
         print(runner.summary(record), flush=True)
-        if not args.no_save:
-            print(f"appended to {runner.append_result(record, args.results_dir)}", flush=True)
+        if results_dir is not None:
+            print(f"appended to {runner.append_result(record, results_dir)}", flush=True)
     return 0
 
 

@@ -125,7 +125,8 @@ def _stop_if_diverged(trainer: Trainer, directory: RunDirectory) -> None:
                 if directory.checkpoint_path.exists() else "no checkpoint had been written yet")
         raise TrainingDiverged(
             f"the loss became NaN or infinite by iteration {trainer.iteration}; training stopped and "
-            f"{kept}. A lower learning_rate or max_grad_norm usually helps")
+            f"{kept}. A lower learning_rate or max_grad_norm usually helps: start a new run with them "
+            f"(--resume keeps the run's saved config)")
 
 
 def _uses_gpu(config: TrainConfig) -> bool:
