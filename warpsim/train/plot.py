@@ -2,7 +2,7 @@
 
 Each run is drawn as a line; a dashed line of the same colour is the metric under
 uniformly random play of the run's environment (every role random, played here for
-``baseline_episodes`` episodes). Needs matplotlib (``pip install 'warpsim[plots]'``).
+``baseline_episodes`` episodes). Needs matplotlib (the ``plots`` extra).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import math
 from pathlib import Path
 
 from warpsim.errors import InvalidValueError, RunFileError, UnavailableError, WarpsimError
+from warpsim.extras import install_hint
 from warpsim.registry import make
 from warpsim.train.config import TrainConfig, build_config
 from warpsim.train.evaluate import Player, evaluate
@@ -82,7 +83,7 @@ def plot_runs(run_dirs: list[Path | str], out: Path | str, metric: str | None = 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise UnavailableError("warpsim plot needs matplotlib: pip install 'warpsim[plots]'") from None
+        raise UnavailableError(f"warpsim plot needs matplotlib: {install_hint('plots')}") from None
     series = [(Path(run_dir), read_config(run_dir), read_metrics(run_dir)) for run_dir in run_dirs]
     metric = metric or _default_metric(series[0][2])
     figure, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
