@@ -45,7 +45,7 @@ def user_modules(tmp_path, monkeypatch):
         (tmp_path / f"{name}.py").write_text(source)
     monkeypatch.syspath_prepend(str(tmp_path))
     yield tmp_path
-    for name in sources:
+    for name in [*sources, "divides"]:
         sys.modules.pop(name, None)
 
 
@@ -84,13 +84,24 @@ def test_debug_adds_the_traceback_of_the_users_code(user_modules, capsys):
 
 
 def test_a_bug_in_warpsim_keeps_its_traceback_and_asks_for_a_report(monkeypatch, capsys):
-    def broken(*args, **kwargs):
-        raise KeyError("a bug")
-    monkeypatch.setattr("warpsim.cli.check", broken)
+    monkeypatch.setattr("warpsim.cli.parse_env_settings", {}.__getitem__)  # a TypeError in warpsim's own call
     assert main(["check", "tag_gridworld", "--steps", "1"]) == 1
     err = capsys.readouterr().err
-    assert "Traceback" in err and "KeyError: 'a bug'" in err
+    assert "Traceback" in err and "TypeError" in err
     assert err.strip().splitlines()[-1].startswith("warpsim check: internal error: this is a bug in warpsim")
+
+
+def test_an_exception_in_the_users_environment_code_is_one_line_naming_where(user_modules, capsys):
+    (user_modules / "divides.py").write_text(
+        "from warpsim.envs.template import Beacon\n\n\nclass Divides(Beacon):\n"
+        "    def step_numpy(self):\n        1 / 0\n")
+    command = ["bench", "--env", "divides:Divides", "--backend", "numpy", "--num-envs", "1", "--steps", "1",
+               "--repeats", "1", "--warmup", "1", "--no-save"]
+    assert main(command) == 2
+    line = one_line_error(capsys, "bench")
+    assert "ZeroDivisionError: division by zero, raised by your code at " in line and "divides.py:6" in line
+    assert main([*command, "--debug"]) == 2
+    assert "Traceback" in capsys.readouterr().err
 
 
 def test_a_config_file_with_a_list_for_env_params_is_one_line(tmp_path, capsys):

@@ -7,8 +7,13 @@ import os
 import re
 import subprocess
 import sys
+import sysconfig
 import traceback
+from pathlib import Path
 
+import warpsim
+import warpsim.envs
+import warpsim.kernels
 from warpsim.bench import runner
 from warpsim.bench.policy_tiers import POLICY_TIERS, run_policy_tier
 from warpsim.bench.sweeps import NAMED_SWEEPS, run_sweep
@@ -37,16 +42,36 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
-    except Exception:
-        traceback.print_exc()
-        print(f"warpsim {args.command}: internal error: this is a bug in warpsim; please report it with the "
-              f"command line and the traceback above", file=sys.stderr)
-        return 1
+    except Exception as error:
+        where = users_frame(error)
+        if where is None or args.debug:
+            traceback.print_exc()
+        if where is None:
+            print(f"warpsim {args.command}: internal error: this is a bug in warpsim; please report it with the "
+                  f"command line and the traceback above", file=sys.stderr)
+            return 1
+        print(f"warpsim {args.command}: error: {type(error).__name__}: {one_line(error)}, raised by your code at "
+              f"{where.filename}:{where.lineno} (--debug prints the traceback)", file=sys.stderr)
+        return 2
 
 
 def one_line(error: BaseException) -> str:
     """An error's message on one line (an OSError's or MemoryError's may have several)."""
     return " ".join(str(error).split()) or type(error).__name__
+
+
+def users_frame(error: BaseException) -> traceback.FrameSummary | None:
+    """Where a user's own code (e.g. their environment's step) raised ``error``: the innermost frame of
+    its traceback outside Python's and installed libraries' files, when that frame is not warpsim's.
+    None when it is warpsim's: the error is then a bug in warpsim."""
+    own = [Path(folder) for package in (warpsim, warpsim.envs, warpsim.kernels) for folder in package.__path__]
+    libraries = [Path(sysconfig.get_paths()[name]) for name in ("stdlib", "platstdlib", "purelib", "platlib")]
+    for frame in reversed(traceback.extract_tb(error.__traceback__)):
+        path = Path(frame.filename).resolve()
+        if frame.filename.startswith("<") or any(path.is_relative_to(folder.resolve()) for folder in libraries):
+            continue
+        return None if any(path.is_relative_to(folder.resolve()) for folder in own) else frame
+    return None
 
 
 def build_parser() -> argparse.ArgumentParser:
