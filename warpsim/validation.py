@@ -71,10 +71,11 @@ def require_bool(what: str, value: Any) -> bool:
     return bool(value)
 
 
-def require_str(what: str, value: Any) -> str:
-    """``value`` as a str: a Python or NumPy string (never an array of them, which compares elementwise)."""
-    if not isinstance(value, str):
-        raise InvalidParameterTypeError(_message(what, value, "give a string"))
+def require_choice(what: str, value: Any, choices: tuple[str, ...]) -> str:
+    """``value`` as a plain str, one of ``choices``: a Python or NumPy string, never an array of
+    them (which would compare elementwise, or pass as its one element)."""
+    if not isinstance(value, str) or value not in choices:
+        raise not_allowed(what, value, f"choose one of {', '.join(choices)}")
     return str(value)
 
 

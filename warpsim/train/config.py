@@ -16,9 +16,10 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from warpsim.device import BACKENDS
 from warpsim.errors import InvalidValueError, RunFileError, WarpsimError
 from warpsim.train import opponents
-from warpsim.validation import check_fields, not_allowed, require_bool, require_int, require_real, require_str
+from warpsim.validation import check_fields, not_allowed, require_bool, require_choice, require_int, require_real
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -115,10 +116,9 @@ class TrainConfig:
         if self.value_clip is not None:
             check_fields(self, require_real, ("value_clip",), 0, low_exclusive=True, what=CONFIG_FIELD)
         check_fields(self, require_bool, ("anneal_lr", "normalize_advantages"), what=CONFIG_FIELD)
-        check_fields(self, require_str, ("env", "backend", "policy_device", "precision", "graphs"), what=CONFIG_FIELD)
-        need(self.precision in PRECISIONS, "precision", f"choose one of {', '.join(PRECISIONS)}")
-        need(self.graphs in GRAPHS, "graphs", f"choose one of {', '.join(GRAPHS)}")
-        need(self.backend in ("auto", "cuda", "numpy"), "backend", "choose auto, cuda or numpy")
+        check_fields(self, require_choice, ("precision",), PRECISIONS, what=CONFIG_FIELD)
+        check_fields(self, require_choice, ("graphs",), GRAPHS, what=CONFIG_FIELD)
+        check_fields(self, require_choice, ("backend",), BACKENDS, what=CONFIG_FIELD)
         need(is_policy_device(self.policy_device), "policy_device",
              f"choose auto, cpu, cuda or cuda:N (N in [0, {MAX_DEVICE_INDEX}], no leading zero)")
         need(isinstance(self.env, str) and bool(self.env), "env", "give an environment id or package.module:Class")
