@@ -70,5 +70,6 @@ _sin_cos_numpy = _sin_cos_formula(np.multiply, np.add, np.subtract, np.where)
 
 def sin_cos(x) -> tuple[np.ndarray, np.ndarray]:
     """(sin x, cos x) of a float32 array (or scalar), elementwise, as the kernels compute them."""
-    sine, cosine = _sin_cos_numpy(np.asarray(x, np.float32))
+    with np.errstate(invalid="ignore"):  # NaN in the state: its quadrant is undefined, and the result NaN anyway
+        sine, cosine = _sin_cos_numpy(np.asarray(x, np.float32))
     return sine.astype(np.float32, copy=False), cosine.astype(np.float32, copy=False)

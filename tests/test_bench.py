@@ -234,6 +234,7 @@ def test_a_custom_environment_that_declares_nothing_is_recorded_as_unknown():
     assert record["floor"]["flops_per_env_step"] == "unknown"
     assert record["floor"]["compute_floor_seconds_per_env_step"] == "unknown"
     assert record["floor"]["floor_seconds_per_env_step"] == record["floor"]["memory_floor_seconds_per_env_step"]
+    assert "N=3 on numpy" in runner.summary(record), "an undeclared observation is left out of the summary"
 
 
 def test_a_custom_environment_declares_its_observation_and_pairwise_work():
@@ -323,5 +324,19 @@ def test_graphs_on_where_none_can_be_captured_is_a_clear_error(graphs, tier, tmp
     code = main(["bench", "--env", "tag_gridworld", "--num-envs", "1", "--backend", "numpy", "--tier", tier,
                  "--graphs", graphs, "--steps", "2", "--repeats", "1", "--results-dir", str(tmp_path)])
     assert code == 2
-    assert "CUDA graphs need the cuda backend on a GPU" in capsys.readouterr().err
+    error = capsys.readouterr().err
+    assert "CUDA graphs with backend='numpy' is not possible: they need the cuda backend on a GPU" in error
+    assert "graphs on" not in error, "--graphs both is not --graphs on"
     assert not any(tmp_path.iterdir())
+
+
+def test_bench_outside_the_checkout_saves_nothing_unless_told_where(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["bench", "--env", "tag_gridworld", "--num-envs", "1", "--backend", "numpy", "--steps", "1",
+                 "--repeats", "1", "--warmup", "1"]) == 0
+    assert not any(tmp_path.iterdir())
+    err = capsys.readouterr().err
+    assert "records are not saved outside the warpsim checkout" in err and "--results-dir" in err
+    assert runner.default_results_dir() is None
+    monkeypatch.chdir(runner.CHECKOUT)
+    assert runner.default_results_dir() == runner.RESULTS_DIR

@@ -2,7 +2,10 @@
 every warpsim command line in their shell blocks parses with the real command line, and
 their links lead somewhere."""
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -206,3 +209,14 @@ def test_the_custom_environment_tutorial_covers(topic, needed):
     page = (REPO / "docs" / "custom_envs.md").read_text()
     missing = [text for text in needed if text not in page]
     assert not missing, f"docs/custom_envs.md does not cover {topic}: {missing}"
+
+
+@pytest.mark.parametrize("heading", ["## 10. Random numbers during a step", "## 11. Nearest neighbours on a grid"])
+def test_a_kernel_block_runs_as_written_in_a_fresh_process(heading):
+    """A reader without a GPU runs the block in a Python of their own: it must choose the simulator itself."""
+    page = (REPO / "docs" / "custom_envs.md").read_text()
+    section = page[page.index(heading):]
+    code = next(block.code for block in parse_blocks(section, "custom_envs.md") if block.language == "python")
+    env = {key: value for key, value in os.environ.items() if key != "NUMBA_ENABLE_CUDASIM"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -6,6 +6,7 @@ import pytest
 import torch
 from ticks_env import Ticks
 
+from warpsim.environment import Environment
 from warpsim.roles import roles_of
 from warpsim.train.episodes import EpisodeStats
 from warpsim.train.evaluate import Player, evaluate
@@ -20,6 +21,24 @@ def test_terminated_says_which_ends_were_by_the_rules():
     assert ends[5] == ([True, False], [True, False]), "the rules end environment 0 on step 6"
     assert ends[7] == ([False, True], [False, False]), "the time limit cuts environment 1 on step 8"
     assert all(not any(terminated) for done, terminated in ends[:5] + ends[6:7])
+
+
+class ClockOnly(Ticks):
+    """Ticks without its statement of the rules: as far as warpsim knows, only a clock ends its episodes."""
+
+    game_over = Environment.game_over
+
+
+def test_an_environment_without_game_over_has_only_truncations():
+    env = ClockOnly(2, backend="numpy")
+    ends = 0
+    for _ in range(8):
+        env.step()
+        ends += int(env.done.sum())
+        assert not env.terminated.any(), "an end counted as terminal without game_over()"
+    assert ends == 2
+    result = evaluate(Player(ClockOnly(2, backend="numpy"), None, seed=0), episodes=2)
+    assert "(0% ended by the rules)" in str(result)
 
 
 def test_length_terminations_and_first_and_last_event_steps_per_episode():

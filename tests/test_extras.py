@@ -24,9 +24,9 @@ def test_a_checkout_installed_by_install_sh_is_told_to_use_it(monkeypatch):
     assert install_hint("plots").startswith("./install.sh plots")
 
 
-def test_another_installation_is_told_to_use_pip(monkeypatch, tmp_path):
+def test_another_installation_is_told_to_use_pip_on_its_checkout(monkeypatch, tmp_path):
     monkeypatch.setattr(sys, "prefix", str(tmp_path / "some-env"))
-    assert install_hint("plots") == "pip install 'warpsim[plots]'"
+    assert install_hint("plots") == f"pip install -e '{REPO}[plots]'", "warpsim is on no package index"
 
 
 def test_render_without_matplotlib_names_the_hint(monkeypatch, tmp_path):

@@ -1,4 +1,6 @@
-"""Property-based fuzzing of make, step, reset(mask), state writes and the command line.
+"""Property-based fuzzing of make (ids, package.module:Class with broken user modules, devices),
+step (actions of every NumPy integer dtype), reset(mask), state writes, every TrainConfig field
+and every subcommand of the command line.
 
 Every generated input either works, with finite outputs, or raises a WarpsimError whose
 message names what was wrong; never another exception, never a hang. The examples are
@@ -8,8 +10,10 @@ minute. ``pytest -s tests/test_fuzz.py`` prints how many inputs were tried and h
 
 import collections
 import contextlib
+import dataclasses
 import os
 import signal
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +27,8 @@ from warpsim.cli import main
 from warpsim.envs.template import Beacon
 from warpsim.errors import WarpsimError
 from warpsim.registry import env_class
+from warpsim.train import TrainConfig
+from warpsim.train.config import build_config
 
 TALLY: collections.Counter = collections.Counter()
 EXAMPLE_SECONDS = 30
@@ -41,6 +47,8 @@ NUMBERS = st.one_of(
 ODD = st.sampled_from([None, "3", "", True, False, [1], {"a": 1}, b"x", 2 + 1j])
 VALUES = st.one_of(NUMBERS, ODD)
 ENVS = ["tag_continuous", "tag_gridworld", Beacon]
+DEVICE_STRINGS = ["cuda:01", "cuda:00", "cuda:128", "cuda:99999999999999999999", "cuda:-1", "cuda:1.0", "cuda: 1",
+                  "cpu:0", "CUDA", "", "meta", "auto", "cuda", "cuda:0", "cuda:127", np.str_("cpu")]
 
 
 @contextlib.contextmanager
@@ -93,7 +101,7 @@ def make_calls(draw):
         "backend": st.sampled_from(["numpy", "numpy", "numpy", "cuda", "auto", "tpu", "", 3]),
         "seed": st.one_of(st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1), st.integers(-2, 2**64 + 1), VALUES),
         "checked": st.one_of(st.booleans(), st.booleans(), st.booleans(), VALUES),
-        "device": st.sampled_from([None, "cpu", "cuda:x", 3.5, "gpu", 0, -1]),
+        "device": st.sampled_from([None, "cpu", "cuda:x", 3.5, "gpu", 0, -1, *DEVICE_STRINGS, np.array(["cpu"])]),
     }))
     options.setdefault("backend", "numpy")
     odd_num_envs = st.sampled_from([-1, 0, 2**31, 10**12, 10**30, 2.0, "2", None])
@@ -112,14 +120,19 @@ def make_or_error(env, num_envs, params, options):
     return None
 
 
+INTEGER_DTYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
 ACTION_KINDS = ["valid", "out of range", "wide", "float", "bool", "shape", "string", "object", "reversed", "list",
-                "meta", "huge list"]
+                "meta", "huge list", *(f"valid {np.dtype(dtype).name}" for dtype in INTEGER_DTYPES)]
+MASK_KINDS = ["bool", "int", "short", "string", "none list", "reversed", "tensor", "2d",
+              *(f"flags {np.dtype(dtype).name}" for dtype in INTEGER_DTYPES)]
 
 
 def odd_actions(env, kind: str, rng: np.random.Generator):
     levels = np.array(env.spec.action_levels)
     shape = tuple(env.actions.shape)
     valid = (rng.random(shape) * levels).astype(np.int64)
+    if kind.startswith("valid "):
+        return valid.astype(kind.split()[1])  # every level fits in every integer dtype
     return {
         "valid": valid,
         "out of range": valid + levels * rng.integers(1, 3),
@@ -138,14 +151,15 @@ def odd_actions(env, kind: str, rng: np.random.Generator):
 
 def odd_mask(env, kind: str, rng: np.random.Generator):
     flags = rng.random(env.num_envs) < 0.5
+    if kind.startswith("flags "):
+        return flags.astype(kind.split()[1])
     return {"bool": flags, "int": flags.astype(np.int64), "short": flags[:-1], "string": "all", "none list": [None],
             "reversed": flags[::-1], "tensor": torch.from_numpy(flags), "2d": flags[None]}[kind]
 
 
 @settings(FUZZ, max_examples=1500)
 @given(call=make_calls(), actions=st.lists(st.sampled_from(ACTION_KINDS), min_size=1, max_size=3),
-       masks=st.lists(st.sampled_from(["bool", "int", "short", "string", "none list", "reversed", "tensor", "2d"]),
-                      max_size=2),
+       masks=st.lists(st.sampled_from(MASK_KINDS), max_size=2),
        seed=st.integers(0, 2**32 - 1))
 def test_make_step_and_reset_either_work_or_raise_a_clear_error(call, actions, masks, seed):
     env = make_or_error(*call)
@@ -160,9 +174,10 @@ def test_make_step_and_reset_either_work_or_raise_a_clear_error(call, actions, m
                 env.step(odd_actions(env, kind, rng))
             except WarpsimError as error:
                 expect_clear_error(error, ["action"])
-                assert kind != "valid", f"valid actions refused: {error}"
+                assert not kind.startswith("valid"), f"valid actions ({kind}) refused: {error}"
                 continue
-        assert kind in ("valid", "reversed", "list") or not env.checked, f"{kind} actions accepted in checked mode"
+        accepted = kind.startswith("valid") or kind in ("reversed", "list")
+        assert accepted or not env.checked, f"{kind} actions accepted in checked mode"
         assert_finite(env)
     for kind in masks:
         TALLY["inputs"] += 1
@@ -174,6 +189,88 @@ def test_make_step_and_reset_either_work_or_raise_a_clear_error(call, actions, m
                 continue
         assert kind in ("bool", "reversed", "tensor"), f"a {kind} reset mask was accepted"
         assert_finite(env)
+
+
+USER_MODULES = {
+    "fuzz_fine": "from warpsim.envs.template import Beacon\nclass Fine(Beacon):\n    pass\n",
+    "fuzz_syntax": "def f(:\n",
+    "fuzz_raises": "raise KeyError('at import')\n",
+    "fuzz_exits": "import sys\nsys.exit('bye')\n",
+    "fuzz_no_params": "from warpsim import Environment\nclass Env(Environment):\n    pass\n",
+    "fuzz_plain_params": "from warpsim import Environment\nclass Env(Environment):\n    Params = dict\n",
+    "fuzz_getattr": "def __getattr__(name):\n    raise RuntimeError(name)\n",
+}
+CLASS_IDS = ["fuzz_fine:Fine", "fuzz_fine:Fine.x", "fuzz_fine:Nope", "fuzz_syntax:Env", "fuzz_raises:Env",
+             "fuzz_exits:Env", "fuzz_no_params:Env", "fuzz_plain_params:Env", "fuzz_getattr:Env",
+             "..x:Y", ".x:Y", ":", "a:", ":B", "a::b", "warpsim.environment:Environment", "warpsim:make",
+             "os:path", "no_such_module_here:Env", "warpsim.envs.template.env:Beacon", "warpsim.envs.template:Beacon",
+             "x y:Z", "\x00:Y", "tag_continuous:X"]
+
+
+@pytest.fixture(scope="module")
+def user_modules(tmp_path_factory):
+    """Environment modules a user might write, most of them broken, importable for this file's tests."""
+    folder = tmp_path_factory.mktemp("user_modules")
+    for name, source in USER_MODULES.items():
+        (folder / f"{name}.py").write_text(source)
+    sys.path.insert(0, str(folder))
+    yield folder
+    sys.path.remove(str(folder))
+    for name in USER_MODULES:
+        sys.modules.pop(name, None)
+
+
+@settings(FUZZ, max_examples=60)
+@given(env_id=st.sampled_from(CLASS_IDS), num_envs=st.integers(1, 2))
+def test_package_module_class_ids_either_work_or_name_the_id(user_modules, env_id, num_envs):
+    TALLY["inputs"] += 1
+    TALLY["class ids"] += 1
+    with time_limit(EXAMPLE_SECONDS):
+        try:
+            env = warpsim.make(env_id, num_envs, backend="numpy")
+        except WarpsimError as error:
+            expect_clear_error(error, [env_id, repr(env_id)])
+            return
+    assert env_id in ("fuzz_fine:Fine", "warpsim.envs.template.env:Beacon", "warpsim.envs.template:Beacon")
+    env.step()
+    assert_finite(env)
+
+
+CONFIG_VALUES = st.one_of(VALUES, st.sampled_from([
+    np.array([1, 2]), np.array(3), np.array(["random", "x"]), np.array("numpy"), np.array([]), np.str_("numpy"),
+    np.int64(2), np.float32(0.5), np.float64("nan"), np.bool_(True), {"runner": np.array(["random"])},
+    {"runner": "random"}, {"num_taggers": np.array([1, 2])}, {1: 2}, [("a", 1)], (1,), "cuda:01", 10**30]))
+
+
+@settings(FUZZ, max_examples=300)
+@given(changes=st.dictionaries(st.sampled_from([f.name for f in dataclasses.fields(TrainConfig)]), CONFIG_VALUES,
+                               min_size=1, max_size=2),
+       layered=st.booleans())
+def test_every_train_config_field_takes_its_values_or_names_itself(changes, layered):
+    TALLY["inputs"] += 1
+    TALLY["train configs"] += 1
+    try:
+        config = build_config(changes) if layered else TrainConfig(**changes)
+    except WarpsimError as error:
+        expect_clear_error(error, list(changes))
+        return
+    for name, value in changes.items():
+        kept = getattr(config, name)
+        assert not isinstance(kept, np.ndarray), f"{name}={value!r} kept as an array"
+        assert isinstance(kept, (str, int, float, bool, dict, type(None))), f"{name}={value!r} kept as {kept!r}"
+
+
+@settings(FUZZ, max_examples=len(DEVICE_STRINGS))
+@given(device=st.sampled_from(DEVICE_STRINGS))
+def test_policy_device_strings_are_what_torch_reads_or_refused(device):
+    TALLY["inputs"] += 1
+    try:
+        config = TrainConfig(policy_device=device)
+    except WarpsimError as error:
+        expect_clear_error(error, ["policy_device"])
+        return
+    if config.policy_device != "auto":
+        assert str(torch.device(config.policy_device)) == config.policy_device, "torch reads another device"
 
 
 STATE_VALUES = st.one_of(st.floats(allow_nan=True, allow_infinity=True, width=32), st.integers(-3, 12),
@@ -234,7 +331,7 @@ SETTINGS = st.sampled_from(["num_taggers=1e300", "grid_length=-1", "episode_leng
 
 @st.composite
 def command_lines(draw):
-    command = draw(st.sampled_from(["train", "evaluate", "render", "bench"]))
+    command = draw(st.sampled_from(["train", "evaluate", "render", "bench", "check", "plot"]))
     place = draw(st.sampled_from(["run", "file", "under file", "missing", "garbage", "empty", "new"]))
 
     def options(choices: dict) -> list:
@@ -258,6 +355,15 @@ def command_lines(draw):
         out = draw(st.sampled_from(["new/a.gif", "file", "under file/a.gif", "new/a.png", "run"]))
         return ["render", place, "--backend", "numpy", "--out", out, "--max-steps", "3",
                 *options({"--fps": SMALL, "--max-steps": SMALL, "--seed": LARGE})]
+    if command == "check":
+        env = draw(st.sampled_from(["tag_gridworld", "beacon", *CLASS_IDS]))
+        grid_sets = sets if env == "tag_gridworld" else []
+        return ["check", env, "--num-envs", "1", "--steps", "2", *grid_sets,
+                *options({"--num-envs": SMALL, "--steps": SMALL, "--seed": LARGE})]
+    if command == "plot":
+        out = draw(st.sampled_from(["new/a.png", "new/a.gif", "file", "under file/a.png", "run"]))
+        return ["plot", place, "--baseline-episodes", "0", "--out", out,
+                *options({"--baseline-episodes": LARGE, "--metric": st.sampled_from(["episode_length", "nope", ""])})]
     return ["bench", "--backend", "numpy", "--env", "tag_gridworld", "--num-envs", "2", "--steps", "2", "--repeats",
             "1", "--warmup", "1", "--results-dir", place, *sets,
             *options({"--num-envs": LARGE, "--steps": SMALL, "--repeats": SMALL, "--warmup": SMALL,
@@ -278,9 +384,9 @@ def resolve(argv: list, paths: dict) -> list:
     return resolved
 
 
-@settings(FUZZ, max_examples=150)
+@settings(FUZZ, max_examples=200)
 @given(argv=command_lines())
-def test_command_lines_end_in_success_or_one_line_and_exit_2(paths, capsys, argv):
+def test_command_lines_end_in_success_or_one_line_and_exit_2(paths, user_modules, capsys, argv):
     argv = resolve(argv, paths)
     TALLY["inputs"] += 1
     TALLY["command lines"] += 1
@@ -295,6 +401,7 @@ def test_command_lines_end_in_success_or_one_line_and_exit_2(paths, capsys, argv
             capsys.readouterr()
             return
     err = capsys.readouterr().err
+    assert "Traceback" not in err, f"{argv}: {err}"
     TALLY[f"exit {code}"] += 1
     if code == 0:
         return

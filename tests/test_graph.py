@@ -10,6 +10,7 @@ import torch
 import warpsim
 from warpsim.environment import CHECK_EVERY
 from warpsim.errors import InvalidValueError
+from warpsim.graph import MAX_STEPS
 
 SMALL = dict(num_taggers=1, num_runners=3, episode_length=3)
 
@@ -55,10 +56,11 @@ def test_a_graph_where_nothing_can_be_captured_steps_eagerly_with_the_same_resul
     assert resets > 3  # episodes of 3 steps ended and reset inside the replays
 
 
-@pytest.mark.parametrize("steps", [0, -1, 1.5, True, "2"])
-def test_steps_per_replay_must_be_a_positive_integer(steps):
+@pytest.mark.parametrize("steps", [0, -1, 1.5, True, "2", MAX_STEPS + 1, 10**18])
+def test_steps_per_replay_must_be_a_positive_integer_within_the_bound(steps):
     env = warpsim.make("tag_gridworld", 1, backend="numpy")
-    with pytest.raises(InvalidValueError, match=f"steps={steps!r} is not allowed; give an integer >= 1"):
+    allowed = rf"give an integer in \[1, {MAX_STEPS}\]"
+    with pytest.raises(InvalidValueError, match=rf"steps={steps!r} is not allowed; {allowed}"):
         env.graph(steps=steps)
 
 

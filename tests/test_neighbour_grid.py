@@ -201,3 +201,17 @@ def test_grid_search_matches_the_reference_search_at_real_sizes(num_agents, in_s
             count = int(expected_found[e, i].sum())
             assert found[e, i] == count, f"environment {e}, agent {i}"
             np.testing.assert_array_equal(ids[e, i, :count], expected_ids[e, i, :count], err_msg=f"env {e}, agent {i}")
+
+
+def test_neighbours_are_ordered_by_squared_distance_not_by_its_rounded_root():
+    """Agents 1 and 2 lie at different float32 squared distances from agent 0, whose float32 square roots
+    are equal: WarpDrive, which orders by the root, sees a tie and puts agent 1 first; warpsim orders by
+    the squared distance and puts the truly nearer agent 2 first (docs/tag_rules.md)."""
+    x = np.array([[0.0, 0.5998001, 0.59980005, 3.5]], np.float32)
+    y = np.array([[0.0, 0.8, 0.8, 3.5]], np.float32)
+    d2 = x[0, 1:3] * x[0, 1:3] + y[0, 1:3] * y[0, 1:3]
+    assert d2[1] < d2[0] and np.sqrt(d2[1]) == np.sqrt(d2[0]), "the case needs equal roots of unequal squares"
+    member = np.ones((1, 4), np.int32)
+    ids, found = grid_nearest(x, y, member, 2, 4.0)
+    assert found[0, 0] == 2 and ids[0, 0].tolist() == [2, 1]
+    np.testing.assert_array_equal(ids, brute_nearest(x, y, member, 2)[0])

@@ -7,7 +7,7 @@ import pytest
 from warpsim.cli import main
 from warpsim.train import TrainConfig
 from warpsim.train.loop import train
-from warpsim.train.plot import read_metrics
+from warpsim.train.plot import curve_points, plot_runs, read_metrics
 
 pytest.importorskip("matplotlib")
 
@@ -43,3 +43,33 @@ def test_bad_plots_are_clear_errors(tmp_path, capsys):
     assert main(["plot", str(tmp_path / "run"), "--metric", "speed", "--baseline-episodes", "0"]) == 2
     error = capsys.readouterr().err
     assert "has no values of 'speed'" in error and "episode_length" in error
+
+
+def test_a_partial_last_line_is_left_out_as_resume_drops_it(tmp_path):
+    train(TrainConfig(**GRID, iterations=2), tmp_path, progress=None)
+    whole = read_metrics(tmp_path)
+    with (tmp_path / "metrics.jsonl").open("a") as metrics:
+        metrics.write('{"iteration": 3, "env_st')
+    assert read_metrics(tmp_path) == whole
+
+
+def test_the_curve_leaves_out_iteration_one_whose_mean_favours_short_episodes():
+    records = [{"iteration": 1, "episode_length": 3.0}, {"iteration": 2, "episode_length": 7.0}]
+    assert curve_points(records, "episode_length") == records[1:]
+    resumed = [{"iteration": 5, "episode_length": 6.0}, {"iteration": 6, "episode_length": 7.0}]
+    assert curve_points(resumed, "episode_length") == resumed
+    assert curve_points(records[:1], "episode_length") == records[:1], "a lone point is still drawn"
+
+
+def test_the_random_play_line_lies_inside_the_axes(tmp_path, monkeypatch):
+    import matplotlib.pyplot as plt
+    train(TrainConfig(**GRID, iterations=3), tmp_path, progress=None)
+    values = [record["episode_length"] for record in curve_points(read_metrics(tmp_path), "episode_length")]
+    monkeypatch.setattr("warpsim.train.plot.random_play_value", lambda *args: min(values))
+    limits = []
+    monkeypatch.setattr(plt, "close", lambda figure: limits.append(figure.axes[0].get_ylim()))
+    plot_runs([tmp_path], tmp_path / "a.png", "episode_length", baseline_episodes=1)
+    (low, high), = limits
+    span = max(values) - min(values) or abs(max(values))
+    # matplotlib's own 5% margin leaves a dashed line at the extreme hard to tell from the frame.
+    assert min(values) - low > 0.075 * span and high - max(values) > 0.075 * span

@@ -50,3 +50,14 @@ def test_the_first_line_shows_after_the_first_iteration(tmp_path):
     train(TrainConfig(**GRID, iterations=3, log_every=10), tmp_path / "run", progress=stream)
     counts = [line.split("] ")[1].split(" |")[0] for line in stream.getvalue().splitlines() if line.startswith("[")]
     assert counts == ["1/3", "3/3"]
+
+
+def test_the_run_says_where_and_on_what_before_the_first_iteration(tmp_path):
+    stream = io.StringIO()
+    train(TrainConfig(**GRID, iterations=2, checkpoint_every=1), tmp_path / "run", progress=stream, stop_after=1)
+    first = stream.getvalue().splitlines()[0]
+    assert first == (f"training tag_gridworld to iteration 2 in {tmp_path / 'run'}: environments on the numpy "
+                     f"backend (cpu), networks on cpu in fp32, eager rollouts of 8 steps x 4 environments")
+    stream = io.StringIO()
+    train(None, tmp_path / "run", resume=True, progress=stream)
+    assert stream.getvalue().splitlines()[0].startswith("resuming tag_gridworld at iteration 1, to iteration 2 in ")

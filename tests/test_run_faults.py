@@ -217,7 +217,8 @@ def test_resume_with_fewer_iterations_than_done_is_an_error(finished_run, capsys
 
 
 def test_extending_a_finished_run_anneals_from_the_rate_it_reached(tmp_path):
-    train(TrainConfig(**GRID, iterations=4, log_every=1, learning_rate=0.01), tmp_path, progress=None)
+    train(TrainConfig(**GRID, iterations=4, log_every=1, learning_rate=0.01, lr_schedule="linear", min_learning_rate=0.0),
+          tmp_path, progress=None)
     train(None, tmp_path, resume=True, iterations=8, progress=None)
     rates = [r["learning_rate"] for r in records(tmp_path)]
     assert rates[:4] == pytest.approx([0.01, 0.0075, 0.005, 0.0025])
@@ -333,3 +334,19 @@ def test_a_config_file_that_is_not_text(tmp_path, capsys):
     line = cli_error(capsys, ["train", "--config-file", str(tmp_path / "settings.toml"), "--run-dir",
                               str(tmp_path / "run")])
     assert f"config file {tmp_path / 'settings.toml'} is not text" in line
+
+
+def test_bench_policy_tier_keeps_the_whole_rollout_at_the_smaller_batch_it_scales_down_to(monkeypatch):
+    from warpsim.bench import policy_tiers
+    from warpsim.configs import BenchConfig
+    from warpsim.train import storage
+    config = BenchConfig("tag_gridworld", 64, dict(num_taggers=2, grid_length=5), None)
+    spec = Trainer(TrainConfig(**GRID)).env.spec
+    budget = storage.training_bytes(TrainConfig(**{**GRID, "num_envs": 8, "rollout_steps": 64}), spec, 4 * 3 * 100)
+    monkeypatch.setattr(storage, "available_bytes", lambda placement: int(budget / storage.SAFETY) + 1)
+    messages = []
+    record = policy_tiers.run_policy_tier(config, "sim+policy", backend="numpy", steps=64, repeats=1,
+                                          max_seconds=1e-9, progress=messages.append)
+    assert record["num_envs"] < 64, "the time budget scales the batch down"
+    assert record["steps_per_repeat"] == 64, f"a rollout halved for E=64 kept at E={record['num_envs']}"
+    assert not any("does not fit in memory" in message for message in messages)

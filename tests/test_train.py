@@ -91,7 +91,9 @@ def test_nan_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path, monkeypa
         original(self)
 
     monkeypatch.setattr(Trainer, "iterate", poisoned)
-    with pytest.raises(TrainingDiverged, match="NaN or infinite by iteration 3.*checkpoint.pt, is kept"):
+    # The advice must be one the command line takes: --resume refuses a new learning rate.
+    with pytest.raises(TrainingDiverged, match="NaN or infinite by iteration 3.*checkpoint.pt, is kept.*start a "
+                                               "new run with them"):
         train(TrainConfig(**GRID, iterations=6, checkpoint_every=1, log_every=1), tmp_path, progress=None)
     saved = checkpoint.load(tmp_path)
     assert saved["iteration"] == 2

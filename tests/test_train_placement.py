@@ -23,7 +23,7 @@ no_gpu = pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine w
 @pytest.mark.parametrize("value", ["GPU", "cuda:", "cuda:x", "cuda:-1", "CPU", "", None, 0])
 def test_policy_device_must_be_auto_cpu_cuda_or_cuda_n(value):
     with pytest.raises(InvalidValueError, match=rf"config field policy_device={value!r} is not allowed; choose "
-                                                r"auto, cpu, cuda or cuda:N \(N >= 0\)"):
+                                                r"auto, cpu, cuda or cuda:N \(N in \[0, 127\], no leading zero\)"):
         TrainConfig(**TAG, policy_device=value)
 
 

@@ -1,5 +1,7 @@
 """warpsim.kernels.trig: one float32 sin/cos formula, the same bits in a kernel and in NumPy."""
 
+import warnings
+
 import numpy as np
 import pytest
 from numba import cuda
@@ -65,3 +67,10 @@ def test_kernel_on_the_gpu_gives_numpys_bits():
     expected_sine, expected_cosine = sin_cos(x)
     np.testing.assert_array_equal(sine.view(np.int32), expected_sine.view(np.int32))
     np.testing.assert_array_equal(cosine.view(np.int32), expected_cosine.view(np.int32))
+
+
+def test_nan_gives_nan_without_a_numpy_warning():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sine, cosine = sin_cos(np.array([np.nan, 1.0], np.float32))
+    assert np.isnan(sine[0]) and np.isnan(cosine[0]) and np.isfinite(sine[1])

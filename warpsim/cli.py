@@ -7,7 +7,13 @@ import os
 import re
 import subprocess
 import sys
+import sysconfig
+import traceback
+from pathlib import Path
 
+import warpsim
+import warpsim.envs
+import warpsim.kernels
 from warpsim.bench import runner
 from warpsim.bench.policy_tiers import POLICY_TIERS, run_policy_tier
 from warpsim.bench.sweeps import NAMED_SWEEPS, run_sweep
@@ -16,7 +22,7 @@ from warpsim.configs import NAMED_CONFIGS, BenchConfig
 from warpsim.device import gpu_available, resolve_placement, simulator_enabled
 from warpsim.errors import InvalidValueError, WarpsimError
 from warpsim.files import usable_directory
-from warpsim.registry import parse_env_settings, registered
+from warpsim.registry import parse_env_settings, portable_id, registered
 from warpsim.train import commands as train_commands
 from warpsim.train import loop as train_loop
 from warpsim.train.config import PRECISIONS
@@ -27,34 +33,72 @@ def main(argv: list[str] | None = None) -> int:
     args.argv = list(sys.argv[1:] if argv is None else argv)
     try:
         return args.run(args)
-    except (WarpsimError, OSError) as error:
-        # A user's error (or a file the system refused) is one line; anything else is a bug and keeps its traceback.
-        print(f"warpsim {args.command}: error: {error}", file=sys.stderr)
+    except (WarpsimError, OSError, MemoryError) as error:
+        # A user's error (or what the system refused) is one line; --debug adds the traceback, which holds
+        # the user's own one where their code failed (chained).
+        if args.debug:
+            traceback.print_exc()
+        print(f"warpsim {args.command}: error: {one_line(error)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
+    except Exception as error:
+        where = users_frame(error)
+        if where is None or args.debug:
+            traceback.print_exc()
+        if where is None:
+            print(f"warpsim {args.command}: internal error: this is a bug in warpsim; please report it with the "
+                  f"command line and the traceback above", file=sys.stderr)
+            return 1
+        print(f"warpsim {args.command}: error: {type(error).__name__}: {one_line(error)}, raised by your code at "
+              f"{where.filename}:{where.lineno} (--debug prints the traceback)", file=sys.stderr)
+        return 2
+
+
+def one_line(error: BaseException) -> str:
+    """An error's message on one line (an OSError's or MemoryError's may have several)."""
+    return " ".join(str(error).split()) or type(error).__name__
+
+
+def users_frame(error: BaseException) -> traceback.FrameSummary | None:
+    """Where a user's own code (e.g. their environment's step) raised ``error``: the innermost frame of
+    its traceback outside Python's and installed libraries' files, when that frame is not warpsim's.
+    None when it is warpsim's: the error is then a bug in warpsim."""
+    own = [Path(folder) for package in (warpsim, warpsim.envs, warpsim.kernels) for folder in package.__path__]
+    libraries = [Path(sysconfig.get_paths()[name]) for name in ("stdlib", "platstdlib", "purelib", "platlib")]
+    for frame in reversed(traceback.extract_tb(error.__traceback__)):
+        path = Path(frame.filename).resolve()
+        if frame.filename.startswith("<") or any(path.is_relative_to(folder.resolve()) for folder in libraries):
+            continue
+        return None if any(path.is_relative_to(folder.resolve()) for folder in own) else frame
+    return None
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The whole command line: one subparser per subcommand (the docs test parses the docs' commands)."""
     parser = argparse.ArgumentParser(prog="warpsim", description=__doc__)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--debug", action="store_true",
+                        help="with an error, also print its traceback (e.g. of your environment's own code)")
     commands = parser.add_subparsers(dest="command", required=True)
     _add_bench(commands.add_parser(
-        "bench", help="time the sim tier (steps/s) of an environment",
+        "bench", help="time the sim tier (steps/s) of an environment", parents=[common],
         description=plain_text(runner.__doc__), formatter_class=argparse.RawDescriptionHelpFormatter))
     _add_check(commands.add_parser(
-        "check", help="step the kernels and the NumPy reference side by side and compare them",
+        "check", help="step the kernels and the NumPy reference side by side and compare them", parents=[common],
         description=plain_text(sys.modules[check.__module__].__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter))
     train_commands.add_train(commands.add_parser(
-        "train", help="train one policy per agent role with PPO",
+        "train", help="train one policy per agent role with PPO", parents=[common],
         description=plain_text(train_loop.__doc__), formatter_class=argparse.RawDescriptionHelpFormatter))
     train_commands.add_evaluate(commands.add_parser(
-        "evaluate", help="play a checkpoint for some episodes and report returns and counters (e.g. tags)"))
+        "evaluate", help="play a checkpoint for some episodes and report returns and counters (e.g. tags)",
+        parents=[common]))
     train_commands.add_render(commands.add_parser(
-        "render", help="draw one episode played by a checkpoint into a GIF"))
+        "render", help="draw one episode played by a checkpoint into a GIF", parents=[common]))
     train_commands.add_plot(commands.add_parser(
-        "plot", help="draw runs' learning curves (a metric against steps and wall time, vs random play) into a PNG"))
+        "plot", help="draw runs' learning curves (a metric against steps and wall time, vs random play) into a PNG",
+        parents=[common]))
     return parser
 
 
@@ -98,8 +142,9 @@ def _add_bench(parser: argparse.ArgumentParser) -> None:
                              f"this time (default {runner.DEFAULT_MAX_SECONDS['numpy']:g} on numpy, "
                              "no limit on cuda; inf: no limit)")
     parser.add_argument("--seed", type=int, default=0, help="seeds the starts and the random actions (default 0)")
-    parser.add_argument("--results-dir", type=train_commands.directory_path, default=runner.RESULTS_DIR,
-                        help="where <device>.json is appended (default benchmarks/results)")
+    parser.add_argument("--results-dir", type=train_commands.directory_path,
+                        help="where <device>.json is appended (default: benchmarks/results when run from the "
+                             "root of the warpsim checkout; elsewhere nothing is saved unless this is given)")
     parser.add_argument("--no-save", action="store_true", help="print only; write no JSON")
     parser.set_defaults(run=_run_bench)
 
@@ -110,8 +155,12 @@ def _run_bench(args) -> int:
                          f"them, it is not timed (use a GPU, or --backend numpy)")
     if args.graphs != "off":
         runner.check_graphs(True, args.backend)  # before the eager run of --graphs both
-    if not args.no_save:
-        usable_directory(args.results_dir, "results directory")  # before the timing, not after it
+    results_dir = None if args.no_save else args.results_dir or runner.default_results_dir()
+    if results_dir is not None:
+        usable_directory(results_dir, "results directory")  # before the timing, not after it
+    elif not args.no_save:
+        print(f"records are not saved outside the warpsim checkout ({runner.CHECKOUT}); give --results-dir DIR to "
+              f"append them to DIR/<device>.json", file=sys.stderr, flush=True)
     options = dict(backend=args.backend, steps=args.steps, repeats=args.repeats, warmup_steps=args.warmup,
                    seed=args.seed, max_seconds=args.max_seconds, progress=runner.print_progress)
     if args.config in NAMED_SWEEPS:
@@ -128,8 +177,8 @@ def _run_bench(args) -> int:
         records = _run_tiers(_bench_config(args), args, options)
     for record in records:
         print(runner.summary(record), flush=True)
-        if not args.no_save:
-            print(f"appended to {runner.append_result(record, args.results_dir)}", flush=True)
+        if results_dir is not None:
+            print(f"appended to {runner.append_result(record, results_dir)}", flush=True)
     return 0
 
 
@@ -201,7 +250,8 @@ def _run_check(args) -> int:
     if not gpu_available() and not simulator_enabled():
         # The simulator must be chosen before numba is imported: run again in a process that has it.
         print("warpsim check: no CUDA GPU; running the kernels on the CUDA simulator", file=sys.stderr)
-        command = [sys.executable, "-m", "warpsim.cli", *args.argv]
+        portable = portable_id(args.env)  # the new process knows no id registered in this one
+        command = [sys.executable, "-m", "warpsim.cli", *(portable if part == args.env else part for part in args.argv)]
         return subprocess.run(command, env={**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}).returncode
     report = check(args.env, args.num_envs, args.steps, args.seed, allow_near_ties=args.allow_near_ties,
                    progress=runner.print_progress, **params)

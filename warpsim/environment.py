@@ -30,7 +30,7 @@ import torch
 from warpsim.binding import MASK, Binding, bind, kernel_name, params_values
 from warpsim.checked_mode import CHECK_EVERY, CheckedMode
 from warpsim.device import Launcher, available_bytes, kernel_view, resolve_placement
-from warpsim.errors import DoesNotFitError, InvalidTypeError, InvalidValueError
+from warpsim.errors import DoesNotFitError, InvalidTypeError, InvalidValueError, MissingHookError
 from warpsim.graph import StepGraph
 from warpsim.kernels.random import seed_to_uint64
 from warpsim.kernels.reset import count_resets
@@ -166,7 +166,7 @@ class Environment(CheckedMode):
 
     def frame(self, env_index: int) -> Frame:
         """Optional: the agents of environment ``env_index`` as a Frame, for rendering."""
-        raise NotImplementedError(f"{type(self).__name__} does not define frame(), which rendering needs")
+        raise self._missing_hook("frame", "rendering", "8. Train on it")
 
     def game_over(self) -> torch.Tensor:
         """bool[E], environments whose state is terminal under their rules (the game is over
@@ -192,8 +192,8 @@ class Environment(CheckedMode):
         """Launches the kernels of one step of every environment."""
         raise self._missing_hook("step_cuda", "the cuda backend", "3. The kernels")
 
-    def _missing_hook(self, hook: str, needed_by: str, section: str) -> NotImplementedError:
-        return NotImplementedError(f"{type(self).__name__} does not define {hook}(), which {needed_by} needs; "
+    def _missing_hook(self, hook: str, needed_by: str, section: str) -> MissingHookError:
+        return MissingHookError(f"{type(self).__name__} does not define {hook}(), which {needed_by} needs; "
                                    f"see docs/custom_envs.md, section '{section}'")
 
     # ----- the runtime --------------------------------------------------------------
@@ -454,7 +454,9 @@ def as_input_tensor(value: Any, what: str) -> torch.Tensor:
         raise InvalidTypeError(f"{what} have NumPy dtype {array.dtype} ({type(value).__name__}); give numbers "
                                f"(integers for actions, bools for a mask)")
     if array.dtype.kind == "u" and array.dtype.itemsize > 1:  # torch compares no wide unsigned ints
-        array = np.minimum(array, np.iinfo(np.int64).max).astype(np.int64)
+        # The bound in the array's own dtype: a Python int above uint32's range overflows NumPy's cast.
+        array = np.minimum(array, array.dtype.type(min(np.iinfo(array.dtype).max, np.iinfo(np.int64).max)))
+        array = array.astype(np.int64)
     if any(stride < 0 for stride in array.strides):  # a reversed view, which torch cannot wrap
         array = array.copy()
     return torch.from_numpy(array)

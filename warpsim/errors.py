@@ -2,8 +2,9 @@
 
 Every error that bad input, a missing GPU or an unusable file can cause is a
 :class:`WarpsimError`; its message says what was wrong, the value given and what is
-allowed. The command line prints such an error as one line and exits with status 2,
-while any other exception is a bug in warpsim and keeps its traceback. Each subclass
+allowed. The command line prints such an error as one line and exits with status 2, and
+so it does for an exception raised in a user's own code (their environment), naming where;
+any other exception is a bug in warpsim: it keeps its traceback and asks for a report. Each subclass
 also derives from the built-in exception it refines, so ``except ValueError`` keeps
 catching an :class:`InvalidValueError`.
 """
@@ -39,3 +40,7 @@ class UnavailableError(WarpsimError, RuntimeError):
 
 class RunFileError(WarpsimError):
     """A run directory, checkpoint, config or results file that cannot be used."""
+
+
+class MissingHookError(WarpsimError, NotImplementedError):
+    """An environment lacks a method what was asked needs (e.g. ``frame()`` for rendering)."""

@@ -19,6 +19,9 @@ from warpsim.validation import require_int
 if TYPE_CHECKING:
     from warpsim.environment import Environment
 
+MAX_STEPS = 10_000
+"""Most steps one graph holds: a capture records every launch of every step, so far more is a mistake
+that would capture (or step eagerly) until killed."""
 EAGER, CUDA_GRAPH = "eager", "cuda-graph"
 """How steps are launched, as benchmark records name it (their ``launches`` field)."""
 
@@ -43,7 +46,7 @@ class StepGraph:
     def __init__(self, env: Environment, steps: int = 1):
         steps = require_int("steps", steps, 1)
         self.env = env
-        self.steps = int(steps)
+        self.steps = require_int("steps", steps, 1, MAX_STEPS)
         self.captures = 0
         """How many times the steps were captured (1 after the first replay, more if a capture went stale)."""
         self._graph: torch.cuda.CUDAGraph | None = None

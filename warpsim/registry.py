@@ -16,7 +16,7 @@ from importlib import metadata
 from typing import Any
 
 from warpsim.environment import Environment
-from warpsim.errors import InvalidTypeError, InvalidValueError, UnavailableError
+from warpsim.errors import InvalidTypeError, InvalidValueError, UnavailableError, WarpsimError
 
 RUNTIME_OPTIONS = ("backend", "device", "seed", "checked")
 ENTRY_POINT_GROUP = "warpsim.envs"
@@ -31,6 +31,7 @@ def register(env_id: str, env_class: type[Environment]) -> None:
     if not (isinstance(env_class, type) and issubclass(env_class, Environment)):
         raise InvalidTypeError(f"cannot register {env_class!r} as '{env_id}': it is not a subclass of "
                         f"warpsim.Environment")
+    _with_params(env_class, f"environment '{env_id}'")
     if env_id in _registry:
         raise InvalidValueError(f"environment id '{env_id}' is already registered (to "
                          f"{_registry[env_id].__name__}); pick another id")
@@ -48,16 +49,49 @@ def env_class(env: str | type[Environment]) -> type[Environment]:
         if env in _registry:
             return _registry[env]
         if ":" in env:
-            return _import_class(env)
+            return _with_params(_import_class(env), f"environment {env!r}")
         declared = _declared().get(env)
         if declared is None:
             raise InvalidValueError(f"unknown environment '{env}'; registered: {', '.join(registered())} "
                                     f"(or give package.module:Class)")
-        _registry[env] = _load_declared(env, declared)
+        _registry[env] = _with_params(_load_declared(env, declared), f"environment '{env}'")
         return _registry[env]
     if isinstance(env, type) and issubclass(env, Environment):
-        return env
+        return _with_params(env, f"environment class {env.__qualname__}")
     raise InvalidTypeError(f"make() takes an environment id or a warpsim.Environment subclass, got {env!r}")
+
+
+def _with_params(cls: type[Environment], where: str) -> type[Environment]:
+    """``cls``, once it is known to declare its parameters as a dataclass (``make`` reads its fields)."""
+    params = getattr(cls, "Params", None)
+    if not (isinstance(params, type) and dataclasses.is_dataclass(params)):
+        raise InvalidTypeError(f"{where} ({cls.__module__}.{cls.__qualname__}) has Params={params!r}; an "
+                               f"environment declares its parameters as a dataclass, Params = MyParams "
+                               f"(docs/custom_envs.md)")
+    return cls
+
+
+def portable_id(env: str) -> str:
+    """An id that a new Python process resolves to the same class as ``env`` does here.
+
+    An id ``register`` was given in this process is unknown to a new one: it becomes the
+    class's ``package.module:Class`` where that imports it; otherwise an InvalidValueError
+    says why the id cannot travel and what to give instead.
+    """
+    if env not in _registry:
+        return env
+    cls = _registry[env]
+    path = f"{cls.__module__}:{cls.__qualname__}"
+    try:
+        travels = cls.__module__ != "__main__" and _import_class(path) is cls
+    except WarpsimError:
+        travels = False
+    if not travels:
+        raise InvalidValueError(f"environment '{env}' was registered in this process, and the command runs in a "
+                                f"new one, which cannot see it ({path} cannot be imported there); give the "
+                                f"class as package.module:Class from an importable module, or declare the id "
+                                f"in the '{ENTRY_POINT_GROUP}' entry-point group")
+    return path
 
 
 def _declared() -> dict[str, metadata.EntryPoint]:
@@ -70,8 +104,8 @@ def _load_declared(env_id: str, entry: metadata.EntryPoint) -> type[Environment]
     where = f"environment '{env_id}' (declared by {distribution} as {entry.value})"
     try:
         loaded = entry.load()
-    except (ImportError, AttributeError) as error:
-        raise UnavailableError(f"{where} cannot be loaded: {error}") from error
+    except (Exception, SystemExit) as error:  # the package's own code: any fault there is its bug, chained
+        raise UnavailableError(f"{where} cannot be loaded: {_fault(error)}") from error
     if not (isinstance(loaded, type) and issubclass(loaded, Environment)):
         raise InvalidTypeError(f"{where} is {loaded!r}, not a subclass of warpsim.Environment")
     return loaded
@@ -80,9 +114,9 @@ def _load_declared(env_id: str, entry: metadata.EntryPoint) -> type[Environment]
 def _import_class(spec: str) -> type[Environment]:
     """The class named by ``package.module:Class``; the module may sit in the current directory."""
     module_name, _, attribute = spec.partition(":")
-    if not module_name or not attribute:
-        raise InvalidValueError(f"environment {spec!r} is not an id nor package.module:Class; "
-                                f"give package.module:Class, e.g. mypackage.env:MyEnv")
+    if not module_name or not attribute or module_name.startswith("."):
+        raise InvalidValueError(f"environment {spec!r} is not an id nor package.module:Class; give "
+                                f"package.module:Class with an absolute module name, e.g. mypackage.env:MyEnv")
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.append(os.getcwd())  # as `python -m` would: a module next to the user is found
     try:
@@ -90,13 +124,29 @@ def _import_class(spec: str) -> type[Environment]:
     except ImportError as error:
         raise InvalidValueError(f"cannot import {module_name} for environment {spec!r}: {error}; the module must "
                                 f"be installed, on PYTHONPATH or in the current directory") from error
+    except (Exception, SystemExit) as error:  # the user's module itself failed: their bug, its traceback chained
+        raise InvalidValueError(f"environment {spec!r}: importing {module_name} failed: {_fault(error)}") from error
     for part in attribute.split("."):
-        if not hasattr(found, part):
-            raise InvalidValueError(f"environment {spec!r}: {module_name} has no attribute {attribute!r}")
-        found = getattr(found, part)
+        try:
+            found = getattr(found, part)
+        except AttributeError:
+            raise InvalidValueError(f"environment {spec!r}: {module_name} has no attribute {attribute!r}") from None
+        except (Exception, SystemExit) as error:
+            raise InvalidValueError(f"environment {spec!r}: reading {attribute} of {module_name} failed: "
+                                    f"{_fault(error)}") from error
     if not (isinstance(found, type) and issubclass(found, Environment)):
         raise InvalidTypeError(f"environment {spec!r} is {found!r}, not a subclass of warpsim.Environment")
     return found
+
+
+def _fault(error: BaseException) -> str:
+    """An exception raised by a user's code, on one line: its type and the first line of its message."""
+    if isinstance(error, SyntaxError):
+        return f"SyntaxError: {error.msg} ({error.filename}, line {error.lineno})"
+    if isinstance(error, SystemExit):
+        return f"it called sys.exit({error.code!r})"
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
 
 
 def make(env: str | type[Environment], num_envs: int = 1, **kwargs: Any) -> Environment:

@@ -71,6 +71,14 @@ def require_bool(what: str, value: Any) -> bool:
     return bool(value)
 
 
+def require_choice(what: str, value: Any, choices: tuple[str, ...]) -> str:
+    """``value`` as a plain str, one of ``choices``: a Python or NumPy string, never an array of
+    them (which would compare elementwise, or pass as its one element)."""
+    if not isinstance(value, str) or value not in choices:
+        raise not_allowed(what, value, f"choose one of {', '.join(choices)}")
+    return str(value)
+
+
 def _message(what: str, value: Any, allowed: str) -> str:
     return f"{what}={value!r} is not allowed; {allowed}"
 

@@ -12,6 +12,8 @@ the networks run in the given precision (``auto``: bf16 on CUDA, fp32 on a CPU).
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 import time
 from typing import Any
@@ -64,29 +66,39 @@ def run_policy_tier(config: BenchConfig, tier: str, backend: str = "auto", preci
     if max_seconds is None:
         max_seconds = DEFAULT_MAX_SECONDS.get(resolve_placement(backend).backend, math.inf)
 
-    steps = _rollout_that_fits(config, env_id, backend, precision, steps, seed, progress, hidden_size)
+    requested_steps = steps
+
+    @functools.cache
+    def rollout_steps(num_envs: int) -> int:
+        return _rollout_that_fits(dataclasses.replace(config, num_envs=num_envs), env_id, backend, precision,
+                                  requested_steps, seed, hidden_size)
 
     def trainer_for(num_envs: int) -> Trainer:
         return Trainer(TrainConfig(env=env_id, env_params=dict(config.params), num_envs=num_envs,
-                                   backend=backend, precision=precision, rollout_steps=steps,
+                                   backend=backend, precision=precision, rollout_steps=rollout_steps(num_envs),
                                    iterations=1_000_000, seed=seed, **FIXED_UPDATE,
                                    graphs="on" if graphs else "off", hidden_size=hidden_size,
                                    policy_device=policy_device))
 
     run_once = (lambda trainer: trainer.rollout()) if tier == "sim+policy" else Trainer.iterate
 
-    def seconds_per_step(num_envs: int) -> float:
+    def seconds_per_rollout(num_envs: int) -> float:
         trainer = trainer_for(num_envs)
         run_once(trainer)
         _wait(trainer)
         begin = time.perf_counter()
         run_once(trainer)
         _wait(trainer)
-        return (time.perf_counter() - begin) / steps
+        return time.perf_counter() - begin
 
-    # A repeat is one rollout of ``steps`` steps: the time budget is counted in rollouts.
-    num_envs, _, _ = fit_to_time(config.num_envs, lambda e: seconds_per_step(e) * steps,
-                                 1, repeats, warmup_steps, max_seconds, progress)
+    # A repeat is one rollout: the time budget is counted in rollouts, each as long as fits at its E
+    # (a rollout halved to fit the requested E is whole again at the smaller E the budget allows).
+    num_envs, _, _ = fit_to_time(config.num_envs, seconds_per_rollout, 1, repeats, warmup_steps, max_seconds,
+                                 progress)
+    steps = rollout_steps(num_envs)
+    if steps < requested_steps and progress:
+        progress(f"a rollout of {requested_steps} steps of {num_envs} environments does not fit in memory; "
+                 f"timing rollouts of {steps} steps")
     started = time.perf_counter()
     trainer = trainer_for(num_envs)
     run_once(trainer)
@@ -124,7 +136,7 @@ def _wait(trainer: Trainer) -> None:
 
 
 def _rollout_that_fits(config: BenchConfig, env_id: str, backend: str, precision: str, steps: int, seed: int,
-                       progress: Progress | None, hidden_size: int = 64) -> int:
+                       hidden_size: int = 64) -> int:
     """``steps``, or the longest shorter rollout (halving) whose training storage fits in memory."""
     probe = make(env_id, 1, backend=backend, checked=False, **config.params)
     wanted = TrainConfig(env=env_id, env_params=dict(config.params), num_envs=config.num_envs, backend=backend,
@@ -134,7 +146,4 @@ def _rollout_that_fits(config: BenchConfig, env_id: str, backend: str, precision
     if fitting == 0:
         check_training_fits(TrainConfig(**{**wanted.to_dict(), "rollout_steps": 1}), probe.spec,
                             probe.array_bytes(), probe.placement)  # raises DoesNotFitError, naming the sizes
-    if fitting < steps and progress:
-        progress(f"a rollout of {steps} steps of {config.num_envs} environments does not fit in memory; "
-                 f"timing rollouts of {fitting} steps")
     return fitting

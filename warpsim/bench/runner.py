@@ -43,6 +43,8 @@ Progress = Callable[[str], None]
 """Receives one line of progress, e.g. :func:`print_progress`."""
 
 RESULTS_DIR = Path("benchmarks") / "results"
+CHECKOUT = Path(__file__).resolve().parents[2]
+"""The folder warpsim's package sits in: a checkout of warpsim when it is installed from one."""
 DEFAULT_MAX_SECONDS = {"numpy": 60.0}
 """Time budget of one run per backend when none is given: the CPU baseline is scaled
 down to about a minute (docs/benchmarks.md); GPU runs take the E they are given."""
@@ -96,13 +98,20 @@ def run_sim(config: BenchConfig, backend: str = "auto", steps: int = 100, repeat
                        launches=graph.launches if graph else EAGER, host_seconds=host_seconds)
 
 
+def default_results_dir() -> Path | None:
+    """Where records go when no folder is given: benchmarks/results when run from the root of the
+    warpsim checkout the package was installed from (the records docs/benchmarks.md is drawn
+    from), None elsewhere: another project's folders are not written unless asked."""
+    return RESULTS_DIR if Path.cwd().resolve() == CHECKOUT and (CHECKOUT / "benchmarks").is_dir() else None
+
+
 def check_graphs(graphs: bool, backend: str) -> None:
     """Refuses timing CUDA graphs where none can be captured (the numpy backend, the simulator)."""
     if not isinstance(graphs, bool):
         raise InvalidValueError(f"graphs={graphs!r} is not allowed; give True (CUDA graphs) or False (eager)")
     if graphs and (resolve_placement(backend).backend != "cuda" or simulator_enabled()):
-        raise InvalidValueError(f"graphs on with backend={backend!r}: CUDA graphs need the cuda backend on a GPU "
-                                f"(here steps would run eagerly); time it with graphs off")
+        raise InvalidValueError(f"timing CUDA graphs with backend={backend!r} is not possible: they need the cuda "
+                                f"backend on a GPU (here steps would run eagerly); time eager launches (graphs off)")
 
 
 def fit_to_time(requested_envs: int, seconds_per_step: Callable[[int], float], steps: int, repeats: int,
@@ -243,8 +252,9 @@ def summary(record: dict) -> str:
     agent = record["agent_steps_per_second"]["median"]
     env_rate = record["env_steps_per_second"]["median"]
     scaled = "" if record["num_envs"] == record["requested_num_envs"] else f" (of {record['requested_num_envs']})"
-    return (f"{record['tier']} tier, {record['env']} E={record['num_envs']}{scaled} N={record['num_agents']} "
-            f"{record['observation']} on {record['backend']} ({record['device']}, {record['precision']}, "
+    observation = "" if record["observation"] == UNKNOWN else f" {record['observation']}"  # none declared
+    return (f"{record['tier']} tier, {record['env']} E={record['num_envs']}{scaled} N={record['num_agents']}"
+            f"{observation} on {record['backend']} ({record['device']}, {record['precision']}, "
             f"{record.get('launches', EAGER)} launches): "
             f"{agent:.3e} agent-steps/s "
             f"({env_rate:.3e} env-steps/s), median of {record['repeats']} x {record['steps_per_repeat']} steps; "

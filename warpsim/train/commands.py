@@ -146,8 +146,6 @@ def add_plot(parser: argparse.ArgumentParser) -> None:
 
 
 def run_plot(args) -> int:
-    if args.baseline_episodes < 0:
-        raise InvalidValueError(f"--baseline-episodes {args.baseline_episodes} is not allowed; give 0 or more")
     out = args.out or args.run_dirs[0] / f"{args.metric or 'learning_curve'}.png"
     print(f"wrote {plot_runs(args.run_dirs, out, args.metric, args.baseline_episodes)}")
     return 0

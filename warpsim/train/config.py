@@ -11,13 +11,15 @@ import ast
 import dataclasses
 import inspect
 import json
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from warpsim.device import BACKENDS
 from warpsim.errors import InvalidValueError, RunFileError, WarpsimError
 from warpsim.train import opponents
-from warpsim.validation import check_fields, not_allowed, require_bool, require_int, require_real
+from warpsim.validation import check_fields, not_allowed, require_bool, require_choice, require_int, require_real
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -27,6 +29,11 @@ else:  # tomllib is new in Python 3.11; tomli is the same parser (a dependency o
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 GRAPHS = ("auto", "on", "off")
 LR_SCHEDULES = ("kl", "linear", "constant")
+MAX_ENV_STEPS = 10**12
+"""Most environment steps one run may ask for (iterations x rollout_steps x num_envs): more would
+take days on any device, so such a figure is a mistake, refused rather than run until killed."""
+MAX_DEVICE_INDEX = 127
+"""Largest N of cuda:N that torch can hold (its device index is 8 bits)."""
 CONFIG_FIELD = "config field {}"
 """How a message names a field."""
 
@@ -120,6 +127,8 @@ class TrainConfig:
                                          "stack_observations", "hidden_size", "hidden_layers", "log_every",
                                          "checkpoint_every"), 1, what=CONFIG_FIELD)
         check_fields(self, require_int, ("seed", "stagger_steps", "minibatch_size"), 0, what=CONFIG_FIELD)
+        need(self.iterations * self.rollout_steps * self.num_envs <= MAX_ENV_STEPS, "iterations",
+             f"a run's iterations x rollout_steps x num_envs environment steps must be at most {MAX_ENV_STEPS:.0e}")
         check_fields(self, require_real, ("learning_rate", "max_grad_norm", "clip_coef"), 0, low_exclusive=True,
                      what=CONFIG_FIELD)
         check_fields(self, require_real, ("target_kl", "max_learning_rate"), 0, low_exclusive=True, what=CONFIG_FIELD)
@@ -130,7 +139,7 @@ class TrainConfig:
             check_fields(self, require_real, ("value_clip",), 0, low_exclusive=True, what=CONFIG_FIELD)
         check_fields(self, require_bool, ("shared_trunk", "value_normalization", "normalize_advantages"),
                      what=CONFIG_FIELD)
-        need(self.lr_schedule in LR_SCHEDULES, "lr_schedule", f"choose one of {', '.join(LR_SCHEDULES)}")
+        check_fields(self, require_choice, ("lr_schedule",), LR_SCHEDULES, what=CONFIG_FIELD)
         if self.lr_schedule != "constant":
             need(self.min_learning_rate <= self.learning_rate, "min_learning_rate",
                  f"give at most learning_rate ({self.learning_rate})")
@@ -138,10 +147,11 @@ class TrainConfig:
             need(self.min_learning_rate > 0, "min_learning_rate", "give a rate > 0: the kl schedule multiplies it")
             need(self.learning_rate <= self.max_learning_rate, "max_learning_rate",
                  f"give at least learning_rate ({self.learning_rate})")
-        need(self.precision in PRECISIONS, "precision", f"choose one of {', '.join(PRECISIONS)}")
-        need(self.graphs in GRAPHS, "graphs", f"choose one of {', '.join(GRAPHS)}")
-        need(self.backend in ("auto", "cuda", "numpy"), "backend", "choose auto, cuda or numpy")
-        need(is_policy_device(self.policy_device), "policy_device", "choose auto, cpu, cuda or cuda:N (N >= 0)")
+        check_fields(self, require_choice, ("precision",), PRECISIONS, what=CONFIG_FIELD)
+        check_fields(self, require_choice, ("graphs",), GRAPHS, what=CONFIG_FIELD)
+        check_fields(self, require_choice, ("backend",), BACKENDS, what=CONFIG_FIELD)
+        need(is_policy_device(self.policy_device), "policy_device",
+             f"choose auto, cpu, cuda or cuda:N (N in [0, {MAX_DEVICE_INDEX}], no leading zero)")
         need(isinstance(self.env, str) and bool(self.env), "env", "give an environment id or package.module:Class")
         need(isinstance(self.env_params, dict) and all(isinstance(k, str) for k in self.env_params),
              "env_params", "give a mapping of parameter names to values")
@@ -159,10 +169,14 @@ class TrainConfig:
 
 
 def is_policy_device(value) -> bool:
-    """Whether ``value`` names a policy device: auto, cpu, cuda or cuda:N."""
+    """Whether ``value`` names a policy device: auto, cpu, cuda or cuda:N, N written as torch reads it
+    (no leading zero) and within its device index (at most 127)."""
+    if not isinstance(value, str):
+        return False
     if value in ("auto", "cpu", "cuda"):
         return True
-    return isinstance(value, str) and value.startswith("cuda:") and value[5:].isdigit() and value[5:].isascii()
+    index = re.fullmatch(r"cuda:(0|[1-9][0-9]{0,2})", value)
+    return index is not None and int(index[1]) <= MAX_DEVICE_INDEX
 
 
 def field_names() -> list[str]:
@@ -197,17 +211,17 @@ def build_config(*layers: dict) -> TrainConfig:
         unknown = sorted(set(layer) - set(valid))
         if unknown:
             raise InvalidValueError(f"unknown config field(s) {', '.join(unknown)}; valid: {', '.join(valid)}")
-        if "env" in layer and layer["env"] != settings.get("env", layer["env"]):
+        if "env" in layer and not (isinstance(layer["env"], str) and layer["env"] == settings.get("env", layer["env"])):
             env_params = {}  # another environment's parameters do not carry over
+        for name, example in (("env_params", '{"num_runners": 10}'), ("opponents", '{"runner": "random"}')):
+            if layer.get(name) is not None and not isinstance(layer[name], dict):
+                raise not_allowed(CONFIG_FIELD.format(name), layer[name], f"give a mapping, e.g. {example}")
         settings.update(layer)
         env_params.update(layer.get("env_params") or {})
-        kinds = layer.get("opponents") or {}
-        if not isinstance(kinds, dict):
-            raise InvalidValueError(f"config field opponents={kinds!r} is not allowed; give a mapping of role "
-                                    f"names to opponent kinds, e.g. {{\"runner\": \"random\"}}")
-        opponent_kinds.update(kinds)
+        opponent_kinds.update(layer.get("opponents") or {})
     settings["env_params"] = env_params
-    settings["opponents"] = {role: kind for role, kind in opponent_kinds.items() if kind != opponents.SELF_PLAY}
+    settings["opponents"] = {role: kind for role, kind in opponent_kinds.items()
+                             if not (isinstance(kind, str) and kind == opponents.SELF_PLAY)}
     return TrainConfig(**settings)
 
 

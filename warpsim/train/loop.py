@@ -70,6 +70,8 @@ def train(config: TrainConfig | None, run_dir: Path | str | None = None, *, resu
                 directory.write_config(config)
         directory.open_tensorboard()
     bar = ProgressBar(config.iterations, progress, trainer.iteration) if world.is_writer and progress else None
+    if bar:
+        bar.message(start_line(trainer, directory.path, resumed=saved is not None))
     try:
         _iterate(trainer, directory, bar, stop_after)
     except KeyboardInterrupt:
@@ -80,6 +82,16 @@ def train(config: TrainConfig | None, run_dir: Path | str | None = None, *, resu
     finally:
         directory.close()
     return trainer
+
+
+def start_line(trainer: Trainer, run_dir: Path, resumed: bool) -> str:
+    """What a run is about to do, and where: said before its first iteration."""
+    config = trainer.config
+    what = f"resuming {config.env} at iteration {trainer.iteration}," if resumed else f"training {config.env}"
+    return (f"{what} to iteration {config.iterations} in {run_dir}: environments on the "
+            f"{trainer.env.backend} backend ({trainer.env_device}), networks on {trainer.device} in "
+            f"{trainer.precision}, {trainer.launches} rollouts of {config.rollout_steps} steps x {config.num_envs} "
+            f"environments")
 
 
 def _iterate(trainer: Trainer, directory: RunDirectory, bar, stop_after: int | None) -> None:
@@ -125,7 +137,8 @@ def _stop_if_diverged(trainer: Trainer, directory: RunDirectory) -> None:
                 if directory.checkpoint_path.exists() else "no checkpoint had been written yet")
         raise TrainingDiverged(
             f"the loss became NaN or infinite by iteration {trainer.iteration}; training stopped and "
-            f"{kept}. A lower learning_rate or max_grad_norm usually helps")
+            f"{kept}. A lower learning_rate or max_grad_norm usually helps: start a new run with them "
+            f"(--resume keeps the run's saved config)")
 
 
 def _uses_gpu(config: TrainConfig) -> bool:

@@ -27,7 +27,7 @@ def check_kind(role: str, kind: object) -> None:
     """Raises InvalidValueError unless ``kind`` is an opponent kind (roles are checked against an environment later)."""
     if not isinstance(role, str) or not role:
         raise InvalidValueError(f"opponent role {role!r} is not allowed; give a role name, e.g. runner")
-    if kind == RANDOM or (isinstance(kind, str) and kind.startswith(CHECKPOINT) and len(kind) > len(CHECKPOINT)):
+    if isinstance(kind, str) and (kind == RANDOM or (kind.startswith(CHECKPOINT) and len(kind) > len(CHECKPOINT))):
         return
     raise InvalidValueError(f"opponent {role}={kind!r} is not allowed; choose {KINDS}")
 

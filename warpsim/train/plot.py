@@ -2,7 +2,7 @@
 
 Each run is drawn as a line; a dashed line of the same colour is the metric under
 uniformly random play of the run's environment (every role random, played here for
-``baseline_episodes`` episodes). Needs matplotlib (``pip install 'warpsim[plots]'``).
+``baseline_episodes`` episodes). Needs matplotlib (the ``plots`` extra).
 """
 
 from __future__ import annotations
@@ -12,19 +12,26 @@ import math
 from pathlib import Path
 
 from warpsim.errors import InvalidValueError, RunFileError, UnavailableError, WarpsimError
+from warpsim.extras import install_hint
 from warpsim.registry import make
 from warpsim.train.config import TrainConfig, build_saved_config
 from warpsim.train.evaluate import Player, evaluate
 from warpsim.train.run_dir import CONFIG_FILE, METRICS_FILE
 
+MAX_BASELINE_EPISODES = 10_000
+"""Most episodes of random play for a baseline: far more is a mistake that would play until killed."""
+
 
 def read_metrics(run_dir: Path | str) -> list[dict]:
-    """The records of a run's metrics.jsonl, with ``elapsed_seconds`` running on across resumes."""
+    """The records of a run's metrics.jsonl, with ``elapsed_seconds`` running on across resumes.
+
+    What follows the last newline is a record cut off while it was written (a killed run):
+    it is left out, as a resumed run drops it."""
     path = Path(run_dir) / METRICS_FILE
     if not path.is_file():
         raise RunFileError(f"{run_dir} holds no {METRICS_FILE}; give the directory of a training run")
     records, offset, previous = [], 0.0, 0.0
-    for number, line in enumerate(path.read_text().splitlines(), 1):
+    for number, line in enumerate(path.read_text().split("\n")[:-1], 1):
         if not line.strip():
             continue
         try:
@@ -66,27 +73,40 @@ def plot_runs(run_dirs: list[Path | str], out: Path | str, metric: str | None = 
     ``metric`` defaults to the first counter per episode (e.g. tags_per_episode);
     ``baseline_episodes=0`` leaves the random-play lines out.
     """
+    if Path(out).suffix.lower() != ".png":
+        raise InvalidValueError(f"output {out} must end in .png (the plot is written as PNG)")
+    if not isinstance(baseline_episodes, int) or not 0 <= baseline_episodes <= MAX_BASELINE_EPISODES:
+        raise InvalidValueError(f"baseline_episodes={baseline_episodes!r} is not allowed; give an integer in "
+                                f"[0, {MAX_BASELINE_EPISODES}] (0: no random-play line)")
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise UnavailableError("warpsim plot needs matplotlib: pip install 'warpsim[plots]'") from None
+        raise UnavailableError(f"warpsim plot needs matplotlib: {install_hint('plots')}") from None
     series = [(Path(run_dir), read_config(run_dir), read_metrics(run_dir)) for run_dir in run_dirs]
     metric = metric or _default_metric(series[0][2])
     figure, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+    levels = []
     for index, (path, config, records) in enumerate(series):
-        points = [r for r in records if isinstance(r.get(metric), (int, float))]
+        points = curve_points(records, metric)
         if not points:
             known = sorted({key for r in records for key, value in r.items() if isinstance(value, (int, float))})
             raise InvalidValueError(f"{path}/{METRICS_FILE} has no values of {metric!r}; it has: {', '.join(known)}")
         colour = f"C{index}"
         for axis, x in zip(axes, ("env_steps", "elapsed_seconds")):
             axis.plot([r[x] for r in points], [r[metric] for r in points], color=colour, label=f"{path.name} (trained)")
+        levels += [r[metric] for r in points]
         if baseline_episodes:
             level = random_play_value(config, metric, baseline_episodes)
+            levels.append(level)
             for axis in axes:
                 axis.axhline(level, color=colour, linestyle="--", label=f"{path.name}: random play")
+    finite = [level for level in levels if math.isfinite(level)]
+    if finite:  # a margin around every line: a baseline at the curve's extreme would sit on the border
+        low, high = min(finite), max(finite)
+        pad = 0.08 * (high - low) or 0.08 * abs(high) or 1.0
+        axes[0].set_ylim(low - pad, high + pad)
     axes[0].set_xlabel("environment steps")
     axes[1].set_xlabel("wall time (s)")
     axes[0].set_ylabel(metric.replace("_", " "))
@@ -99,6 +119,15 @@ def plot_runs(run_dirs: list[Path | str], out: Path | str, metric: str | None = 
     figure.savefig(out, dpi=100)
     plt.close(figure)
     return out
+
+
+def curve_points(records: list[dict], metric: str) -> list[dict]:
+    """The records that hold ``metric``, less a fresh run's iteration 1 when later ones follow: it
+    counts only the episodes short enough to end within the first rollout, a biased mean."""
+    points = [r for r in records if isinstance(r.get(metric), (int, float))]
+    if len(points) > 1 and points[0].get("iteration") == 1:
+        return points[1:]
+    return points
 
 
 def _default_metric(records: list[dict]) -> str:
