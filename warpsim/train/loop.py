@@ -70,6 +70,9 @@ def train(config: TrainConfig | None, run_dir: Path | str | None = None, *, resu
                 directory.write_config(config)
         directory.open_tensorboard()
     bar = ProgressBar(config.iterations, progress, trainer.iteration) if world.is_writer and progress else None
+    if bar and trainer.loss.compiled:
+        bar.message(f"compiled the loss in {trainer.loss.compile_seconds:.1f} s, before the first iteration "
+                    f"(not counted in steps/s)")
     try:
         _iterate(trainer, directory, bar, stop_after)
     except KeyboardInterrupt:

@@ -18,6 +18,10 @@ class ValueNormalizer(nn.Module):
     update), in float64 buffers: exact over billions of samples and saved in the network's
     state dict, so a resumed run continues with the very same statistics."""
 
+    count: torch.Tensor
+    mean: torch.Tensor
+    variance: torch.Tensor
+
     def __init__(self):
         super().__init__()
         self.register_buffer("count", torch.zeros((), dtype=torch.float64))
