@@ -290,6 +290,13 @@ def test_every_tier_of_every_named_config_runs_at_a_tiny_size(name, tier, tmp_pa
     assert record["agent_steps_per_second"]["median"] > 0
     if tier != "sim":
         assert record["networks"]["parameters"] > 0
+    if tier == "train":
+        rollout, update = record["rollout_ms"], record["update_ms"]
+        assert 0 < rollout["min"] <= rollout["median"] <= rollout["max"] and 0 < update["min"] <= update["median"]
+        # On a CPU nothing overlaps: the two phases are a repeat's whole time.
+        repeat_ms = 1e3 * 5 * 2 / record["env_steps_per_second"]["median"]
+        assert rollout["median"] + update["median"] == pytest.approx(repeat_ms, rel=0.5)
+        assert record["update"]["launches"] == "eager" and record["update"]["compile_seconds"] == 0
     assert f"{tier} tier" in capsys.readouterr().out
 
 
@@ -315,6 +322,14 @@ def test_host_time_per_step_is_recorded_apart_from_the_rate():
     # On a CPU the host does the whole step: its time is the step time, E environments at a time.
     assert host["median"] == pytest.approx(1e6 * record["num_envs"] / rate, rel=0.5)
     assert f"host {host['median']:.1f} us per step" in runner.summary(record)
+
+
+def test_compile_loss_without_the_train_tier_is_a_clear_error(tmp_path, capsys):
+    code = main(["bench", "--env", "tag_gridworld", "--num-envs", "1", "--backend", "numpy", "--tier", "sim+policy",
+                 "--compile-loss", "--steps", "2", "--repeats", "1", "--results-dir", str(tmp_path)])
+    assert code == 2
+    assert "--compile-loss compiles the train tier's loss; give it with --tier train" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())
 
 
 @pytest.mark.parametrize("graphs", ["on", "both"])

@@ -44,13 +44,13 @@ class CapturedGraph(Generic[Outputs]):
 
     ``work(inputs)`` takes a list of tensors whose values, not addresses, change between
     calls: the capture keeps its own copies, and each replay first copies the given ones
-    into them. ``settings()`` returns what the capture bakes in (Python numbers the work
-    reads); when it differs at a call from what it was at the capture, the work is
-    captured again.
+    into them. ``settings()`` returns what the capture bakes in (the Python values the work
+    reads, by name); a call that finds one changed since the capture is refused, before
+    anything runs, naming it.
     """
 
     def __init__(self, work: Callable[[list[torch.Tensor]], Outputs], generator: torch.Generator,
-                 device: torch.device, settings: Callable[[], object] = lambda: None):
+                 device: torch.device, settings: Callable[[], dict] = dict):
         self._work = work
         self._generator = generator
         self._settings = settings
@@ -58,7 +58,7 @@ class CapturedGraph(Generic[Outputs]):
         self._device = device
         self._warmed_up = False
         self._graph: torch.cuda.CUDAGraph | None = None
-        self._captured_settings: object = None
+        self._captured_settings: dict = {}
         self._inputs: list[torch.Tensor] = []
         self._outputs: Outputs
         self.captures = 0
@@ -67,7 +67,8 @@ class CapturedGraph(Generic[Outputs]):
     def __call__(self, inputs: list[torch.Tensor] | None = None) -> Outputs:
         """Does the work once; returns what it returns (tensors the next call overwrites)."""
         inputs = inputs or []
-        if self._graph is not None and self._settings() == self._captured_settings:
+        if self._graph is not None:
+            self._check_settings()
             for mine, given in zip(self._inputs, inputs):
                 if mine is not given:
                     mine.copy_(given)
@@ -91,6 +92,15 @@ class CapturedGraph(Generic[Outputs]):
         self.captures += 1
         graph.replay()  # the capture recorded the work without doing it
         return self._outputs
+
+    def _check_settings(self) -> None:
+        settings = self._settings()
+        if settings == self._captured_settings:
+            return
+        name = next(name for name in settings if settings[name] != self._captured_settings.get(name))
+        raise InvalidValueError(f"{name} is {settings[name]!r}, but the captured graph was recorded with "
+                                f"{self._captured_settings.get(name)!r}; settings are fixed for a trainer's life: "
+                                f"build a new Trainer for new ones")
 
     def reset(self) -> None:
         """Forgets the capture (state it read was replaced, e.g. by loading a checkpoint): the

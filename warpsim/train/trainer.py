@@ -149,9 +149,11 @@ class Trainer:
         self._stagger_starts()
         self._compile_loss(samples)
 
-    def _captured_settings(self) -> tuple:
-        """What a captured update bakes in: a change captures it again."""
-        return self.config, self.minibatches, self.precision, self.learning_rates.config
+    def _captured_settings(self) -> dict:
+        """What a captured update bakes in, by name: the config fields (learning rate bounds,
+        coefficients, epochs), the minibatch count and the precision."""
+        settings = {f"config field {name}": value for name, value in self.config.to_dict().items()}
+        return {**settings, "the minibatch count": self.minibatches, "the precision": self.precision}
 
     def _compile_loss(self, samples: dict[str, int]) -> None:
         """Compiles the loss for every minibatch size it will see (``compile_loss``); the time is
