@@ -32,8 +32,9 @@ from warpsim.device import resolve_placement
 from warpsim.errors import InvalidValueError
 from warpsim.registry import make
 from warpsim.train.config import PRECISIONS, TrainConfig
+from warpsim.train.placement import resolve_policy_device
 from warpsim.train.storage import check_training_fits, fitting_rollout_steps
-from warpsim.train.trainer import Trainer
+from warpsim.train.trainer import Trainer, resolve_precision
 
 POLICY_TIERS = ("sim+policy", "train")
 FIXED_UPDATE: dict = dict(lr_schedule="constant", minibatch_size=0)
@@ -66,7 +67,7 @@ def run_policy_tier(config: BenchConfig, tier: str, backend: str = "auto", preci
     if max_seconds is None:
         max_seconds = DEFAULT_MAX_SECONDS.get(resolve_placement(backend).backend, math.inf)
 
-    steps = _rollout_that_fits(config, env_id, backend, precision, steps, seed, progress, hidden_size)
+    steps = _rollout_that_fits(config, env_id, backend, precision, steps, seed, progress, hidden_size, policy_device)
 
     def trainer_for(num_envs: int) -> Trainer:
         return Trainer(TrainConfig(env=env_id, env_params=dict(config.params), num_envs=num_envs,
@@ -174,16 +175,17 @@ def _wait(trainer: Trainer) -> None:
 
 
 def _rollout_that_fits(config: BenchConfig, env_id: str, backend: str, precision: str, steps: int, seed: int,
-                       progress: Progress | None, hidden_size: int = 64) -> int:
+                       progress: Progress | None, hidden_size: int = 64, policy_device: str = "auto") -> int:
     """``steps``, or the longest shorter rollout (halving) whose training storage fits in memory."""
     probe = make(env_id, 1, backend=backend, checked=False, **config.params)
     wanted = TrainConfig(env=env_id, env_params=dict(config.params), num_envs=config.num_envs, backend=backend,
                          precision=precision, rollout_steps=steps, seed=seed, **FIXED_UPDATE,
                          hidden_size=hidden_size)
-    fitting = fitting_rollout_steps(wanted, probe.spec, probe.array_bytes(), probe.placement)
+    resolved = resolve_precision(precision, resolve_policy_device(policy_device, probe.placement.torch_device))
+    fitting = fitting_rollout_steps(wanted, probe.spec, probe.array_bytes(), probe.placement, resolved)
     if fitting == 0:
         check_training_fits(TrainConfig(**{**wanted.to_dict(), "rollout_steps": 1}), probe.spec,
-                            probe.array_bytes(), probe.placement)  # raises DoesNotFitError, naming the sizes
+                            probe.array_bytes(), probe.placement, resolved)  # raises DoesNotFitError, naming the sizes
     if fitting < steps and progress:
         progress(f"a rollout of {steps} steps of {config.num_envs} environments does not fit in memory; "
                  f"timing rollouts of {fitting} steps")

@@ -32,10 +32,10 @@ def gae(rewards: torch.Tensor, values: torch.Tensor, terminated: torch.Tensor, t
     # The one sequential part, two operations a step: A[t] = delta[t] + decay[t] * A[t+1].
     advantages = torch.empty_like(rewards)
     running = torch.zeros_like(next_value)
-    for t in reversed(range(rewards.shape[0])):
-        torch.mul(decay[t], running, out=advantages[t])
-        advantages[t] += delta[t]
-        running = advantages[t]
+    for step_decay, step_delta, step_advantages in zip(*(x.unbind(0)[::-1] for x in (decay, delta, advantages))):
+        torch.mul(step_decay, running, out=step_advantages)
+        step_advantages += step_delta
+        running = step_advantages
     return advantages, advantages + values
 
 

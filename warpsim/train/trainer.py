@@ -69,11 +69,13 @@ class Trainer:
         """Whether each rollout replays one captured CUDA graph (``config.graphs``)."""
         self.launches = CUDA_GRAPH if self.graphs else EAGER
         """How the rollout launches its work: ``"cuda-graph"`` or ``"eager"``."""
+        self.precision = resolve_precision(config.precision, policy_device)
         # One environment first: its spec and size, to refuse a run that cannot fit before allocating it.
         probe = make(config.env, 1, backend=config.backend, device=device, checked=False, **config.env_params)
-        check_training_fits(config, probe.spec, probe.array_bytes(), probe.placement)
+        check_training_fits(config, probe.spec, probe.array_bytes(), probe.placement, self.precision)
         if self.hybrid:
-            check_training_fits(config, probe.spec, 0, Placement(probe.placement.backend, policy_device))
+            check_training_fits(config, probe.spec, 0, Placement(probe.placement.backend, policy_device),
+                                self.precision)
         del probe
         self.env = make(config.env, config.num_envs, backend=config.backend, device=device,
                         seed=config.seed + self.world.rank, checked=False, **config.env_params)
@@ -83,7 +85,6 @@ class Trainer:
         if "cpu" in (self.device.type, self.env_device.type) and "OMP_NUM_THREADS" not in os.environ:
             # The networks are small: on a CPU, more threads mostly wait on each other.
             torch.set_num_threads(1)
-        self.precision = resolve_precision(config.precision, self.device)
         self.roles = roles_of(self.env.spec, self.env_device)
         self.policy_roles = {role.name: role.on(self.device) for role in self.roles}
         """The roles, their agent indices on the networks' device."""
@@ -213,7 +214,8 @@ class Trainer:
                 return torch.zeros(shape, dtype=dtype, device=self.env_device, pin_memory=pin)
             return torch.zeros(shape, dtype=dtype, device=self.device)
 
-        # Under bf16 the networks' first layer rounds its inputs to bfloat16: storing them so loses nothing.
+        # Under bf16 the networks' first layer rounds its inputs to bfloat16: storing them so loses nothing
+        # (storage.observation_bytes counts them so).
         observed = torch.bfloat16 if self.precision == "bf16" else torch.float32
         self.storage = {role.name: RoleRollout(
             observations=zeros(t, e, role.count, d, dtype=observed, env_side=True),
