@@ -36,6 +36,7 @@ class MinibatchLoss:
     """
 
     def __init__(self, config: TrainConfig, action_levels: tuple[int, ...], compiled: bool):
+        self.action_levels = action_levels
         self.compiled = compiled
         self.compile_seconds = 0.0
         """Seconds ``compile_for`` spent compiling (0 when eager)."""
@@ -70,16 +71,20 @@ class MinibatchLoss:
         # Summed outside the compiled function, whose inputs then never require a gradient but the network's.
         return total + policy_loss + self.value_coef * value_loss - self.entropy_coef * entropy, stats
 
-    def compile_for(self, sizes: list[int], outputs: int, actions: int, dtype: torch.dtype,
-                    device: torch.device) -> None:
-        """Compiles the forward and the backward for minibatches of ``sizes`` samples (network
-        outputs of ``dtype``) before training starts, so that no iteration pays for it; a
-        CUDA graph then captures the compiled kernels. Nothing when eager."""
+    def compile_for(self, samples: list[int], minibatches: int, dtype: torch.dtype, device: torch.device) -> None:
+        """Compiles the forward and the backward for the minibatches of roles of ``samples``
+        samples each, split ``minibatches`` ways, and network outputs of ``dtype``, before
+        training starts, so that no iteration pays for it; a CUDA graph then captures the
+        compiled kernels. Nothing when eager."""
         if not self.compiled:
             return
+        # torch.tensor_split's minibatches: n // m samples, and one more in the first n % m of them.
+        m = minibatches
+        sizes = {n // m + extra for n in samples for extra in ((0, 1) if n % m else (0,))}
+        outputs, actions = sum(self.action_levels), len(self.action_levels)
         started = time.perf_counter()
         try:
-            for size in sorted(set(sizes)):
+            for size in sorted(sizes):
                 logits = torch.zeros(size, outputs, dtype=dtype, device=device, requires_grad=True)
                 value = torch.zeros(size, dtype=dtype, device=device, requires_grad=True)
                 taken = torch.zeros(size, actions, dtype=torch.int32, device=device)

@@ -41,6 +41,8 @@ from warpsim.train.storage import check_training_fits
 UPDATE_STATS = STATS
 """Columns of ``Trainer.update_stats``, one row per minibatch of the last update."""
 APPROX_KL = UPDATE_STATS.index("approx_kl")
+NETWORK_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+"""What the networks compute in, by resolved precision (under autocast but for fp32)."""
 NETWORK_SHAPE = ("stack_observations", "hidden_size", "hidden_layers", "shared_trunk", "value_normalization")
 """The config fields a frozen opponent's run must share with this one: its network is loaded into this run's."""
 
@@ -117,7 +119,7 @@ class Trainer:
         self.scaler = torch.amp.GradScaler(self.device.type) if self.precision == "fp16" else None
         # The gradient scaler reads its overflow flag on the host at every step: no capture under fp16.
         self.update_launches = CUDA_GRAPH if self.graphs and self.scaler is None else EAGER
-        """How the update launches its work: ``"cuda-graph"`` or ``"eager"`` (also under fp16)."""
+        """How the update launches its work: ``"cuda-graph"``, or ``"eager"`` (always under fp16)."""
         # One parameter group per learning role, each reading its rate from a device tensor; on CUDA
         # the fused Adam, whose step counts live on the device too, so that a graph can capture it.
         self.optimizer = torch.optim.Adam(
@@ -148,22 +150,13 @@ class Trainer:
         self.explained_variance = torch.zeros((), device=self.device)
         """How much of the returns' variance the values explained in the last rollout (mean over learning roles)."""
         self._stagger_starts()
-        self._compile_loss(samples)
+        self.loss.compile_for(list(samples.values()), self.minibatches, NETWORK_DTYPES[self.precision], self.device)
 
     def _captured_settings(self) -> dict:
         """What a captured update bakes in, by name: the config fields (learning rate bounds,
         coefficients, epochs), the minibatch count and the precision."""
         settings = {f"config field {name}": value for name, value in self.config.to_dict().items()}
         return {**settings, "the minibatch count": self.minibatches, "the precision": self.precision}
-
-    def _compile_loss(self, samples: dict[str, int]) -> None:
-        """Compiles the loss for every minibatch size it will see (``compile_loss``); the time is
-        ``loss.compile_seconds``, spent here rather than in an iteration."""
-        m = self.minibatches  # tensor_split's chunks: n // m samples, and one more in the first n % m
-        sizes = [n // m + extra for n in samples.values() for extra in ((0, 1) if n % m else (0,))]
-        dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[self.precision]
-        self.loss.compile_for(sizes, sum(self.env.spec.action_levels), len(self.env.spec.action_levels), dtype,
-                              self.device)
 
     def _set_up_opponents(self, load: bool) -> None:
         """Freezes the opponents' networks; loads the frozen ones from their runs when ``load``."""
@@ -233,9 +226,8 @@ class Trainer:
     def autocast(self):
         if self.precision == "fp32":
             return contextlib.nullcontext()
-        dtype = torch.bfloat16 if self.precision == "bf16" else torch.float16
         # No cache of cast weights: a captured graph must cast them afresh at every replay.
-        return torch.autocast(self.device.type, dtype=dtype, cache_enabled=False)
+        return torch.autocast(self.device.type, dtype=NETWORK_DTYPES[self.precision], cache_enabled=False)
 
     # ----- one iteration ------------------------------------------------------------
     def iterate(self, after_rollout: Callable[[], None] | None = None) -> None:
@@ -325,12 +317,17 @@ class Trainer:
 
     def _learn_for_capture(self, next_values: list[torch.Tensor]) -> None:
         """``learn`` as the update graph runs it. Adam refuses to be captured unless its groups say
-        ``capturable``, and warns when such groups step uncaptured (the warm-up): the flag is set
-        only while capturing. The fused Adam's arithmetic is the same either way."""
+        ``capturable``, and warns when such groups step uncaptured (the warm-up): the flag is on
+        only while capturing, so a checkpoint never carries it. The fused Adam's arithmetic is the
+        same either way."""
         capturing = torch.cuda.is_current_stream_capturing()
         for group in self.optimizer.param_groups:
             group["capturable"] = capturing
-        self.learn(next_values)
+        try:
+            self.learn(next_values)
+        finally:
+            for group in self.optimizer.param_groups:
+                group["capturable"] = False
 
     def _value_targets(self, role_name: str, samples: Samples) -> Samples:
         """``samples`` with returns and values in the units the role's critic learns: normalised
