@@ -68,7 +68,8 @@ class MinibatchLoss:
                  batch: Samples) -> tuple[torch.Tensor, torch.Tensor]:
         policy_loss, value_loss, entropy, stats = self._function(
             logits, value, batch.actions, batch.log_probs, batch.values, batch.advantages, batch.returns)
-        # Summed outside the compiled function, whose inputs then never require a gradient but the network's.
+        # The roles' losses add up here, outside the compiled function: its inputs are then alike for
+        # every role (only the network's outputs carry gradients), and so is what it compiles.
         return total + policy_loss + self.value_coef * value_loss - self.entropy_coef * entropy, stats
 
     def compile_for(self, samples: list[int], minibatches: int, dtype: torch.dtype, device: torch.device) -> None:
@@ -94,7 +95,7 @@ class MinibatchLoss:
         except Exception as error:  # the compiler's own failures have no common type
             first = str(error).strip().splitlines()[0] if str(error).strip() else ""
             raise UnavailableError(f"config field compile_loss=True: torch.compile could not compile the loss on "
-                                    f"{device} ({type(error).__name__}: {first}); use compile_loss=False") from None
+                                   f"{device} ({type(error).__name__}: {first}); use compile_loss=False") from None
         if device.type == "cuda":
             torch.cuda.synchronize(device)
         self.compile_seconds = time.perf_counter() - started
