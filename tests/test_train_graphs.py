@@ -9,7 +9,7 @@ import torch
 from warpsim.cli import main
 from warpsim.errors import InvalidValueError
 from warpsim.train import TrainConfig, Trainer
-from warpsim.train.graphs import CapturedGraph, resolve_graphs
+from warpsim.train.graphs import CapturedGraph, check_unchanged, resolve_graphs
 from warpsim.train.loop import train
 
 GRID = dict(env="tag_gridworld", env_params=dict(num_taggers=2, grid_length=5, episode_length=8),
@@ -48,6 +48,15 @@ def test_without_a_gpu_the_rollout_is_eager_and_the_setting_is_recorded(tmp_path
     assert trainer.launches == "eager" and trainer.rollout == trainer.collect
     assert trainer.update_launches == "eager" and trainer.update == trainer.learn
     assert json.loads((tmp_path / "run" / "config.json").read_text())["graphs"] == "auto"
+
+
+def test_a_replay_refuses_settings_other_than_the_captured_ones():
+    captured = {"config field clip_coef": 0.2, "the minibatch count": 4}
+    check_unchanged(captured, dict(captured))
+    with pytest.raises(InvalidValueError, match=r"^the minibatch count is 6, but the captured graph was recorded "
+                                                r"with 4; settings are fixed for a trainer's life: build a new "
+                                                r"Trainer for new ones$"):
+        check_unchanged(captured, {**captured, "the minibatch count": 6})
 
 
 def gpu_config(**changes) -> TrainConfig:

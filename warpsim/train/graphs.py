@@ -68,7 +68,7 @@ class CapturedGraph(Generic[Outputs]):
         """Does the work once; returns what it returns (tensors the next call overwrites)."""
         inputs = inputs or []
         if self._graph is not None:
-            self._check_settings()
+            check_unchanged(self._captured_settings, self._settings())
             for mine, given in zip(self._inputs, inputs):
                 if mine is not given:
                     mine.copy_(given)
@@ -93,16 +93,17 @@ class CapturedGraph(Generic[Outputs]):
         graph.replay()  # the capture recorded the work without doing it
         return self._outputs
 
-    def _check_settings(self) -> None:
-        settings = self._settings()
-        if settings == self._captured_settings:
-            return
-        name = next(name for name in settings if settings[name] != self._captured_settings.get(name))
-        raise InvalidValueError(f"{name} is {settings[name]!r}, but the captured graph was recorded with "
-                                f"{self._captured_settings.get(name)!r}; settings are fixed for a trainer's life: "
-                                f"build a new Trainer for new ones")
-
     def reset(self) -> None:
         """Forgets the capture (state it read was replaced, e.g. by loading a checkpoint): the
         next call captures again."""
         self._graph = None
+
+
+def check_unchanged(captured: dict, current: dict) -> None:
+    """Refuses ``current`` settings that differ from the ``captured`` ones, naming the first that does."""
+    if current == captured:
+        return
+    name = next(name for name in current if current[name] != captured.get(name))
+    raise InvalidValueError(f"{name} is {current[name]!r}, but the captured graph was recorded with "
+                            f"{captured.get(name)!r}; settings are fixed for a trainer's life: build a new Trainer "
+                            f"for new ones")
