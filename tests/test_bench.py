@@ -309,6 +309,20 @@ def test_the_tiers_run_the_kernels_on_the_simulator(tier):
     assert (record["backend"], record["device"], record["tier"]) == ("cuda", "CUDA simulator", tier)
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("compile_loss", [False, True], ids=["eager loss", "compiled loss"])
+def test_the_train_tier_times_a_captured_update_and_its_phases_on_the_gpu(compile_loss):
+    from warpsim.bench.policy_tiers import run_policy_tier
+    record = run_policy_tier(TINY, "train", backend="cuda", steps=8, repeats=3, graphs=True,
+                             compile_loss=compile_loss)
+    assert record["launches"] == "cuda-graph" and record["update"]["launches"] == "cuda-graph"
+    assert (record["update"]["compile_seconds"] > 0) is compile_loss
+    rollout, update = record["rollout_ms"]["median"], record["update_ms"]["median"]
+    # Events on the device's timeline: the two phases are the iteration, which the host waits for.
+    repeat_ms = 1e3 * 8 * record["num_envs"] / record["env_steps_per_second"]["median"]
+    assert 0 < rollout and 0 < update and rollout + update == pytest.approx(repeat_ms, rel=0.5)
+
+
 def test_policy_tiers_reject_an_unknown_precision():
     from warpsim.bench.policy_tiers import run_policy_tier
     with pytest.raises(ValueError, match="precision='fp8' is not allowed; choose one of auto, fp32, bf16, fp16"):
