@@ -2,11 +2,12 @@
 # Everything warpsim owes a GPU, in stages that each fit one 10-minute command:
 #   benchmarks/gpu_session.sh OUT_DIR STAGE...
 # Stages: tests (pytest -m gpu over 4 pytest-xdist workers; it includes `warpsim check` at
-# scale), bench (the targets of docs/benchmarks.md), neighbour-search, placement, profile
-# (Nsight Compute), and the reference learning tasks: grid-chase, tag-chase, tag-evade (needs
-# tag-chase's run, in the same OUT_DIR) and self-play (train-ref, both roles learn), each one
-# call of at most 10 minutes; learning runs all four in turn. Stages given to one call run in
-# turn; separate calls may run at once.
+# scale), bench (the targets of docs/benchmarks.md), train-speed (the train tier with the update
+# captured, against its targets), neighbour-search, placement, profile (Nsight Compute), and the
+# reference learning tasks: grid-chase, tag-chase, tag-evade (needs tag-chase's run, in the same
+# OUT_DIR) and self-play (train-ref, both roles learn), each one call of at most 10 minutes;
+# learning runs all four in turn. Stages given to one call run in turn; separate calls may run
+# at once.
 # Each stage writes under OUT_DIR: logs, bench records (bench/*.json), run metrics and plots.
 # Run it from the repository root with warpsim installed; every command is also usable alone.
 set -uo pipefail
@@ -50,6 +51,13 @@ for stage in "$@"; do
             bench train-ref-sim 60 --config train-ref --tier sim --tier sim+policy --graphs both
             bench sweep-N 120 --config sweep-N
             bench headline-train 90 --config headline --tier sim+policy --tier train ;;
+        train-speed)  # rollout and update as graphs; each train record has rollout_ms and update_ms
+            bench train-ref-speed 150 --config train-ref --tier sim+policy --tier train --precision bf16 \
+                --graphs on --compile-loss
+            bench train-ref-eager-loss 100 --config train-ref --tier train --precision bf16 --graphs on
+            bench grid-speed 100 --config grid --tier train --graphs on --compile-loss
+            bench headline-speed 150 --config headline --tier train --graphs on --compile-loss
+            step update-ops 90 python3 benchmarks/update_ops.py ;;
         grid-chase)
             learn grid-chase 300 episode_length ;;
         tag-chase)
@@ -76,8 +84,8 @@ for stage in "$@"; do
                 --section SpeedOfLight --section Occupancy --section LaunchStats --section ComputeWorkloadAnalysis \
                 warpsim bench --config headline --steps 5 --repeats 1 --warmup 1 --no-save --no-baseline ;;
         *)
-            echo "unknown stage $stage (tests, bench, grid-chase, tag-chase, tag-evade, self-play, learning," \
-                "neighbour-search, placement, profile)" >&2; exit 2 ;;
+            echo "unknown stage $stage (tests, bench, train-speed, grid-chase, tag-chase, tag-evade, self-play," \
+                "learning, neighbour-search, placement, profile)" >&2; exit 2 ;;
     esac
 done
 cat "$out/summary.txt"

@@ -291,6 +291,13 @@ def test_every_tier_of_every_named_config_runs_at_a_tiny_size(name, tier, tmp_pa
     assert record["agent_steps_per_second"]["median"] > 0
     if tier != "sim":
         assert record["networks"]["parameters"] > 0
+    if tier == "train":
+        rollout, update = record["rollout_ms"], record["update_ms"]
+        assert 0 < rollout["min"] <= rollout["median"] <= rollout["max"] and 0 < update["min"] <= update["median"]
+        # On a CPU nothing overlaps: the two phases are a repeat's whole time.
+        repeat_ms = 1e3 * 5 * 2 / record["env_steps_per_second"]["median"]
+        assert rollout["median"] + update["median"] == pytest.approx(repeat_ms, rel=0.5)
+        assert record["update"]["launches"] == "eager" and record["update"]["compile_seconds"] == 0
     assert f"{tier} tier" in capsys.readouterr().out
 
 
@@ -301,6 +308,20 @@ def test_the_tiers_run_the_kernels_on_the_simulator(tier):
     options = dict(backend="cuda", steps=4, repeats=1, warmup_steps=1)
     record = runner.run_sim(config, **options) if tier == "sim" else run_policy_tier(config, tier, **options)
     assert (record["backend"], record["device"], record["tier"]) == ("cuda", "CUDA simulator", tier)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("compile_loss", [False, True], ids=["eager loss", "compiled loss"])
+def test_the_train_tier_times_a_captured_update_and_its_phases_on_the_gpu(compile_loss):
+    from warpsim.bench.policy_tiers import run_policy_tier
+    record = run_policy_tier(TINY, "train", backend="cuda", steps=8, repeats=3, graphs=True,
+                             compile_loss=compile_loss)
+    assert record["launches"] == "cuda-graph" and record["update"]["launches"] == "cuda-graph"
+    assert (record["update"]["compile_seconds"] > 0) is compile_loss
+    rollout, update = record["rollout_ms"]["median"], record["update_ms"]["median"]
+    # Events on the device's timeline: the two phases are the iteration, which the host waits for.
+    repeat_ms = 1e3 * 8 * record["num_envs"] / record["env_steps_per_second"]["median"]
+    assert 0 < rollout and 0 < update and rollout + update == pytest.approx(repeat_ms, rel=0.5)
 
 
 def test_policy_tiers_reject_an_unknown_precision():
@@ -316,6 +337,14 @@ def test_host_time_per_step_is_recorded_apart_from_the_rate():
     # On a CPU the host does the whole step: its time is the step time, E environments at a time.
     assert host["median"] == pytest.approx(1e6 * record["num_envs"] / rate, rel=0.5)
     assert f"host {host['median']:.1f} us per step" in runner.summary(record)
+
+
+def test_compile_loss_without_the_train_tier_is_a_clear_error(tmp_path, capsys):
+    code = main(["bench", "--env", "tag_gridworld", "--num-envs", "1", "--backend", "numpy", "--tier", "sim+policy",
+                 "--compile-loss", "--steps", "2", "--repeats", "1", "--results-dir", str(tmp_path)])
+    assert code == 2
+    assert "--compile-loss compiles the train tier's loss; give it with --tier train" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())
 
 
 @pytest.mark.parametrize("graphs", ["on", "both"])

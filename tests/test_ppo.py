@@ -51,6 +51,36 @@ def test_gae_bootstraps_a_truncated_episode_with_the_value_of_its_last_state():
     assert terminal[1].item() == pytest.approx(-0.4), "the same end by the rules is worth nothing after it"
 
 
+def reference_gae(rewards, values, terminated, truncated, next_value, gamma, lam):
+    """GAE step by step, as the rule reads: one Python step per rollout step."""
+    advantages, running, following = torch.empty_like(rewards), torch.zeros_like(next_value), next_value
+    for t in reversed(range(rewards.shape[0])):
+        cut = truncated[t].float()
+        continues = 1.0 - terminated[t].float() - cut
+        delta = rewards[t] + gamma * (following * continues + values[t] * cut) - values[t]
+        running = delta + gamma * lam * continues * running
+        advantages[t] = running
+        following = values[t]
+    return advantages, advantages + values
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_gae_over_whole_tensors_equals_the_step_by_step_rule_bit_for_bit(seed):
+    """Rollouts of [T, E, n] with episode ends per environment [T, E, 1], ends by the rules and cuts
+    by a time limit at random (never both on one step), random rewards and values."""
+    generator = torch.Generator().manual_seed(seed)
+    t, e, n = 9, 5, 3
+    rewards, values = torch.randn(2, t, e, n, generator=generator)
+    ends = torch.randint(0, 3, (t, e, 1), generator=generator)  # 0 goes on, 1 terminated, 2 truncated
+    terminated, truncated = ends == 1, ends == 2
+    assert terminated.any() and truncated.any()
+    next_value = torch.randn(e, n, generator=generator)
+    advantages, returns = ppo.gae(rewards, values, terminated, truncated, next_value, gamma=0.97, lam=0.9)
+    expected_advantages, expected_returns = reference_gae(rewards, values, terminated, truncated, next_value,
+                                                          0.97, 0.9)
+    assert torch.equal(advantages, expected_advantages) and torch.equal(returns, expected_returns)
+
+
 def test_policy_loss_clips_the_ratio_on_the_side_the_advantage_favours():
     old = torch.log(torch.tensor([0.5, 0.5, 0.5, 0.5]))
     new = torch.log(torch.tensor([0.75, 0.75, 0.25, 0.25]))       # ratios 1.5, 1.5, 0.5, 0.5

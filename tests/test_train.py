@@ -173,3 +173,30 @@ def test_rollout_and_update_never_wait_for_the_device(opponents):
 def test_too_few_samples_for_the_minibatches_is_a_clear_error():
     with pytest.raises(ValueError, match="a rollout holds 8 samples of role 'runner'.*too few for 16 minibatches"):
         Trainer(TrainConfig(**{**GRID, "num_envs": 1}, minibatches=16))
+
+
+def test_under_bf16_observations_are_stored_as_the_networks_round_them():
+    trainer = Trainer(TrainConfig(**TAG, precision="bf16"))
+    trainer.iterate()
+    stored = trainer.storage["runner"].observations
+    assert stored.dtype == torch.bfloat16
+    assert Trainer(TrainConfig(**TAG)).storage["runner"].observations.dtype == torch.float32
+    # What the networks compute from the stored copy is what they computed from the float32 inputs.
+    inputs = trainer.inputs.peek()
+    runner = trainer.policy_roles["runner"].of(inputs).flatten(0, 1)
+    network = trainer.policies.network("runner")
+    with torch.no_grad(), trainer.autocast():
+        from_float32, from_stored = network(runner), network(runner.to(torch.bfloat16))
+    assert all(torch.equal(a, b) for a, b in zip(from_float32, from_stored))
+    assert not torch.equal(runner, runner.to(torch.bfloat16).float()), "the rounding happened"
+
+
+def test_the_memory_estimate_counts_bf16_observations_at_two_bytes():
+    from warpsim.registry import make
+    from warpsim.train import storage
+    config = TrainConfig(**TAG)
+    spec = make(config.env, 1, backend="numpy", **config.env_params).spec
+    samples = config.rollout_steps * config.num_envs * spec.num_agents
+    inputs = spec.observation_size * config.stack_observations
+    fp32, bf16 = (storage.training_bytes(config, spec, 0, precision) for precision in ("fp32", "bf16"))
+    assert fp32 - bf16 == samples * inputs * 2

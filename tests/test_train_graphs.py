@@ -1,5 +1,6 @@
-"""The trainer's graphs setting: captured rollouts on a GPU, eager ones elsewhere and under DDP."""
+"""The trainer's graphs setting: captured rollouts and updates on a GPU, eager ones elsewhere and under DDP."""
 
+import dataclasses
 import json
 
 import pytest
@@ -8,7 +9,7 @@ import torch
 from warpsim.cli import main
 from warpsim.errors import InvalidValueError
 from warpsim.train import TrainConfig, Trainer
-from warpsim.train.graphs import resolve_graphs
+from warpsim.train.graphs import CapturedGraph, check_unchanged, resolve_graphs
 from warpsim.train.loop import train
 
 GRID = dict(env="tag_gridworld", env_params=dict(num_taggers=2, grid_length=5, episode_length=8),
@@ -45,7 +46,17 @@ def test_graphs_on_without_cuda_is_an_error_before_anything_is_written(tmp_path,
 def test_without_a_gpu_the_rollout_is_eager_and_the_setting_is_recorded(tmp_path, backend):
     trainer = train(TrainConfig(**{**GRID, "backend": backend}, iterations=2, graphs="auto"), tmp_path / "run")
     assert trainer.launches == "eager" and trainer.rollout == trainer.collect
+    assert trainer.update_launches == "eager" and trainer.update == trainer.learn
     assert json.loads((tmp_path / "run" / "config.json").read_text())["graphs"] == "auto"
+
+
+def test_a_replay_refuses_settings_other_than_the_captured_ones():
+    captured = {"config field clip_coef": 0.2, "the minibatch count": 4}
+    check_unchanged(captured, dict(captured))
+    with pytest.raises(InvalidValueError, match=r"^the minibatch count is 6, but the captured graph was recorded "
+                                                r"with 4; settings are fixed for a trainer's life: build a new "
+                                                r"Trainer for new ones$"):
+        check_unchanged(captured, {**captured, "the minibatch count": 6})
 
 
 def gpu_config(**changes) -> TrainConfig:
@@ -81,8 +92,11 @@ def test_a_captured_rollout_trains_as_the_eager_one_on_the_gpu(changes):
 
 
 @pytest.mark.gpu
-def test_a_captured_rollout_never_waits_for_the_device():
-    trainer = Trainer(gpu_config(graphs="on", opponents={"runner": "random"}))
+@pytest.mark.parametrize("changes", [{"opponents": {"runner": "random"}}, {"compile_loss": True}],
+                         ids=["random runners", "compiled loss"])
+def test_a_captured_iteration_never_waits_for_the_device(changes):
+    """Rollout and update, kl schedule included (the default): no host read anywhere."""
+    trainer = Trainer(gpu_config(graphs="on", **changes))
     trainer.iterate()  # eager warm-up
     trainer.iterate()  # capture (synchronises once) and replay
     torch.cuda.synchronize()
@@ -104,3 +118,91 @@ def test_a_resumed_graph_run_continues_as_an_uninterrupted_one(tmp_path):
     for mine, theirs in zip(resumed.policies.parameters(), whole.policies.parameters()):
         torch.testing.assert_close(mine, theirs, rtol=1e-5, atol=1e-5)
     assert torch.equal(resumed.env.state.episode, whole.env.state.episode)
+
+
+def snapshot(trainer: Trainer) -> dict:
+    """Every tensor an update reads and writes, copied: networks, value statistics, Adam's
+    state, learning rates, sampling generator."""
+    state = {f"optimizer {id(tensor)}": tensor for per_parameter in trainer.optimizer.state.values()
+             for tensor in per_parameter.values()}
+    state.update({f"rate {i}": rate for i, rate in enumerate(trainer.learning_rates.rates)})
+    state.update(trainer.policies.state_dict())
+    return {"tensors": {name: (tensor, tensor.clone()) for name, tensor in state.items()},
+            "generator": trainer.generator.get_state()}
+
+
+def restore(saved: dict, trainer: Trainer) -> None:
+    """Puts ``snapshot``'s values back into the very tensors (a captured graph holds their addresses)."""
+    for tensor, value in saved["tensors"].values():
+        tensor.copy_(value)
+    trainer.generator.set_state(saved["generator"])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("precision", ["bf16", "fp32"])
+def test_a_captured_update_equals_the_eager_one_from_the_same_state_and_seeds(precision):
+    """One trainer, one rollout: its update replayed from the graph, then, from the same state and
+    generator, run eagerly. The graph replays the very kernels on the very addresses, so the two agree
+    bit for bit unless cuBLAS chose another algorithm under capture; 1e-6 allows for that
+    (one reordered float32 sum per layer, scaled by a learning rate of 1e-3)."""
+    trainer = Trainer(gpu_config(graphs="on", precision=precision))
+    assert trainer.update_launches == "cuda-graph" and isinstance(trainer.update, CapturedGraph)
+    for _ in range(2):  # eager warm-up, then capture
+        trainer.iterate()
+    assert trainer.update.captures == 1
+    next_values = [values.clone() for values in trainer.rollout()]
+    saved = snapshot(trainer)
+    trainer.update(next_values)
+    captured = {name: tensor.clone() for name, (tensor, _) in saved["tensors"].items()}
+    captured_stats = trainer.update_stats.clone()
+    restore(saved, trainer)
+    trainer.learn(next_values)
+    for name, (tensor, _) in saved["tensors"].items():
+        torch.testing.assert_close(captured[name], tensor, rtol=1e-6, atol=1e-6, msg=name)
+    torch.testing.assert_close(captured_stats, trainer.update_stats, rtol=1e-6, atol=1e-6)
+    assert any(not torch.equal(tensor, before) for tensor, before in saved["tensors"].values()), "it learned"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("changes", [{}, {"compile_loss": True}, {"lr_schedule": "linear", "value_clip": 0.2}],
+                         ids=["default", "compiled loss", "linear rate, clipped value"])
+def test_ten_captured_iterations_equal_ten_eager_ones(changes):
+    """Rollout and update both replayed, against both eager (the compiled loss both ways): the actions
+    and the environments' integer state exactly, the floats to 1e-5 (see the rollout's test)."""
+    graphed, eager = Trainer(gpu_config(graphs="on", **changes)), Trainer(gpu_config(graphs="off", **changes))
+    for _ in range(10):
+        graphed.iterate()
+        eager.iterate()
+        for mine, theirs in zip(graphed.storage.values(), eager.storage.values()):
+            assert torch.equal(mine.actions, theirs.actions)
+        assert torch.equal(graphed.env.state.episode, eager.env.state.episode)
+    assert graphed.update.captures == 1 and eager.update == eager.learn
+    for mine, theirs in zip(graphed.policies.state_dict().values(), eager.policies.state_dict().values()):
+        torch.testing.assert_close(mine, theirs, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(graphed.learning_rates.values(), eager.learning_rates.values(), rtol=1e-5, atol=0)
+    mine, theirs = graphed.read_metrics(), eager.read_metrics()
+    for name in ("approx_kl", "value_loss", "explained_variance", "learning_rate"):
+        assert mine[name] == pytest.approx(theirs[name], rel=1e-4, abs=1e-6), name
+
+
+@pytest.mark.gpu
+def test_a_setting_changed_after_the_capture_is_refused_before_anything_runs():
+    trainer = Trainer(gpu_config(graphs="on"))
+    for _ in range(2):
+        trainer.iterate()
+    before = [parameter.clone() for parameter in trainer.policies.parameters()]
+    trainer.config = dataclasses.replace(trainer.config, max_learning_rate=0.05)
+    with pytest.raises(InvalidValueError, match=r"config field max_learning_rate is 0.05, but the captured graph "
+                                                r"was recorded with 0.01; settings are fixed for a trainer's life"):
+        trainer.update(trainer.rollout())
+    assert all(torch.equal(a, b) for a, b in zip(before, trainer.policies.parameters()))
+
+
+@pytest.mark.gpu
+def test_under_fp16_the_rollout_is_captured_and_the_update_stays_eager():
+    """The gradient scaler reads its overflow flag on the host at every step: nothing to capture."""
+    trainer = Trainer(gpu_config(graphs="on", precision="fp16"))
+    assert trainer.launches == "cuda-graph" and trainer.update_launches == "eager" and trainer.update == trainer.learn
+    for _ in range(3):
+        trainer.iterate()
+    assert not trainer.read_metrics()["diverged"]

@@ -130,6 +130,9 @@ def _add_bench(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--graphs", choices=GRAPH_CHOICES, default="off",
                         help="off (default): every launch eager; on: each repeat replays its steps (sim) or rollout "
                              "(policy tiers) captured as one CUDA graph (GPU only); both: one record each")
+    parser.add_argument("--compile-loss", action="store_true",
+                        help="train tier: the loss and its backward through torch.compile (compiled before the "
+                             "timing; the record gives the seconds)")
     parser.add_argument("--no-baseline", action="store_true",
                         help="on a GPU, skip the NumPy backend run of the same config that is otherwise "
                              "timed next to each figure")
@@ -155,6 +158,8 @@ def _run_bench(args) -> int:
                          f"them, it is not timed (use a GPU, or --backend numpy)")
     if args.graphs != "off":
         runner.check_graphs(True, args.backend)  # before the eager run of --graphs both
+    if args.compile_loss and "train" not in (args.tier or []):
+        raise InvalidValueError("--compile-loss compiles the train tier's loss; give it with --tier train")
     results_dir = None if args.no_save else args.results_dir or runner.default_results_dir()
     if results_dir is not None:
         usable_directory(results_dir, "results directory")  # before the timing, not after it
@@ -187,11 +192,12 @@ def _run_tiers(config: BenchConfig, args, options: dict):
     for tier in args.tier or ["sim"]:
         for precision in (["fp32"] if tier == "sim" else args.precision or ["auto"]):
             for graphs in _graph_runs(args):
-                record = _run_tier(config, tier, precision, {**options, "graphs": graphs})
+                record = _run_tier(config, tier, precision, {**options, "graphs": graphs}, args.compile_loss)
                 yield record
             if record["backend"] == "cuda" and not args.no_baseline and not simulator_enabled():
                 baseline = _run_tier(config, tier, precision,
-                                     {**options, "backend": "numpy", "max_seconds": None, "graphs": False})
+                                     {**options, "backend": "numpy", "max_seconds": None, "graphs": False},
+                                     args.compile_loss)
                 yield baseline
                 ratio = (record["agent_steps_per_second"]["median"]
                          / baseline["agent_steps_per_second"]["median"])
@@ -204,11 +210,12 @@ def _graph_runs(args) -> list[bool]:
     return {"off": [False], "on": [True], "both": [False, True]}[args.graphs]
 
 
-def _run_tier(config: BenchConfig, tier: str, precision: str, options: dict) -> dict:
+def _run_tier(config: BenchConfig, tier: str, precision: str, options: dict, compile_loss: bool = False) -> dict:
     if tier == "sim":
         return runner.run_sim(config, **options)
     policy_options = {**options, "warmup_steps": 1}
-    return run_policy_tier(config, tier, precision=precision, **policy_options)
+    return run_policy_tier(config, tier, precision=precision, compile_loss=compile_loss and tier == "train",
+                           **policy_options)
 
 
 def _bench_config(args) -> BenchConfig:

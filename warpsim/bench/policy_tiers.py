@@ -4,7 +4,8 @@
   on the device, the actions written into the environment's buffer, the step, and
   the rollout storage (``Trainer.collect``).
 * ``train``: whole PPO iterations, rollout and update (``Trainer.iterate``), counting
-  the environment steps collected per second of wall time.
+  the environment steps collected per second of wall time, and the milliseconds each
+  iteration's rollout and update took apart (``rollout_ms``, ``update_ms``).
 
 A timed repeat is one rollout (or iteration) of ``steps`` steps of every environment;
 the networks run in the given precision (``auto``: bf16 on CUDA, fp32 on a CPU).
@@ -26,6 +27,7 @@ from warpsim.bench.runner import (
     check_graphs,
     fit_to_time,
     make_record,
+    spread,
     synchronize,
 )
 from warpsim.configs import BenchConfig
@@ -33,8 +35,9 @@ from warpsim.device import resolve_placement
 from warpsim.errors import InvalidValueError
 from warpsim.registry import make
 from warpsim.train.config import PRECISIONS, TrainConfig
+from warpsim.train.placement import resolve_policy_device
 from warpsim.train.storage import check_training_fits, fitting_rollout_steps
-from warpsim.train.trainer import Trainer
+from warpsim.train.trainer import Trainer, resolve_precision
 from warpsim.validation import require_int
 
 POLICY_TIERS = ("sim+policy", "train")
@@ -45,12 +48,13 @@ FIXED_UPDATE: dict[str, Any] = dict(lr_schedule="constant", minibatch_size=0)
 def run_policy_tier(config: BenchConfig, tier: str, backend: str = "auto", precision: str = "auto",
                     steps: int = 32, repeats: int = 5, warmup_steps: int = 1, seed: int = 0,
                     max_seconds: float | None = None, progress: Progress | None = None, graphs: bool = False,
-                    hidden_size: int = 64, policy_device: str = "auto") -> dict:
+                    hidden_size: int = 64, policy_device: str = "auto", compile_loss: bool = False) -> dict:
     """Times ``tier`` of ``config``; returns one result record like ``run_sim``'s.
 
     ``warmup_steps`` counts untimed rollouts (or iterations) after start-up. With ``graphs``
     each rollout replays one captured CUDA graph (the trainer's ``graphs="on"``).
-    ``hidden_size`` and ``policy_device`` are the trainer's settings of those names.
+    ``hidden_size``, ``policy_device`` and ``compile_loss`` are the trainer's settings of those
+    names (with ``compile_loss`` the loss compiles while the trainer is built, before any timing).
     """
     check_graphs(graphs, backend)
     if tier not in POLICY_TIERS:
@@ -71,14 +75,14 @@ def run_policy_tier(config: BenchConfig, tier: str, backend: str = "auto", preci
     @functools.cache
     def rollout_steps(num_envs: int) -> int:
         return _rollout_that_fits(dataclasses.replace(config, num_envs=num_envs), env_id, backend, precision,
-                                  requested_steps, seed, hidden_size)
+                                  requested_steps, seed, hidden_size, policy_device)
 
     def trainer_for(num_envs: int) -> Trainer:
         return Trainer(TrainConfig(env=env_id, env_params=dict(config.params), num_envs=num_envs,
                                    backend=backend, precision=precision, rollout_steps=rollout_steps(num_envs),
                                    iterations=1_000_000, seed=seed, **FIXED_UPDATE,
                                    graphs="on" if graphs else "off", hidden_size=hidden_size,
-                                   policy_device=policy_device))
+                                   policy_device=policy_device, compile_loss=compile_loss))
 
     run_once = (lambda trainer: trainer.rollout()) if tier == "sim+policy" else Trainer.iterate
 
@@ -108,12 +112,18 @@ def run_policy_tier(config: BenchConfig, tier: str, backend: str = "auto", preci
         run_once(trainer)
     _wait(trainer)
     rates, host_seconds = [], []
+    phases = IterationPhases(trainer)
     for repeat in range(repeats):
         begin = time.perf_counter()
-        run_once(trainer)
+        if tier == "train":
+            phases.iterate()
+        else:
+            run_once(trainer)
         host_seconds.append((time.perf_counter() - begin) / steps)
         _wait(trainer)
         rates.append(steps * num_envs / (time.perf_counter() - begin))
+        if tier == "train":
+            phases.read()
         if progress:
             progress(f"{tier} repeat {repeat + 1}/{repeats}: {rates[-1] * trainer.env.num_agents:.3e} agent-steps/s")
     record = make_record(config, trainer.env, rates, startup, steps, repeats, warmup_steps, max_seconds,
@@ -123,8 +133,50 @@ def run_policy_tier(config: BenchConfig, tier: str, backend: str = "auto", preci
     record["policy_device"] = str(trainer.device)
     if tier == "train":
         record["update"] = {"epochs": trainer.config.epochs, "minibatches": trainer.minibatches,
-                            "shared_trunk": trainer.config.shared_trunk}
+                            "shared_trunk": trainer.config.shared_trunk, "launches": trainer.update_launches,
+                            "compile_loss": compile_loss, "compile_seconds": trainer.loss.compile_seconds}
+        record["rollout_ms"] = spread(phases.rollout_ms)
+        record["update_ms"] = spread(phases.update_ms)
     return record
+
+
+class IterationPhases:
+    """Times the rollout and the update of each iteration apart, in milliseconds: by CUDA
+    events on the networks' GPU (read after the repeat's own wait, so the timing adds no
+    synchronisation), by the host clock where they run on a CPU."""
+
+    def __init__(self, trainer: Trainer):
+        self._trainer = trainer
+        self._on_gpu = trainer.device.type == "cuda"
+        self._marks: list = []
+        self.rollout_ms: list[float] = []
+        self.update_ms: list[float] = []
+
+    def iterate(self) -> None:
+        """One iteration of the trainer, marked before, between and after its two phases."""
+        self._marks = []
+        self._mark()
+        self._trainer.iterate(after_rollout=self._mark)
+        self._mark()
+
+    def read(self) -> None:
+        """Adds the last iteration's times, once the device has finished it."""
+        begin, middle, end = self._marks
+        if self._on_gpu:
+            self.rollout_ms.append(begin.elapsed_time(middle))
+            self.update_ms.append(middle.elapsed_time(end))
+        else:
+            self.rollout_ms.append(1e3 * (middle - begin))
+            self.update_ms.append(1e3 * (end - middle))
+
+    def _mark(self) -> None:
+        if self._on_gpu:
+            event = torch.cuda.Event(enable_timing=True)
+            event.record(torch.cuda.current_stream(self._trainer.device))
+            self._marks.append(event)
+        else:
+            _wait(self._trainer)  # GPU environments under CPU networks: the host clock needs them done
+            self._marks.append(time.perf_counter())
 
 
 
@@ -136,14 +188,15 @@ def _wait(trainer: Trainer) -> None:
 
 
 def _rollout_that_fits(config: BenchConfig, env_id: str, backend: str, precision: str, steps: int, seed: int,
-                       hidden_size: int = 64) -> int:
+                       hidden_size: int = 64, policy_device: str = "auto") -> int:
     """``steps``, or the longest shorter rollout (halving) whose training storage fits in memory."""
     probe = make(env_id, 1, backend=backend, checked=False, **config.params)
     wanted = TrainConfig(env=env_id, env_params=dict(config.params), num_envs=config.num_envs, backend=backend,
                          precision=precision, rollout_steps=steps, seed=seed, **FIXED_UPDATE,
                          hidden_size=hidden_size)
-    fitting = fitting_rollout_steps(wanted, probe.spec, probe.array_bytes(), probe.placement)
+    resolved = resolve_precision(precision, resolve_policy_device(policy_device, probe.placement.torch_device))
+    fitting = fitting_rollout_steps(wanted, probe.spec, probe.array_bytes(), probe.placement, resolved)
     if fitting == 0:
         check_training_fits(TrainConfig(**{**wanted.to_dict(), "rollout_steps": 1}), probe.spec,
-                            probe.array_bytes(), probe.placement)  # raises DoesNotFitError, naming the sizes
+                            probe.array_bytes(), probe.placement, resolved)  # raises DoesNotFitError, naming the sizes
     return fitting

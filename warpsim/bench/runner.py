@@ -173,7 +173,8 @@ def synchronize(env: Environment) -> None:
         torch.cuda.synchronize(env.device)
 
 
-def _spread(values: list[float]) -> dict:
+def spread(values: list[float]) -> dict:
+    """The median, least and most of timed values."""
     return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
 
@@ -185,7 +186,7 @@ def make_record(config: BenchConfig, env: Environment, rates: list[float], start
     params = env.params
     mapping = (f"one thread per agent, {THREADS_PER_BLOCK} threads per block"
                if env.backend == "cuda" else "NumPy, vectorised over environments and agents")
-    env_rates = _spread(rates)
+    env_rates = spread(rates)
     return {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "tool": "warpsim",
@@ -209,9 +210,9 @@ def make_record(config: BenchConfig, env: Environment, rates: list[float], start
         "steps_per_repeat": steps,
         "startup_seconds": startup,
         "env_steps_per_second": env_rates,
-        "agent_steps_per_second": _spread([rate * env.num_agents for rate in rates]),
+        "agent_steps_per_second": spread([rate * env.num_agents for rate in rates]),
         "floor": floor_fields(env, env_rates["median"]),
-        **({"host_us_per_step": _spread([1e6 * seconds for seconds in host_seconds])} if host_seconds else {}),
+        **({"host_us_per_step": spread([1e6 * seconds for seconds in host_seconds])} if host_seconds else {}),
     }
 
 
@@ -263,7 +264,9 @@ def summary(record: dict) -> str:
 
 def _host_time(record: dict) -> str:
     host = record.get("host_us_per_step")
-    return f"; host {host['median']:.1f} us per step" if host else ""
+    phases = (f"; rollout {record['rollout_ms']['median']:.3g} ms, update {record['update_ms']['median']:.3g} ms "
+              f"per iteration" if "update_ms" in record else "")
+    return (f"; host {host['median']:.1f} us per step" if host else "") + phases
 
 
 def print_progress(message: str) -> None:

@@ -112,7 +112,11 @@ class TrainConfig:
     precision: str = "auto"
     """Network precision: auto (bf16 autocast on CUDA, fp32 on CPU), fp32, bf16, or fp16 (CUDA, gradient scaler)."""
     graphs: str = "auto"
-    """Rollouts as one replayed CUDA graph: auto (with CUDA and one process), on (an error without CUDA), off."""
+    """Rollouts and updates as replayed CUDA graphs: auto (with CUDA and one process), on (an error without CUDA),
+    off."""
+    compile_loss: bool = False
+    """The per-minibatch loss and its backward through torch.compile (fused kernels, compiled before the first
+    iteration); off: eager."""
     log_every: int = 10
     """Iterations between metric reads (the trainer's only host synchronisations) and progress lines."""
     checkpoint_every: int = 50
@@ -137,7 +141,8 @@ class TrainConfig:
         check_fields(self, require_real, ("value_coef", "entropy_coef"), 0, what=CONFIG_FIELD)
         if self.value_clip is not None:
             check_fields(self, require_real, ("value_clip",), 0, low_exclusive=True, what=CONFIG_FIELD)
-        check_fields(self, require_bool, ("shared_trunk", "value_normalization", "normalize_advantages"),
+        check_fields(self, require_bool, ("shared_trunk", "value_normalization", "normalize_advantages",
+                                          "compile_loss"),
                      what=CONFIG_FIELD)
         check_fields(self, require_choice, ("lr_schedule",), LR_SCHEDULES, what=CONFIG_FIELD)
         if self.lr_schedule != "constant":

@@ -72,6 +72,9 @@ def train(config: TrainConfig | None, run_dir: Path | str | None = None, *, resu
     bar = ProgressBar(config.iterations, progress, trainer.iteration) if world.is_writer and progress else None
     if bar:
         bar.message(start_line(trainer, directory.path, resumed=saved is not None))
+    if bar and trainer.loss.compiled:
+        bar.message(f"compiled the loss in {trainer.loss.compile_seconds:.1f} s, before the first iteration "
+                    f"(not counted in steps/s)")
     try:
         _iterate(trainer, directory, bar, stop_after)
     except KeyboardInterrupt:
@@ -91,7 +94,8 @@ def start_line(trainer: Trainer, run_dir: Path, resumed: bool) -> str:
     return (f"{what} to iteration {config.iterations} in {run_dir}: environments on the "
             f"{trainer.env.backend} backend ({trainer.env_device}), networks on {trainer.device} in "
             f"{trainer.precision}, {trainer.launches} rollouts of {config.rollout_steps} steps x {config.num_envs} "
-            f"environments")
+            f"environments, {trainer.update_launches} updates of {trainer.minibatches} minibatches x {config.epochs} "
+            f"epochs")
 
 
 def _iterate(trainer: Trainer, directory: RunDirectory, bar, stop_after: int | None) -> None:

@@ -23,17 +23,19 @@ def gae(rewards: torch.Tensor, values: torch.Tensor, terminated: torch.Tensor, t
     last action was taken in, one step earlier. next_value float32[...]: the value of the
     observation after the last step. Returns (advantages, returns), float32[T, ...].
     """
+    dtype = rewards.dtype
+    cut = truncated.to(dtype)
+    continues = 1.0 - terminated.to(dtype) - cut
+    following = torch.cat([values[1:], next_value[None]])  # the value of the observation after each step
+    delta = rewards + gamma * (following * continues + values * cut) - values
+    decay = gamma * lam * continues
+    # The one sequential part, two operations a step: A[t] = delta[t] + decay[t] * A[t+1].
     advantages = torch.empty_like(rewards)
     running = torch.zeros_like(next_value)
-    following = next_value
-    for t in reversed(range(rewards.shape[0])):
-        cut = truncated[t].to(rewards.dtype)
-        continues = 1.0 - terminated[t].to(rewards.dtype) - cut
-        bootstrap = following * continues + values[t] * cut
-        delta = rewards[t] + gamma * bootstrap - values[t]
-        running = delta + gamma * lam * continues * running
-        advantages[t] = running
-        following = values[t]
+    for step_decay, step_delta, step_advantages in zip(*(x.unbind(0)[::-1] for x in (decay, delta, advantages))):
+        torch.mul(step_decay, running, out=step_advantages)
+        step_advantages += step_delta
+        running = step_advantages
     return advantages, advantages + values
 
 

@@ -16,7 +16,8 @@ from warpsim.errors import DoesNotFitError
 from warpsim.train.config import TrainConfig
 
 FLOAT = 4
-"""Bytes of every stored value: float32 observations, log-probs, values, rewards; int32 actions."""
+"""Bytes of every stored value but bf16 observations: float32 observations, log-probs, values, rewards;
+int32 actions."""
 SAFETY = 0.9
 """Share of the free memory training may plan to use."""
 
@@ -33,14 +34,22 @@ def network_parameters(input_size: int, outputs: int, hidden_size: int, hidden_l
     return trunks * count + width * (outputs + 1) + outputs + 1
 
 
-def training_bytes(config: TrainConfig, spec: EnvSpec, env_bytes_per_env: int) -> int:
-    """Bytes one process's training allocates with ``config`` on an environment of ``spec``."""
+def observation_bytes(precision: str) -> int:
+    """Bytes of a stored observation value for networks of the resolved ``precision``: bfloat16
+    under bf16 (what their first layer rounds inputs to), float32 otherwise."""
+    return 2 if precision == "bf16" else FLOAT
+
+
+def training_bytes(config: TrainConfig, spec: EnvSpec, env_bytes_per_env: int, precision: str = "fp32") -> int:
+    """Bytes one process's training allocates with ``config`` on an environment of ``spec``, for
+    networks of the resolved ``precision``."""
     e, t = config.num_envs, config.rollout_steps
     n, d = spec.num_agents, spec.observation_size * config.stack_observations
     a, outputs = len(spec.action_levels), sum(spec.action_levels)
     width = max(d, config.hidden_size * config.hidden_layers, outputs)
     samples = t * e * n
-    rollout = samples * FLOAT * (d + a + 3) + t * e * FLOAT  # observations, actions, log-probs, values, rewards
+    # observations, actions, log-probs, values, rewards
+    rollout = samples * (observation_bytes(precision) * d + FLOAT * (a + 3)) + t * e * FLOAT
     update = samples * FLOAT * 2 + 2 * math.ceil(samples / config.minibatches) * FLOAT * (d + a + 4 + 4 * width)
     collect = e * n * FLOAT * (d + 4 * width)  # one step's inputs and activations
     networks = len(spec.role_names) * network_parameters(d, outputs, config.hidden_size, config.hidden_layers,
@@ -48,9 +57,10 @@ def training_bytes(config: TrainConfig, spec: EnvSpec, env_bytes_per_env: int) -
     return e * env_bytes_per_env + rollout + update + collect + networks * FLOAT * 4  # weights, grads, Adam moments
 
 
-def check_training_fits(config: TrainConfig, spec: EnvSpec, env_bytes_per_env: int, placement: Placement) -> None:
+def check_training_fits(config: TrainConfig, spec: EnvSpec, env_bytes_per_env: int, placement: Placement,
+                        precision: str = "fp32") -> None:
     """Raises DoesNotFitError, naming the settings to lower, when training would not fit."""
-    needed = training_bytes(config, spec, env_bytes_per_env)
+    needed = training_bytes(config, spec, env_bytes_per_env, precision)
     free = available_bytes(placement)
     if needed > SAFETY * free:
         raise DoesNotFitError(
@@ -61,13 +71,14 @@ def check_training_fits(config: TrainConfig, spec: EnvSpec, env_bytes_per_env: i
             f"lower num_envs or rollout_steps")
 
 
-def fitting_rollout_steps(config: TrainConfig, spec: EnvSpec, env_bytes_per_env: int, placement: Placement) -> int:
+def fitting_rollout_steps(config: TrainConfig, spec: EnvSpec, env_bytes_per_env: int, placement: Placement,
+                          precision: str = "fp32") -> int:
     """The longest rollout, at most ``config.rollout_steps``, whose training fits; 0 if none does."""
     free = SAFETY * available_bytes(placement)
     steps = config.rollout_steps
     while steps >= 1:
         trial = TrainConfig(**{**config.to_dict(), "rollout_steps": steps})
-        if training_bytes(trial, spec, env_bytes_per_env) <= free:
+        if training_bytes(trial, spec, env_bytes_per_env, precision) <= free:
             return steps
         steps //= 2
     return 0

@@ -4,7 +4,9 @@ One iteration is a rollout of T steps of every environment (observations read fr
 and actions written into the environment's buffers, with no host synchronisation)
 and an update of ``epochs`` passes of shuffled minibatches. Networks run under
 autocast in the configured precision; log-probabilities, ratios, advantages and
-returns stay float32, stored actions int32.
+returns stay float32, stored actions int32, stored observations bfloat16 under bf16
+(what the networks' first layer casts them to anyway) and float32 otherwise. On CUDA
+the rollout and the update each replay a captured graph (``graphs``).
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from warpsim.train.checkpoint import load_into, signature
 from warpsim.train.config import TrainConfig
 from warpsim.train.distributed import World
 from warpsim.train.episodes import EpisodeStats
-from warpsim.train.graphs import RolloutGraph, resolve_graphs
+from warpsim.train.graphs import CapturedGraph, resolve_graphs
+from warpsim.train.loss import STATS, MinibatchLoss
 from warpsim.train.placement import RolloutMirror, check_single_process, resolve_policy_device
 from warpsim.train.policy import RolePolicies
 from warpsim.train.rollout import RoleRollout, Samples
@@ -35,9 +38,11 @@ from warpsim.train.schedule import LearningRates
 from warpsim.train.stacking import ObservationStack
 from warpsim.train.storage import check_training_fits
 
-UPDATE_STATS = ("ratio_deviation", "clip_fraction", "approx_kl", "policy_loss", "value_loss", "entropy")
+UPDATE_STATS = STATS
 """Columns of ``Trainer.update_stats``, one row per minibatch of the last update."""
 APPROX_KL = UPDATE_STATS.index("approx_kl")
+NETWORK_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+"""What the networks compute in, by resolved precision (under autocast but for fp32)."""
 NETWORK_SHAPE = ("stack_observations", "hidden_size", "hidden_layers", "shared_trunk", "value_normalization")
 """The config fields a frozen opponent's run must share with this one: its network is loaded into this run's."""
 
@@ -65,11 +70,14 @@ class Trainer:
                                      self.hybrid)
         """Whether each rollout replays one captured CUDA graph (``config.graphs``)."""
         self.launches = CUDA_GRAPH if self.graphs else EAGER
+        """How the rollout launches its work: ``"cuda-graph"`` or ``"eager"``."""
+        self.precision = resolve_precision(config.precision, policy_device)
         # One environment first: its spec and size, to refuse a run that cannot fit before allocating it.
         probe = make(config.env, 1, backend=config.backend, device=device, checked=False, **config.env_params)
-        check_training_fits(config, probe.spec, probe.array_bytes(), probe.placement)
+        check_training_fits(config, probe.spec, probe.array_bytes(), probe.placement, self.precision)
         if self.hybrid:
-            check_training_fits(config, probe.spec, 0, Placement(probe.placement.backend, policy_device))
+            check_training_fits(config, probe.spec, 0, Placement(probe.placement.backend, policy_device),
+                                self.precision)
         del probe
         self.env = make(config.env, config.num_envs, backend=config.backend, device=device,
                         seed=config.seed + self.world.rank, checked=False, **config.env_params)
@@ -79,7 +87,6 @@ class Trainer:
         if "cpu" in (self.device.type, self.env_device.type) and "OMP_NUM_THREADS" not in os.environ:
             # The networks are small: on a CPU, more threads mostly wait on each other.
             torch.set_num_threads(1)
-        self.precision = resolve_precision(config.precision, self.device)
         self.roles = roles_of(self.env.spec, self.env_device)
         self.policy_roles = {role.name: role.on(self.device) for role in self.roles}
         """The roles, their agent indices on the networks' device."""
@@ -109,16 +116,27 @@ class Trainer:
         self.clipped_groups = [group for network in networks for group in network.parameter_groups()]
         """Parameters whose gradient norm is clipped together: each learning role's actor and critic."""
         self.learning_rates = LearningRates(config, len(self.learners), self.device)
-        # One parameter group per learning role, each reading its rate from a device tensor.
+        self.scaler = torch.amp.GradScaler(self.device.type) if self.precision == "fp16" else None
+        # The gradient scaler reads its overflow flag on the host at every step: no capture under fp16.
+        self.update_launches = CUDA_GRAPH if self.graphs and self.scaler is None else EAGER
+        """How the update launches its work: ``"cuda-graph"``, or ``"eager"`` (always under fp16)."""
+        # One parameter group per learning role, each reading its rate from a device tensor; on CUDA
+        # the fused Adam, whose step counts live on the device too, so that a graph can capture it.
         self.optimizer = torch.optim.Adam(
             [{"params": list(network.parameters()), "lr": rate}
              for network, rate in zip(networks, self.learning_rates.rates)],
             lr=config.learning_rate, eps=1e-5, fused=self.device.type == "cuda")
-        self.scaler = torch.amp.GradScaler(self.device.type) if self.precision == "fp16" else None
+        self.loss = MinibatchLoss(config, self.env.spec.action_levels, compiled=config.compile_loss)
+        """One learning role's loss on a minibatch, eager or compiled (``config.compile_loss``)."""
         self.generator = torch.Generator(self.device).manual_seed(config.seed + self.world.rank)
         self.rollout: Callable[[], list[torch.Tensor]] = (
-            RolloutGraph(self.collect, self.generator, self.device) if self.graphs else self.collect)
+            CapturedGraph(lambda _: self.collect(), self.generator, self.device) if self.graphs else self.collect)
         """Collects one rollout, by replaying its captured graph or eagerly (``collect``)."""
+        self.update: Callable[[list[torch.Tensor]], None] = (
+            CapturedGraph(self._learn_for_capture, self.generator, self.device, settings=self._captured_settings)
+            if self.update_launches == CUDA_GRAPH else self.learn)
+        """Updates the policies on the last rollout, given its next values: by replaying its captured
+        graph or eagerly (``learn``)."""
         self.stats = EpisodeStats(self.env, self.roles)
         self.iteration = 0
         self.env_steps = 0
@@ -132,6 +150,13 @@ class Trainer:
         self.explained_variance = torch.zeros((), device=self.device)
         """How much of the returns' variance the values explained in the last rollout (mean over learning roles)."""
         self._stagger_starts()
+        self.loss.compile_for(list(samples.values()), self.minibatches, NETWORK_DTYPES[self.precision], self.device)
+
+    def _captured_settings(self) -> dict:
+        """What a captured update bakes in, by name: the config fields (learning rate bounds,
+        coefficients, epochs), the minibatch count and the precision."""
+        settings = {f"config field {name}": value for name, value in self.config.to_dict().items()}
+        return {**settings, "the minibatch count": self.minibatches, "the precision": self.precision}
 
     def _set_up_opponents(self, load: bool) -> None:
         """Freezes the opponents' networks; loads the frozen ones from their runs when ``load``."""
@@ -182,8 +207,11 @@ class Trainer:
                 return torch.zeros(shape, dtype=dtype, device=self.env_device, pin_memory=pin)
             return torch.zeros(shape, dtype=dtype, device=self.device)
 
+        # Under bf16 the networks' first layer rounds its inputs to bfloat16: storing them so loses nothing
+        # (storage.observation_bytes counts them so).
+        observed = torch.bfloat16 if self.precision == "bf16" else torch.float32
         self.storage = {role.name: RoleRollout(
-            observations=zeros(t, e, role.count, d, env_side=True),
+            observations=zeros(t, e, role.count, d, dtype=observed, env_side=True),
             actions=zeros(t, e, role.count, a, dtype=torch.int32),
             log_probs=zeros(t, e, role.count), values=zeros(t, e, role.count),
             rewards=zeros(t, e, role.count, env_side=True)) for role in self.learners}
@@ -198,14 +226,17 @@ class Trainer:
     def autocast(self):
         if self.precision == "fp32":
             return contextlib.nullcontext()
-        dtype = torch.bfloat16 if self.precision == "bf16" else torch.float16
-        return torch.autocast(self.device.type, dtype=dtype)
+        # No cache of cast weights: a captured graph must cast them afresh at every replay.
+        return torch.autocast(self.device.type, dtype=NETWORK_DTYPES[self.precision], cache_enabled=False)
 
     # ----- one iteration ------------------------------------------------------------
-    def iterate(self) -> None:
-        """Collects one rollout and updates the policies on it."""
+    def iterate(self, after_rollout: Callable[[], None] | None = None) -> None:
+        """Collects one rollout and updates the policies on it; ``after_rollout`` is called
+        in between (the benchmark's mark between the two)."""
         self.learning_rates.start_iteration(self.iteration)
         next_values = self.rollout()
+        if after_rollout is not None:
+            after_rollout()
         self.update(next_values)
         self.iteration += 1
         self.env_steps += self.config.rollout_steps * self.env.num_envs
@@ -260,8 +291,10 @@ class Trainer:
         return [self.policies.network(role.name).returns_scale(values.float()).view(env.num_envs, role.count)
                 for role, (_, values) in zip(self.learners, outputs)]
 
-    def update(self, next_values: list[torch.Tensor]) -> None:
-        """``epochs`` passes of clipped PPO over the rollout, in shuffled minibatches."""
+    def learn(self, next_values: list[torch.Tensor]) -> None:
+        """``epochs`` passes of clipped PPO over the rollout, in shuffled minibatches, given each
+        learning role's value of the observations after it float32[E, n]. Nothing here reads the
+        device from the host, so that a CUDA graph can capture it whole."""
         c = self.config
         rollouts, terminated, truncated = self._rollout_on_policy_device()
         samples, explained = [], []
@@ -281,6 +314,20 @@ class Trainer:
                 row += 1
             self.world.all_reduce_mean(self.epoch_kl)  # every process moves its rates alike
             self.learning_rates.end_epoch(self.epoch_kl)
+
+    def _learn_for_capture(self, next_values: list[torch.Tensor]) -> None:
+        """``learn`` as the update graph runs it. Adam refuses to be captured unless its groups say
+        ``capturable``, and warns when such groups step uncaptured (the warm-up): the flag is on
+        only while capturing, so a checkpoint never carries it. The fused Adam's arithmetic is the
+        same either way."""
+        capturing = torch.cuda.is_current_stream_capturing()
+        for group in self.optimizer.param_groups:
+            group["capturable"] = capturing
+        try:
+            self.learn(next_values)
+        finally:
+            for group in self.optimizer.param_groups:
+                group["capturable"] = False
 
     def _value_targets(self, role_name: str, samples: Samples) -> Samples:
         """``samples`` with returns and values in the units the role's critic learns: normalised
@@ -305,25 +352,13 @@ class Trainer:
 
     def _step_on_minibatch(self, minibatches: list[Samples], row: int) -> None:
         """One optimizer step on every learning role's minibatch; its statistics go into ``update_stats[row]``."""
-        c, levels = self.config, self.env.spec.action_levels
         with self.autocast():
             outputs = self.model([batch.observations for batch in minibatches], [role.name for role in self.learners])
         loss = torch.zeros((), device=self.device)
         per_role = []
         for batch, (logits, value) in zip(minibatches, outputs):
-            heads = ppo.split_heads(logits, levels)
-            new_log_prob = ppo.log_prob(heads, batch.actions)
-            entropy = ppo.entropy(heads).mean()
-            advantages = ppo.normalize(batch.advantages) if c.normalize_advantages else batch.advantages
-            policy_loss, ratio = ppo.policy_loss(new_log_prob, batch.log_probs, advantages, c.clip_coef)
-            value_loss = ppo.value_loss(value.float(), batch.values, batch.returns, c.value_clip)
-            loss = loss + policy_loss + c.value_coef * value_loss - c.entropy_coef * entropy
-            with torch.no_grad():
-                deviation = (ratio - 1).abs()
-                # approx_kl: the low-variance estimator E[(r - 1) - log r].
-                per_role.append(torch.stack([
-                    deviation.max(), (deviation > c.clip_coef).float().mean(),
-                    ((ratio - 1) - (new_log_prob - batch.log_probs)).mean(), policy_loss, value_loss, entropy]))
+            loss, role_stats = self.loss(loss, logits, value, batch)
+            per_role.append(role_stats)
         stats = torch.stack(per_role)
         self.epoch_kl += stats[:, APPROX_KL] / self.minibatches
         self.optimizer.zero_grad(set_to_none=True)
@@ -342,8 +377,9 @@ class Trainer:
         self.update_stats[row, 1:] = stats[:, 1:].mean(dim=0)
 
     def _clip_gradients(self) -> None:
+        # On CUDA, foreach ops: a few launches per group, and no host read of the norm.
         for group in self.clipped_groups:
-            torch.nn.utils.clip_grad_norm_(group, self.config.max_grad_norm)
+            torch.nn.utils.clip_grad_norm_(group, self.config.max_grad_norm, foreach=self.device.type == "cuda")
 
     # ----- reading and saving --------------------------------------------------------
     def read_metrics(self) -> dict:
@@ -386,6 +422,8 @@ class Trainer:
                                f"rates: evaluate, render or play against it, but train further in a new run")
         load_into(self.policies, checkpoint["policies"], "networks", source)
         load_into(self.optimizer, checkpoint["optimizer"], "optimizer state", source)
+        if isinstance(self.update, CapturedGraph):
+            self.update.reset()  # loading replaced the optimizer's state tensors that a capture reads
         for group, rate in zip(self.optimizer.param_groups, self.learning_rates.rates):
             group["lr"] = rate  # loading put the saved rates in the groups; the device tensors stay theirs
         if self.scaler is not None and checkpoint.get("scaler") is not None:
