@@ -49,7 +49,7 @@ class LaunchRecorder:
 def recorded_launches(env):
     recorder = LaunchRecorder()
     launches = recorder.launches
-    env.launch = recorder
+    env._launch = recorder
     env.step_cuda()
     env.reset_cuda(env.views.done)
     launches.append((count_resets, (env.views.done, env.views.episode)))  # the runtime's, whether launched or not

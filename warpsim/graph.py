@@ -44,7 +44,6 @@ class StepGraph:
     """
 
     def __init__(self, env: Environment, steps: int = 1):
-        steps = require_int("steps", steps, 1)
         self.env = env
         self.steps = require_int("steps", steps, 1, MAX_STEPS)
         self.captures = 0
