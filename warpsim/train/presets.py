@@ -38,7 +38,7 @@ def _reference(name: str, env_params: dict | None = None, **settings) -> dict:
 PRESETS = {
     "tag-small": dict(env="tag_continuous", env_params=TAG_SMALL_ENV, num_envs=64, iterations=300,
                       stack_observations=2, opponents={"runner": "random"}),
-    "tag-chase-small": dict(env="tag_continuous", env_params=TAG_CHASE_SMALL_ENV, num_envs=64, iterations=200,
+    "tag-chase-small": dict(env="tag_continuous", env_params=TAG_CHASE_SMALL_ENV, num_envs=64, iterations=150,
                             stagger_steps=100, opponents={"runner": "random"}, **CHASE),
     "grid-small": dict(env="tag_gridworld", env_params=GRID_SMALL_ENV, num_envs=32, iterations=100,
                        opponents={"runner": "random"}),
