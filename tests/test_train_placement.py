@@ -68,7 +68,7 @@ def test_the_hybrid_bookkeeping_trains_as_one_device(monkeypatch, opponents):
     """The hybrid path (separate action buffer, rollout mirror, per-role indices on the networks'
     device) run with 'cpu:0' as the networks' device, which torch tells apart from 'cpu'."""
     single = Trainer(TrainConfig(**TAG, opponents=opponents))
-    monkeypatch.setattr("warpsim.train.trainer.resolve_policy_device", lambda setting, env: torch.device("cpu", 0))
+    monkeypatch.setattr("warpsim.train.placement.resolve_policy_device", lambda setting, env: torch.device("cpu", 0))
     hybrid = Trainer(TrainConfig(**TAG, opponents=opponents))
     assert hybrid.hybrid and hybrid.mirror is not None and hybrid.step_actions is not hybrid.env.actions
     for _ in range(3):

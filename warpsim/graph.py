@@ -64,7 +64,6 @@ class StepGraph:
     """
 
     def __init__(self, env: Steppable, steps: int = 1):
-        steps = require_int("steps", steps, 1)
         self.env = env
         self.steps = require_int("steps", steps, 1, MAX_STEPS)
         self.captures = 0
