@@ -12,7 +12,6 @@ environments' side over once per buffer for the update (pinned and non-blocking 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 
 import torch
 
@@ -21,27 +20,13 @@ from warpsim.errors import InvalidValueError, UnavailableError
 from warpsim.train.distributed import World
 
 
-@dataclass(frozen=True)
-class TrainingPlacement:
-    """Where a training process runs its environments and its networks."""
-
-    env: Placement
-    """The environments' backend and device."""
-    policy_device: torch.device
-    """The networks', the optimizer's and the networks' side of the rollout's device."""
-
-    @property
-    def hybrid(self) -> bool:
-        """Whether the networks run on another device than the environments (``policy_device``)."""
-        return self.policy_device != self.env.torch_device
-
-
-def place_training(backend: str, policy_device: str, world: World) -> TrainingPlacement:
-    """Where training with ``backend`` and ``policy_device`` (config settings) runs in ``world``'s process."""
+def place_training(backend: str, policy_device: str, world: World) -> tuple[Placement, torch.device]:
+    """Where training with ``backend`` and ``policy_device`` (config settings) runs in ``world``'s
+    process: the environments' placement and the networks' device."""
     env = environment_placement(backend, world)
     policy = resolve_policy_device(policy_device, env.torch_device)
     check_single_process(env.torch_device, policy, world.size)
-    return TrainingPlacement(env, policy)
+    return env, policy
 
 
 def environment_placement(backend: str, world: World | None = None) -> Placement:

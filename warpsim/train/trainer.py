@@ -85,12 +85,11 @@ class Trainer:
     def _place(self) -> None:
         """Where the environments and the networks run, how the rollout launches, the precision."""
         config = self.config
-        self.placement = place_training(config.backend, config.policy_device, self.world)
-        self.hybrid = self.placement.hybrid
+        self.env_placement, self.device = place_training(config.backend, config.policy_device, self.world)
+        """Where the environments run; where the networks, the optimizer and the networks' side of the rollout live."""
+        self.env_device = self.env_placement.torch_device
+        self.hybrid = self.device != self.env_device
         """Whether the networks run on another device than the environments (``config.policy_device``)."""
-        self.env_device = self.placement.env.torch_device
-        self.device = self.placement.policy_device
-        """Where the networks, the optimizer and the networks' side of the rollout live."""
         self.graphs = resolve_graphs(config.graphs, self.env_device, self.world.size, self.hybrid)
         """Whether each rollout replays one captured CUDA graph (``config.graphs``)."""
         self.launches = CUDA_GRAPH if self.graphs else EAGER
@@ -102,7 +101,7 @@ class Trainer:
 
     def _make_environments(self) -> None:
         """Refuses a run that cannot fit, from the environments' layout, before making them."""
-        config, env_placement = self.config, self.placement.env
+        config, env_placement = self.config, self.env_placement
         spec, env_bytes_per_env = layout(config.env, 1, **config.env_params)
         check_training_fits(config, spec, env_bytes_per_env, env_placement, self.precision)
         if self.hybrid:
