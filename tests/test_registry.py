@@ -113,3 +113,19 @@ def test_a_folder_that_names_no_environment_is_refused_by_name(tmp_path, isolate
     with pytest.raises(TypeError, match=r"envs/walkers/__init__.py does not name its environment class; "
                                         r"add ENVIRONMENT = "):
         importlib.import_module(package)
+
+
+@pytest.mark.parametrize("env_id, params", [("tag_continuous", dict(num_runners=5, num_taggers=2)),
+                                             ("tag_gridworld", dict(num_taggers=3)), ("beacon", {})])
+def test_layout_is_what_make_allocates_without_allocating(env_id, params):
+    planned = registry.layout(env_id, 3, **params)
+    env = warpsim.make(env_id, 3, backend="numpy", **params)
+    assert planned.spec == env.spec and planned.array_bytes == env.array_bytes()
+    assert registry.layout(env_id, 6, **params).array_bytes > planned.array_bytes
+
+
+def test_layout_refuses_what_make_refuses():
+    with pytest.raises(warpsim.errors.InvalidTypeError, match="unknown parameter"):
+        registry.layout("tag_gridworld", 2, no_such_field=1)
+    with pytest.raises(warpsim.errors.InvalidValueError, match="num_envs=0 is not allowed"):
+        registry.layout("tag_gridworld", 0)

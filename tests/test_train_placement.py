@@ -11,9 +11,10 @@ import torch
 from warpsim.cli import main
 from warpsim.errors import InvalidValueError, UnavailableError
 from warpsim.train import TrainConfig, Trainer, ppo
+from warpsim.train.distributed import World
 from warpsim.train.graphs import resolve_graphs
 from warpsim.train.loop import train
-from warpsim.train.placement import check_single_process
+from warpsim.train.placement import check_single_process, place_training
 
 TAG = dict(env="tag_continuous", env_params=dict(num_taggers=1, num_runners=3, episode_length=10),
            num_envs=3, rollout_steps=6, backend="numpy", stack_observations=2)
@@ -68,7 +69,7 @@ def test_the_hybrid_bookkeeping_trains_as_one_device(monkeypatch, opponents):
     """The hybrid path (separate action buffer, rollout mirror, per-role indices on the networks'
     device) run with 'cpu:0' as the networks' device, which torch tells apart from 'cpu'."""
     single = Trainer(TrainConfig(**TAG, opponents=opponents))
-    monkeypatch.setattr("warpsim.train.trainer.resolve_policy_device", lambda setting, env: torch.device("cpu", 0))
+    monkeypatch.setattr("warpsim.train.placement.resolve_policy_device", lambda setting, env: torch.device("cpu", 0))
     hybrid = Trainer(TrainConfig(**TAG, opponents=opponents))
     assert hybrid.hybrid and hybrid.mirror is not None and hybrid.step_actions is not hybrid.env.actions
     for _ in range(3):
@@ -184,3 +185,11 @@ def test_the_placement_benchmark_times_the_cpu_placement_alone_without_a_gpu(tmp
     assert [(r["placement"], r["networks"]["hidden_size"], r["policy_device"]) for r in records] == [
         ("all-cpu", 64, "cpu"), ("all-cpu", 256, "cpu")]
     assert all(r["tier"] == "train" and r["config"] == "tag-small" for r in records)
+
+
+def test_training_is_placed_once_where_its_environments_and_networks_run():
+    env, networks = place_training("numpy", "auto", World())
+    assert env.backend == "numpy" and env.torch_device == networks == torch.device("cpu")
+    trainer = Trainer(TrainConfig(**TAG))
+    assert trainer.env_placement == trainer.env.placement and trainer.device == trainer.env.device
+    assert not trainer.hybrid

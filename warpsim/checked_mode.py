@@ -72,8 +72,9 @@ class CheckedMode:
     def _flag_bad_actions(self, actions: torch.Tensor) -> None:
         torch.logical_or(self._bad_actions_seen, self._bad_actions(actions).any(), out=self._bad_actions_seen)
 
-    def _count_checked_steps(self, steps: int) -> None:
-        """Counts steps taken without a check; checks when ``check_every`` is reached."""
+    def count_steps(self, steps: int) -> None:
+        """Counts steps taken without a check (by ``step()``, or replayed from a graph); checks
+        when ``check_every`` is reached."""
         if self.checked:
             self._steps_since_check += steps
             if self._steps_since_check >= self.check_every:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 import torch
@@ -143,6 +143,11 @@ class Environment(CheckedMode):
         self._steps_since_check = 0
         self.check_every = CHECK_EVERY if self.placement.on_gpu else 1
         self._launch = Launcher(self.placement)
+        # The backend chosen once: its step, and its reset of the environments a bool[E] view flags.
+        self._step_on_backend, self._reset_on_backend = {
+            "cuda": (self.step_cuda, self._reset_kernels),
+            "numpy": (self.step_numpy, self._reset_reference),
+        }[self.backend]
         self._constants: dict[str, Any] = {}
         self._constant_tensors: list[torch.Tensor] = []
         self._bindings: dict[Any, Binding] = {}
@@ -276,13 +281,7 @@ class Environment(CheckedMode):
                 raise InvalidValueError(f"reset mask has shape {tuple(mask.shape)} and dtype {mask.dtype}; "
                                  f"expected bool[{self.num_envs}] (one flag per environment)")
             self._reset_mask.copy_(mask)
-        if self.placement.runs_kernels:
-            self._reset_kernels(self._reset_mask_view)
-        else:
-            envs = np.flatnonzero(self._reset_mask_view)
-            if envs.size:
-                self.reset_numpy(envs)
-                self.views.episode[envs] += 1
+        self._reset_on_backend(self._reset_mask_view)
         self.done.masked_fill_(self._reset_mask, False)
         self.terminated.masked_fill_(self._reset_mask, False)
         return self.observations
@@ -308,30 +307,40 @@ class Environment(CheckedMode):
             self.check()  # before the step: an invalid state never reaches the kernels
         self._advance(auto_reset)
         if self.check_every > 1:
-            self._count_checked_steps(1)
+            self.count_steps(1)
         return self.observations, self.rewards, self.done
+
+    def step_for_capture(self) -> None:
+        """One auto-resetting step with no host read, as a CUDA graph records it (``StepGraph``): in
+        checked mode the actions are flagged on the device for the next ``check()``. After
+        replaying such steps, call ``count_steps``."""
+        if self.checked:
+            self._flag_bad_actions(self.actions)
+        self._advance(auto_reset=True)
+
+    def step_outputs(self) -> list[torch.Tensor]:
+        """Every tensor a step writes: observations, rewards, done, terminated, the state, the
+        scratch arrays and checked mode's flag (what a capture's warm-up step must restore)."""
+        return [self.observations, self.rewards, self.done, self.terminated, self._bad_actions_seen,
+                *(tensor for _, tensor in self.state.items()), *self._scratch_tensors]
 
     def _advance(self, auto_reset: bool) -> None:
         """The step itself: kernels (or the reference), ``terminated``, and the auto-reset."""
-        if self.placement.runs_kernels:
-            self.step_cuda()
-        else:
-            self.step_numpy()
+        self._step_on_backend()
         torch.logical_and(self.done, self.game_over(), out=self.terminated)  # before the reset changes the state
-        if not auto_reset:
-            return
-        if self.placement.runs_kernels:
-            self._reset_kernels(self.views.done)
-        else:
-            finished = np.flatnonzero(self.views.done)
-            if finished.size:
-                self.reset_numpy(finished)
-                self.views.episode[finished] += 1
+        if auto_reset:
+            self._reset_on_backend(self.views.done)
 
     def _reset_kernels(self, mask: Any) -> None:
         self.reset_cuda(mask)
         if not self.counts_resets:
             self.run(count_resets, per="env", mask=mask)
+
+    def _reset_reference(self, mask: np.ndarray) -> None:
+        envs = np.flatnonzero(mask)
+        if envs.size:
+            self.reset_numpy(envs)
+            self.views.episode[envs] += 1
 
     def graph(self, steps: int = 1) -> StepGraph:
         """``steps`` auto-resetting steps captured as one CUDA graph; ``replay()`` runs them.
@@ -394,6 +403,18 @@ class Environment(CheckedMode):
         """Bytes of the environment's arrays (what ``make`` allocated for them)."""
         return self._array_bytes(self._array_shapes())
 
+    @classmethod
+    def layout(cls, params: Any, num_envs: int = 1) -> Layout:
+        """The spec and the arrays' bytes of ``num_envs`` environments with ``params``, worked out
+        without allocating anything: for a caller that checks memory before making them."""
+        if not isinstance(params, cls.Params):
+            raise InvalidTypeError(f"params must be a {cls.Params.__name__}, got {type(params).__name__}")
+        unmade = cls.__new__(cls)  # only what describe() and the shapes read is set
+        unmade.params, unmade.num_envs = params, require_int("num_envs", num_envs, 1)
+        unmade.spec = unmade.describe()
+        unmade.num_agents = unmade.spec.num_agents
+        return Layout(unmade.spec, unmade.array_bytes())
+
     def _least_bytes_from_params(self) -> int:
         """A lower bound of the arrays' bytes from the parameters alone, in O(1): observations,
         actions and rewards of ``params.num_agents`` agents (when the parameters say it)."""
@@ -413,7 +434,7 @@ class Environment(CheckedMode):
         if needed > 0.9 * free:
             agents = getattr(self, "num_agents", getattr(self.params, "num_agents", "?"))
             raise DoesNotFitError(
-                f"{self.name} with num_envs={self.num_envs}, num_agents={agents} needs "
+                f"{self.display_name} with num_envs={self.num_envs}, num_agents={agents} needs "
                 f"{needed / 2**30:.4g} GiB for {what}, but only {free / 2**30:.2f} GiB is free on "
                 f"{self.device} (at most 90% may be used); lower num_envs or the number of agents, "
                 f"or observe fewer agents")
@@ -433,6 +454,14 @@ class Environment(CheckedMode):
         if self.checked and actions.device.type != "cpu":
             self._check_device_actions(actions)
         self.actions.copy_(actions)
+
+
+class Layout(NamedTuple):
+    """``Environment.layout``: what environments would hold before they are made."""
+
+    spec: EnvSpec
+    array_bytes: int
+    """Bytes of their arrays, as ``Environment.array_bytes`` counts them."""
 
 
 def as_input_tensor(value: Any, what: str) -> torch.Tensor:

@@ -10,14 +10,12 @@ against it runs everywhere.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import torch
 
+from warpsim.device import Placement
 from warpsim.validation import require_int
-
-if TYPE_CHECKING:
-    from warpsim.environment import Environment
 
 MAX_STEPS = 10_000
 """Most steps one graph holds: a capture records every launch of every step, so far more is a mistake
@@ -26,7 +24,29 @@ EAGER, CUDA_GRAPH = "eager", "cuda-graph"
 """How steps are launched, as benchmark records name it (their ``launches`` field)."""
 
 
-def can_capture(env: Environment) -> bool:
+class Steppable(Protocol):
+    """What a StepGraph uses of an environment (``warpsim.Environment``): its public step hooks."""
+
+    placement: Placement
+    params: Any
+    checked: bool
+    observations: torch.Tensor
+    rewards: torch.Tensor
+    done: torch.Tensor
+
+    @property
+    def device(self) -> torch.device: ...
+
+    def step(self) -> Any: ...
+
+    def step_for_capture(self) -> None: ...
+
+    def step_outputs(self) -> list[torch.Tensor]: ...
+
+    def count_steps(self, steps: int) -> None: ...
+
+
+def can_capture(env: Steppable) -> bool:
     """True where the environment's steps can be captured: kernels on a real GPU."""
     return env.placement.runs_kernels and env.placement.on_gpu
 
@@ -43,7 +63,7 @@ class StepGraph:
     check runs inside the graph and ``check()`` is read every ``CHECK_EVERY`` steps, as eagerly.
     """
 
-    def __init__(self, env: Environment, steps: int = 1):
+    def __init__(self, env: Steppable, steps: int = 1):
         self.env = env
         self.steps = require_int("steps", steps, 1, MAX_STEPS)
         self.captures = 0
@@ -67,7 +87,7 @@ class StepGraph:
             self._capture()
         assert self._graph is not None
         self._graph.replay()
-        env._count_checked_steps(self.steps)
+        env.count_steps(self.steps)
         return env.observations, env.rewards, env.done
 
     __call__ = replay
@@ -76,29 +96,22 @@ class StepGraph:
         # Params are frozen dataclasses: the same object means the same values.
         return id(self.env.params), self.env.params, self.env.checked
 
-    def _one_step(self) -> None:
-        env = self.env
-        if env.checked:
-            env._flag_bad_actions(env.actions)
-        env._advance(auto_reset=True)
-
     def _capture(self) -> None:
         env = self.env
-        written = [env.observations, env.rewards, env.done, env.terminated, env._bad_actions_seen,
-                   *(tensor for _, tensor in env.state.items()), *env._scratch_tensors]
+        written = env.step_outputs()
         saved = [tensor.clone() for tensor in written]
         stream = torch.cuda.Stream(env.device)
         stream.wait_stream(torch.cuda.current_stream(env.device))
         with torch.cuda.stream(stream):
             # Warm-up on the capture stream: compiles the kernels and configures their launches.
-            self._one_step()
+            env.step_for_capture()
         torch.cuda.current_stream(env.device).wait_stream(stream)
         for tensor, before in zip(written, saved):
             tensor.copy_(before)
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, stream=stream):
             for _ in range(self.steps):
-                self._one_step()
+                env.step_for_capture()
         self._graph = graph
         self._captured_with = self._settings()
         self.captures += 1

@@ -15,7 +15,7 @@ import sys
 from importlib import metadata
 from typing import Any
 
-from warpsim.environment import Environment
+from warpsim.environment import Environment, Layout
 from warpsim.errors import InvalidTypeError, InvalidValueError, UnavailableError, WarpsimError
 
 RUNTIME_OPTIONS = ("backend", "device", "seed", "checked")
@@ -156,14 +156,28 @@ def make(env: str | type[Environment], num_envs: int = 1, **kwargs: Any) -> Envi
     runtime options ``backend`` ('auto', 'cuda', 'numpy'), ``device``, ``seed`` and
     ``checked`` (validate action indices every step). Unknown names are an error.
     """
+    cls, params, options = _class_and_params(env, kwargs)
+    return cls(num_envs, params, **options)
+
+
+def layout(env: str | type[Environment], num_envs: int = 1, **params: Any) -> Layout:
+    """What ``make(env, num_envs, **params)`` would hold (its spec and arrays' bytes), worked out
+    without allocating anything (``Environment.layout``)."""
+    cls, made_params, _ = _class_and_params(env, params)
+    return cls.layout(made_params, num_envs)
+
+
+def _class_and_params(env: str | type[Environment], kwargs: dict) -> tuple[type[Environment], Any, dict]:
+    """The class, its ``Params`` and the runtime options from ``make``'s arguments."""
     cls = env_class(env)
     param_names = [field.name for field in dataclasses.fields(cls.Params)]
     unknown = [name for name in kwargs if name not in param_names and name not in RUNTIME_OPTIONS]
     if unknown:
         raise InvalidTypeError(f"unknown parameter(s) {', '.join(map(repr, unknown))} for {cls.display_name}; "
                         f"parameters: {', '.join(param_names)}; runtime options: {', '.join(RUNTIME_OPTIONS)}")
-    options = {name: kwargs.pop(name) for name in RUNTIME_OPTIONS if name in kwargs}
-    return cls(num_envs, cls.Params(**kwargs), **options)
+    options = {name: value for name, value in kwargs.items() if name in RUNTIME_OPTIONS}
+    params = cls.Params(**{name: value for name, value in kwargs.items() if name not in RUNTIME_OPTIONS})
+    return cls, params, options
 
 
 def parse_env_settings(env_id: str | type[Environment], settings: list[str]) -> dict:

@@ -22,10 +22,10 @@ from warpsim.files import replace_atomically
 from warpsim.registry import env_class, make
 from warpsim.roles import roles_of
 from warpsim.source_commit import source_commit
-from warpsim.train import checkpoint, opponents, ppo
+from warpsim.train import checkpoint, opponents
 from warpsim.train.config import TrainConfig, saved_config
 from warpsim.train.episodes import EpisodeStats
-from warpsim.train.opponents import random_actions
+from warpsim.train.opponents import write_random_actions
 from warpsim.train.policy import RolePolicies
 from warpsim.train.stacking import ObservationStack
 from warpsim.validation import not_allowed, require_bool, require_int
@@ -193,10 +193,14 @@ class Player:
         unknown = sorted(set(random_roles) - set(names))
         if unknown:
             raise InvalidValueError(
-                f"random roles {unknown} are not roles of {env.name}; its roles: {', '.join(names)}")
+                f"random roles {unknown} are not roles of {env.display_name}; its roles: {', '.join(names)}")
         if policies is not None and policies.role_names != names:
             raise InvalidValueError(f"the policies are for roles {policies.role_names}, the environment has {names}")
         self.random_roles = tuple(names) if policies is None else tuple(random_roles)
+        self.random = [role for role in self.roles if role.name in self.random_roles]
+        """The roles that act uniformly at random."""
+        self.acting = [role for role in self.roles if role.name not in self.random_roles]
+        """The roles that follow their policy (none when ``policies`` is None)."""
         self.policies = policies
         self.greedy = greedy
         self.inputs = ObservationStack(env, stack_observations)
@@ -211,17 +215,13 @@ class Player:
     def step(self) -> None:
         """Acts, steps the environment, and keeps the observation history."""
         env, inputs = self.env, self.inputs.advance()
-        acting = [role for role in self.roles if role.name not in self.random_roles]
-        if acting and self.policies is not None:  # roles act on their own only when there are policies
-            outputs = self.policies([role.of(inputs).flatten(0, 1) for role in acting],
-                                    [role.name for role in acting])
-            for role, (logits, _) in zip(acting, outputs):
-                heads = ppo.split_heads(logits, env.spec.action_levels)
-                actions = ppo.sample(heads, self.generator, self.greedy)
+        if self.acting:
+            assert self.policies is not None
+            acted = self.policies.act([role.of(inputs).flatten(0, 1) for role in self.acting],
+                                      [role.name for role in self.acting], self.generator, greedy=self.greedy)
+            for role, (actions, _, _) in zip(self.acting, acted):
                 role.write(env.actions, actions.view(env.num_envs, role.count, -1))
-        for role in self.roles:
-            if role.name in self.random_roles:
-                role.write(env.actions, random_actions(self.levels, env.num_envs, role.count, self.generator))
+        write_random_actions(self.random, env.actions, self.levels, self.generator)
         env.step()
         self.inputs.stepped()
 
@@ -254,7 +254,7 @@ def evaluate(player: Player, episodes: int, max_steps: int = 1_000_000) -> Evalu
         finished += read["episodes"]
     means = {key: total / finished for key, total in totals.items()}
     return Evaluation(
-        env=env.name, episodes=finished, steps=steps,
+        env=env.display_name, episodes=finished, steps=steps,
         returns={role.name: means.get(f"return_{role.name}", math.nan) for role in player.roles},
         counters={name: means.get(f"{name}_per_episode", math.nan) for name in env.spec.counters},
         random_roles=player.random_roles, episode_length=means.get("episode_length", math.nan),

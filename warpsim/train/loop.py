@@ -15,6 +15,7 @@ from warpsim.errors import InvalidValueError
 from warpsim.train import checkpoint
 from warpsim.train.config import TrainConfig
 from warpsim.train.distributed import World
+from warpsim.train.placement import environment_placement
 from warpsim.train.progress import ProgressBar
 from warpsim.train.run_dir import RunDirectory
 from warpsim.train.trainer import Trainer, TrainingDiverged
@@ -52,7 +53,7 @@ def train(config: TrainConfig | None, run_dir: Path | str | None = None, *, resu
     else:
         directory = RunDirectory(run_dir if run_dir is not None else default_run_dir(config), resume=False)
         saved = None
-    world = world or World.from_environment(uses_gpu=_uses_gpu(config))
+    world = world or World.from_environment(uses_gpu=environment_placement(config.backend).on_gpu)
     trainer = Trainer(config, world, load_opponents=saved is None)
     if saved is not None:
         checkpoint.check_compatible(saved, trainer.env, directory.checkpoint_path)
@@ -143,8 +144,3 @@ def _stop_if_diverged(trainer: Trainer, directory: RunDirectory) -> None:
             f"the loss became NaN or infinite by iteration {trainer.iteration}; training stopped and "
             f"{kept}. A lower learning_rate or max_grad_norm usually helps: start a new run with them "
             f"(--resume keeps the run's saved config)")
-
-
-def _uses_gpu(config: TrainConfig) -> bool:
-    from warpsim.device import resolve_placement
-    return resolve_placement(config.backend).torch_device.type == "cuda"

@@ -15,6 +15,7 @@ import torch
 
 from warpsim.environment import Environment
 from warpsim.errors import InvalidValueError, RunFileError
+from warpsim.roles import Role
 from warpsim.train import checkpoint
 
 RANDOM = "random"
@@ -51,10 +52,10 @@ def check_roles(opponents: dict, env: Environment, role_names: list[str]) -> Non
     """Raises InvalidValueError for a role the environment does not have, or when no role is left to learn."""
     unknown = sorted(set(opponents) - set(role_names))
     if unknown:
-        raise InvalidValueError(f"opponent role(s) {', '.join(unknown)} are not roles of {env.name}; "
+        raise InvalidValueError(f"opponent role(s) {', '.join(unknown)} are not roles of {env.display_name}; "
                                 f"its roles: {', '.join(role_names)}")
     if set(role_names) <= set(opponents):
-        raise InvalidValueError(f"every role of {env.name} is an opponent ({', '.join(role_names)}); "
+        raise InvalidValueError(f"every role of {env.display_name} is an opponent ({', '.join(role_names)}); "
                                 f"leave at least one to learn")
 
 
@@ -80,6 +81,13 @@ def frozen_network_state(role: str, kind: str, env: Environment, role_names: lis
         raise InvalidValueError(f"opponent {role}={kind!r}: that run did not train {role} (it played at random)")
     prefix = f"networks.{role_names.index(role)}."
     return {key[len(prefix):]: value for key, value in saved["policies"].items() if key.startswith(prefix)}
+
+
+def write_random_actions(roles: list[Role], actions: torch.Tensor, levels: torch.Tensor,
+                         generator: torch.Generator) -> None:
+    """Writes uniformly random actions of every role of ``roles`` into ``actions`` int32[E, N, A], in order."""
+    for role in roles:
+        role.write(actions, random_actions(levels, actions.shape[0], role.count, generator))
 
 
 def random_actions(levels: torch.Tensor, num_envs: int, count: int, generator: torch.Generator) -> torch.Tensor:

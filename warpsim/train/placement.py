@@ -1,19 +1,40 @@
-"""Where the networks run, apart from where the environments run (``policy_device``).
+"""Where training runs: the environments' placement and the networks' device, decided once.
 
-By default both share one device. Otherwise (say NumPy environments with networks on a
-GPU) the environments' side of the rollout (observations, rewards, episode ends) is
-stored on the environments' device and the networks' side (actions, log-probabilities,
-values) on the policy device. Each step copies the policy inputs over once and the
-actions back once; each iteration copies the environments' side over once per buffer
-for the update (pinned and non-blocking from a CPU).
+``place_training`` makes the one decision: the environments' backend and device (one GPU
+per process under DDP), then the networks' device. By default both share one device.
+Otherwise (say NumPy environments with networks on a GPU) the environments' side of the
+rollout (observations, rewards, episode ends) is stored on the environments' device and
+the networks' side (actions, log-probabilities, values) on the policy device. Each step
+copies the policy inputs over once and the actions back once; each iteration copies the
+environments' side over once per buffer for the update (pinned and non-blocking from a CPU).
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 
-from warpsim.device import gpu_available
+from warpsim.device import Placement, gpu_available, resolve_placement
 from warpsim.errors import InvalidValueError, UnavailableError
+from warpsim.train.distributed import World
+
+
+def place_training(backend: str, policy_device: str, world: World) -> tuple[Placement, torch.device]:
+    """Where training with ``backend`` and ``policy_device`` (config settings) runs in ``world``'s
+    process: the environments' placement and the networks' device."""
+    env = environment_placement(backend, world)
+    policy = resolve_policy_device(policy_device, env.torch_device)
+    check_single_process(env.torch_device, policy, world.size)
+    return env, policy
+
+
+def environment_placement(backend: str, world: World | None = None) -> Placement:
+    """The environments' placement for ``backend``: on a GPU, each process of several its own (its local rank)."""
+    placement = resolve_placement(backend)
+    if placement.on_gpu and world is not None and world.size > 1:
+        return dataclasses.replace(placement, torch_device=torch.device("cuda", world.local_rank))
+    return placement
 
 
 def resolve_policy_device(setting: str, env_device: torch.device) -> torch.device:

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import NamedTuple
+
 import torch
 from torch import nn
 
 from warpsim.environment import EnvSpec
+from warpsim.train import ppo
 from warpsim.train.config import TrainConfig
 from warpsim.train.value_norm import ValueNormalizer
 
@@ -73,6 +79,7 @@ class RolePolicies(nn.Module):
                  hidden_layers: int, *, shared_trunk: bool = False, value_normalization: bool = True):
         super().__init__()
         self.role_names = list(role_names)
+        self.action_levels = tuple(spec.action_levels)
         self.networks = nn.ModuleList(
             ActorCritic(input_size, spec.action_levels, hidden_size, hidden_layers, shared_trunk=shared_trunk,
                         value_normalization=value_normalization) for _ in role_names)
@@ -92,3 +99,29 @@ class RolePolicies(nn.Module):
         network = self.networks[self.role_names.index(role_name)]
         assert isinstance(network, ActorCritic)
         return network
+
+    def act(self, inputs: list[torch.Tensor], role_names: list[str], generator: torch.Generator, *,
+            greedy: bool = False,
+            autocast: Callable[[], AbstractContextManager] = contextlib.nullcontext) -> list[Acted]:
+        """Every named role's actions on its inputs float[B_r, D], what training and evaluation
+        both play by (CleanRL's get_action_and_value): sampled with ``generator``, or the most
+        likely with ``greedy``. The networks run under ``autocast()``; the sampling in float32."""
+        with autocast():
+            outputs = self(inputs, role_names)
+        acted = []
+        for name, (logits, values) in zip(role_names, outputs):
+            heads = ppo.split_heads(logits, self.action_levels)
+            actions = ppo.sample(heads, generator, greedy)
+            acted.append(Acted(actions, ppo.log_prob(heads, actions), self.network(name).returns_scale(values.float())))
+        return acted
+
+
+class Acted(NamedTuple):
+    """One role's part of ``RolePolicies.act``."""
+
+    actions: torch.Tensor
+    """int32[B, A]"""
+    log_probs: torch.Tensor
+    """float32[B], of the actions"""
+    values: torch.Tensor
+    """float32[B], the critic's estimates in units of the returns"""

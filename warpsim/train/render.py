@@ -43,7 +43,7 @@ def write_gif(frames: list[Frame], env: Environment, path: Path | str, fps: int 
     fps = require_int("fps", fps, 1)
     if not frames:
         raise InvalidValueError("no frames to render")
-    canvas = FrameCanvas(env.spec, env.name)
+    canvas = FrameCanvas(env.spec, env.display_name)
     from matplotlib.animation import FuncAnimation, PillowWriter  # FrameCanvas has found matplotlib
 
     animation = FuncAnimation(canvas.figure, lambda index: canvas.show(frames[index]), frames=len(frames),

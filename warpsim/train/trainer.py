@@ -19,19 +19,20 @@ from collections.abc import Callable
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
-from warpsim.device import Placement, gpu_available, resolve_placement
+from warpsim.device import Placement
 from warpsim.errors import InvalidValueError, RunFileError, WarpsimError
 from warpsim.graph import CUDA_GRAPH, EAGER
-from warpsim.registry import make
+from warpsim.registry import layout, make
 from warpsim.roles import roles_of
 from warpsim.train import opponents, ppo
 from warpsim.train.checkpoint import load_into, signature
+from warpsim.train.collect import collect_rollout, stagger_starts
 from warpsim.train.config import TrainConfig
 from warpsim.train.distributed import World
 from warpsim.train.episodes import EpisodeStats
 from warpsim.train.graphs import CapturedGraph, resolve_graphs
 from warpsim.train.loss import STATS, MinibatchLoss
-from warpsim.train.placement import RolloutMirror, check_single_process, resolve_policy_device
+from warpsim.train.placement import RolloutMirror, place_training
 from warpsim.train.policy import RolePolicies
 from warpsim.train.rollout import RoleRollout, Samples
 from warpsim.train.schedule import LearningRates
@@ -59,59 +60,103 @@ class Trainer:
         loads them from the run's own checkpoint)."""
         self.config = config
         self.world = world or World()
-        on_gpu = resolve_placement(config.backend).backend == "cuda" and gpu_available()
-        device = self.world.local_rank if on_gpu and self.world.size > 1 else None  # one GPU per rank
-        env_device = resolve_placement(config.backend, device).torch_device
-        policy_device = resolve_policy_device(config.policy_device, env_device)
-        check_single_process(env_device, policy_device, self.world.size)
-        self.hybrid = policy_device != env_device
+        self._place()
+        self._make_environments()
+        self._set_up_roles()
+        self._set_up_networks(load_opponents)
+        self._set_up_update()
+        self.stats = EpisodeStats(self.env, self.roles)
+        self.iteration = 0
+        self.env_steps = 0
+        self.step_actions = torch.zeros_like(self.env.actions, device=self.device) if self.hybrid else self.env.actions
+        """Each step's actions as the networks write them; copied to ``env.actions`` once per step when hybrid."""
+        self._allocate_rollout()
+        self.rollout: Callable[[], list[torch.Tensor]] = (
+            CapturedGraph(lambda _: self.collect(), self.generator, self.device) if self.graphs else self.collect)
+        """Collects one rollout, by replaying its captured graph or eagerly (``collect``)."""
+        self.update: Callable[[list[torch.Tensor]], None] = (
+            CapturedGraph(self._learn_for_capture, self.generator, self.device, settings=self._captured_settings)
+            if self.update_launches == CUDA_GRAPH else self.learn)
+        """Updates the policies on the last rollout, given its next values: by replaying its captured
+        graph or eagerly (``learn``)."""
+        stagger_starts(self)
+        self.loss.compile_for(self.samples_per_role, self.minibatches, NETWORK_DTYPES[self.precision], self.device)
+
+    def _place(self) -> None:
+        """Where the environments and the networks run, how the rollout launches, the precision."""
+        config = self.config
+        self.env_placement, self.device = place_training(config.backend, config.policy_device, self.world)
+        """Where the environments run; where the networks, the optimizer and the networks' side of the rollout live."""
+        self.env_device = self.env_placement.torch_device
+        self.hybrid = self.device != self.env_device
         """Whether the networks run on another device than the environments (``config.policy_device``)."""
-        self.graphs = resolve_graphs(config.graphs, torch.device("cuda" if on_gpu else "cpu"), self.world.size,
-                                     self.hybrid)
+        self.graphs = resolve_graphs(config.graphs, self.env_device, self.world.size, self.hybrid)
         """Whether each rollout replays one captured CUDA graph (``config.graphs``)."""
         self.launches = CUDA_GRAPH if self.graphs else EAGER
         """How the rollout launches its work: ``"cuda-graph"`` or ``"eager"``."""
-        self.precision = resolve_precision(config.precision, policy_device)
-        # One environment first: its spec and size, to refuse a run that cannot fit before allocating it.
-        probe = make(config.env, 1, backend=config.backend, device=device, checked=False, **config.env_params)
-        check_training_fits(config, probe.spec, probe.array_bytes(), probe.placement, self.precision)
-        if self.hybrid:
-            check_training_fits(config, probe.spec, 0, Placement(probe.placement.backend, policy_device),
-                                self.precision)
-        del probe
-        self.env = make(config.env, config.num_envs, backend=config.backend, device=device,
-                        seed=config.seed + self.world.rank, checked=False, **config.env_params)
-        self.env_device = self.env.device
-        self.device = policy_device if self.hybrid else self.env.device
-        """Where the networks, the optimizer and the networks' side of the rollout live."""
+        self.precision = resolve_precision(config.precision, self.device)
         if "cpu" in (self.device.type, self.env_device.type) and "OMP_NUM_THREADS" not in os.environ:
             # The networks are small: on a CPU, more threads mostly wait on each other.
             torch.set_num_threads(1)
+
+    def _make_environments(self) -> None:
+        """Refuses a run that cannot fit, from the environments' layout, before making them."""
+        config, env_placement = self.config, self.env_placement
+        spec, env_bytes_per_env = layout(config.env, 1, **config.env_params)
+        check_training_fits(config, spec, env_bytes_per_env, env_placement, self.precision)
+        if self.hybrid:
+            check_training_fits(config, spec, 0, Placement(env_placement.backend, self.device), self.precision)
+        self.env = make(config.env, config.num_envs, backend=env_placement.backend,
+                        device=env_placement.torch_device, seed=config.seed + self.world.rank, checked=False,
+                        **config.env_params)
+
+    def _set_up_roles(self) -> None:
+        """The roles, which of them learn, and the minibatches their samples split into."""
+        config = self.config
         self.roles = roles_of(self.env.spec, self.env_device)
         self.policy_roles = {role.name: role.on(self.device) for role in self.roles}
         """The roles, their agent indices on the networks' device."""
-        role_names = [role.name for role in self.roles]
-        opponents.check_roles(config.opponents, self.env, role_names)
+        opponents.check_roles(config.opponents, self.env, [role.name for role in self.roles])
         self.learners = [role for role in self.roles if role.name not in config.opponents]
         """The roles that learn; the others are ``config.opponents``."""
-        samples = {role.name: config.rollout_steps * config.num_envs * role.count for role in self.learners}
-        self.minibatches = config.minibatch_count(max(samples.values()))
+        random_roles = opponents.random_roles(config.opponents)
+        self.random_roles = [role for role in self.roles if role.name in random_roles]
+        self.acting = [role for role in self.roles if role.name not in random_roles]
+        """The roles that follow a policy, learning or frozen."""
+        self.samples_per_role = [config.rollout_steps * config.num_envs * role.count for role in self.learners]
+        """Samples a rollout holds of each learning role."""
+        self.minibatches = config.minibatch_count(max(self.samples_per_role))
         """Minibatches per epoch (``config.minibatches``, or more by ``config.minibatch_size``)."""
-        for role in self.learners:
-            if samples[role.name] < self.minibatches:
-                raise InvalidValueError(f"a rollout holds {samples[role.name]} samples of role {role.name!r} "
+        for role, samples in zip(self.learners, self.samples_per_role):
+            if samples < self.minibatches:
+                raise InvalidValueError(f"a rollout holds {samples} samples of role {role.name!r} "
                                         f"(rollout_steps x num_envs x its {role.count} agents), too few for "
                                         f"{self.minibatches} minibatches; raise rollout_steps or num_envs, or lower "
                                         f"minibatches or raise minibatch_size")
+
+    def _set_up_networks(self, load_opponents: bool) -> None:
+        """Every role's network; the opponents' frozen (loaded from their runs when ``load_opponents``)."""
+        config = self.config
         self.inputs = ObservationStack(self.env, config.stack_observations)
         torch.manual_seed(config.seed)  # the same initial networks on every rank
-        self.policies = RolePolicies.for_config(config, self.env.spec, role_names,
+        self.policies = RolePolicies.for_config(config, self.env.spec, [role.name for role in self.roles],
                                                 self.inputs.input_size).to(self.device)
         """Every role's network (``policies.network(role_name)``), opponents' included."""
-        self._set_up_opponents(load_opponents)
+        shapes = {name: getattr(config, name) for name in NETWORK_SHAPE}
+        for role, kind in config.opponents.items():
+            network = self.policies.network(role)
+            if load_opponents and kind != opponents.RANDOM:
+                network.load_state_dict(opponents.frozen_network_state(role, kind, self.env, self.policies.role_names,
+                                                                       shapes))
+            network.requires_grad_(False)
+        self.levels = torch.tensor(self.env.spec.action_levels, device=self.device)
         self.model: torch.nn.Module = self.policies
         if self.world.size > 1:
             self.model = DistributedDataParallel(self.policies)
+
+    def _set_up_update(self) -> None:
+        """The optimizer, its learning rates, the gradient scaler, the loss and the update's statistics."""
+        config = self.config
         networks = [self.policies.network(role.name) for role in self.learners]
         self.clipped_groups = [group for network in networks for group in network.parameter_groups()]
         """Parameters whose gradient norm is clipped together: each learning role's actor and critic."""
@@ -129,71 +174,18 @@ class Trainer:
         self.loss = MinibatchLoss(config, self.env.spec.action_levels, compiled=config.compile_loss)
         """One learning role's loss on a minibatch, eager or compiled (``config.compile_loss``)."""
         self.generator = torch.Generator(self.device).manual_seed(config.seed + self.world.rank)
-        self.rollout: Callable[[], list[torch.Tensor]] = (
-            CapturedGraph(lambda _: self.collect(), self.generator, self.device) if self.graphs else self.collect)
-        """Collects one rollout, by replaying its captured graph or eagerly (``collect``)."""
-        self.update: Callable[[list[torch.Tensor]], None] = (
-            CapturedGraph(self._learn_for_capture, self.generator, self.device, settings=self._captured_settings)
-            if self.update_launches == CUDA_GRAPH else self.learn)
-        """Updates the policies on the last rollout, given its next values: by replaying its captured
-        graph or eagerly (``learn``)."""
-        self.stats = EpisodeStats(self.env, self.roles)
-        self.iteration = 0
-        self.env_steps = 0
         self.nonfinite = torch.zeros((), dtype=torch.bool, device=self.device)
-        self.step_actions = torch.zeros_like(self.env.actions, device=self.device) if self.hybrid else self.env.actions
-        """Each step's actions as the networks write them; copied to ``env.actions`` once per step when hybrid."""
-        self._allocate_rollout()
         self.update_stats = torch.zeros(config.epochs * self.minibatches, len(UPDATE_STATS), device=self.device)
         self.epoch_kl = torch.zeros(len(self.learners), device=self.device)
         """Each learning role's mean approx_kl over the minibatches of the running epoch."""
         self.explained_variance = torch.zeros((), device=self.device)
         """How much of the returns' variance the values explained in the last rollout (mean over learning roles)."""
-        self._stagger_starts()
-        self.loss.compile_for(list(samples.values()), self.minibatches, NETWORK_DTYPES[self.precision], self.device)
 
     def _captured_settings(self) -> dict:
         """What a captured update bakes in, by name: the config fields (learning rate bounds,
         coefficients, epochs), the minibatch count and the precision."""
         settings = {f"config field {name}": value for name, value in self.config.to_dict().items()}
         return {**settings, "the minibatch count": self.minibatches, "the precision": self.precision}
-
-    def _set_up_opponents(self, load: bool) -> None:
-        """Freezes the opponents' networks; loads the frozen ones from their runs when ``load``."""
-        shapes = {name: getattr(self.config, name) for name in NETWORK_SHAPE}
-        for role, kind in self.config.opponents.items():
-            network = self.policies.network(role)
-            if load and kind != opponents.RANDOM:
-                state = opponents.frozen_network_state(role, kind, self.env, self.policies.role_names, shapes)
-                network.load_state_dict(state)
-            network.requires_grad_(False)
-        random_roles = opponents.random_roles(self.config.opponents)
-        self.random_roles = [role for role in self.roles if role.name in random_roles]
-        self.acting = [role for role in self.roles if role.name not in random_roles]
-        self.levels = torch.tensor(self.env.spec.action_levels, device=self.device)
-
-    def _stagger_starts(self) -> None:
-        """Plays ``stagger_steps`` steps at random, resetting each environment once at a random
-        one of them, so that training starts with the environments at different points of
-        their episodes. These steps are not counted as training's, nor are their episodes."""
-        steps, env = self.config.stagger_steps, self.env
-        if steps == 0:
-            return
-        restart_at = torch.randint(0, steps, (env.num_envs,), device=self.device,
-                                   generator=self.generator).to(self.env_device)
-        for step in range(steps):
-            for role in self.roles:
-                self.policy_roles[role.name].write(
-                    self.step_actions, opponents.random_actions(self.levels, env.num_envs, role.count, self.generator))
-            if self.hybrid:
-                env.actions.copy_(self.step_actions)
-            env.step()
-            self.stats.record()
-            restart = restart_at == step
-            env.reset(restart)
-            self.stats.restart(restart)
-        self.inputs.restart()
-        self.stats.read()
 
     def _allocate_rollout(self) -> None:
         t, e, spec = self.config.rollout_steps, self.env.num_envs, self.env.spec
@@ -241,55 +233,10 @@ class Trainer:
         self.iteration += 1
         self.env_steps += self.config.rollout_steps * self.env.num_envs
 
-    @torch.no_grad()
     def collect(self) -> list[torch.Tensor]:
-        """Steps every environment T times; returns each learning role's value of the final observations."""
-        env, levels = self.env, self.env.spec.action_levels
-        for t in range(self.config.rollout_steps):
-            inputs = self.inputs.advance()
-            # Hybrid: the step's one copy to the networks. Being blocking, it also lets the last update's
-            # non-blocking copies out of the pinned storage finish before this step overwrites it.
-            policy_inputs = inputs.to(self.device)
-            batches = []
-            for role in self.acting:
-                stored = self.storage.get(role.name)
-                if stored is not None:
-                    stored.observations[t].copy_(role.of(inputs))
-                if stored is not None and not self.hybrid:
-                    batch = stored.observations[t]  # the stored copy: no second gather
-                else:
-                    batch = self.policy_roles[role.name].of(policy_inputs)
-                batches.append(batch.flatten(0, 1))
-            with self.autocast():
-                outputs = self.policies(batches, [role.name for role in self.acting])
-            for role, (logits, values) in zip(self.acting, outputs):
-                heads = ppo.split_heads(logits, levels)
-                actions = ppo.sample(heads, self.generator).view(env.num_envs, role.count, -1)
-                stored = self.storage.get(role.name)
-                if stored is not None:
-                    stored.log_probs[t].copy_(ppo.log_prob(heads, actions.flatten(0, 1)).view(env.num_envs, -1))
-                    estimates = self.policies.network(role.name).returns_scale(values.float())
-                    stored.values[t].copy_(estimates.view(env.num_envs, role.count))
-                    stored.actions[t].copy_(actions)
-                self.policy_roles[role.name].write(self.step_actions, actions)
-            for role in self.random_roles:
-                self.policy_roles[role.name].write(
-                    self.step_actions, opponents.random_actions(self.levels, env.num_envs, role.count, self.generator))
-            if self.hybrid:
-                env.actions.copy_(self.step_actions)  # the step's one copy back
-            env.step()
-            self.inputs.stepped()
-            for role in self.learners:
-                self.storage[role.name].rewards[t].copy_(role.of(env.rewards))
-            self.terminated[t, :, 0].copy_(env.terminated)
-            torch.logical_and(env.done, ~env.terminated, out=self.truncated[t, :, 0])
-            self.stats.record()
-        inputs = self.inputs.peek().to(self.device)  # hybrid: one more copy per rollout
-        with self.autocast():
-            outputs = self.policies([self.policy_roles[role.name].of(inputs).flatten(0, 1) for role in self.learners],
-                                    [role.name for role in self.learners])
-        return [self.policies.network(role.name).returns_scale(values.float()).view(env.num_envs, role.count)
-                for role, (_, values) in zip(self.learners, outputs)]
+        """Steps every environment T times into the rollout storage; returns each learning role's
+        value of the final observations (``collect.collect_rollout``)."""
+        return collect_rollout(self)
 
     def learn(self, next_values: list[torch.Tensor]) -> None:
         """``epochs`` passes of clipped PPO over the rollout, in shuffled minibatches, given each
@@ -396,20 +343,23 @@ class Trainer:
 
     def state_dict(self) -> dict:
         """Everything an exact resume needs; the per-rank parts gathered from every rank."""
-        env = self.env
-        arrays = {"observations": env.observations, "actions": env.actions, "rewards": env.rewards,
-                  "done": env.done, **dict(env.state.items())}
-        own = {"env": {name: tensor.cpu() for name, tensor in arrays.items()},
+        own = {"env": {name: tensor.cpu() for name, tensor in self._env_arrays().items()},
                "generator": self.generator.get_state(), "stats": self.stats.state_dict(),
                "inputs": self.inputs.state_dict()}
         return {
-            "signature": signature(env), "config": self.config.to_dict(), "world_size": self.world.size,
+            "signature": signature(self.env), "config": self.config.to_dict(), "world_size": self.world.size,
             "iteration": self.iteration, "env_steps": self.env_steps,
             "learning_rates": self.learning_rates.state_dict(),
             "policies": self.policies.state_dict(), "optimizer": self.optimizer.state_dict(),
             "scaler": None if self.scaler is None else self.scaler.state_dict(),
             "ranks": self.world.gather(own),
         }
+
+    def _env_arrays(self) -> dict[str, torch.Tensor]:
+        """The environments' arrays a checkpoint holds, by name."""
+        env = self.env
+        return {"observations": env.observations, "actions": env.actions, "rewards": env.rewards,
+                "done": env.done, **dict(env.state.items())}
 
     def load_state_dict(self, checkpoint: dict) -> None:
         """Continues from ``state_dict()``'s result, written by as many ranks as there are now."""
@@ -430,10 +380,7 @@ class Trainer:
             load_into(self.scaler, checkpoint["scaler"], "gradient scaler state", source)
         try:
             own = checkpoint["ranks"][self.world.rank]
-            env = self.env
-            arrays = {"observations": env.observations, "actions": env.actions, "rewards": env.rewards,
-                      "done": env.done, **dict(env.state.items())}
-            for name, tensor in arrays.items():
+            for name, tensor in self._env_arrays().items():
                 tensor.copy_(own["env"][name])
             self.generator.set_state(own["generator"])
             self.stats.load_state_dict(own["stats"])
