@@ -31,12 +31,13 @@ import torch
 
 from warpsim.bench.floor import UNKNOWN, floor_fields
 from warpsim.configs import BenchConfig
-from warpsim.device import THREADS_PER_BLOCK, device_name, resolve_placement, simulator_enabled
+from warpsim.device import THREADS_PER_BLOCK, cuda_driver_version, device_name, resolve_placement, simulator_enabled
 from warpsim.environment import Environment
 from warpsim.errors import InvalidValueError, RunFileError
 from warpsim.files import make_directory, replace_atomically, usable_directory
 from warpsim.graph import EAGER
 from warpsim.registry import make
+from warpsim.source_commit import source_commit
 from warpsim.validation import require_int
 
 Progress = Callable[[str], None]
@@ -203,6 +204,7 @@ def make_record(config: BenchConfig, env: Environment, rates: list[float], start
         "observation": env.spec.observation_label or UNKNOWN,
         "thread_mapping": mapping,
         "params": dataclasses.asdict(params),
+        "warpsim_commit": source_commit(),
         "versions": _versions(),
         "max_seconds": None if math.isinf(max_seconds) else max_seconds,
         "warmup_steps": warmup_steps,
@@ -217,12 +219,14 @@ def make_record(config: BenchConfig, env: Environment, rates: list[float], start
 
 
 def _versions() -> dict:
+    """Python's, the installed packages' (None: not installed) and the CUDA driver's (None: no GPU)."""
     versions: dict[str, str | None] = {"python": platform.python_version()}
     for package in ("warpsim", "numba", "numba-cuda", "torch", "numpy"):
         try:
             versions[package] = metadata.version(package)
         except metadata.PackageNotFoundError:
             versions[package] = None
+    versions["cuda_driver"] = cuda_driver_version()
     return versions
 
 
