@@ -231,8 +231,9 @@ def _versions() -> dict:
 
 
 def device_slug(record: dict) -> str:
-    """File name stem for a device, e.g. ``nvidia-h100-80gb-hbm3`` or ``cpu-amd-epyc-7b13``."""
-    name = record["device"] if record["backend"] == "cuda" else f"cpu {record['device']}"
+    """File name stem for a device, e.g. ``nvidia-h100-80gb-hbm3`` or ``cpu-amd-epyc-7b13``: a GPU's own
+    name for a backend that runs on CUDA (warpsim's ``cuda``, a peer's, e.g. ``jax-cuda``)."""
+    name = record["device"] if "cuda" in record["backend"] else f"cpu {record['device']}"
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
 
 
