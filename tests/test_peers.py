@@ -15,6 +15,7 @@ import pytest
 from warpsim.bench import peers, runner
 from warpsim.configs import NAMED_CONFIGS
 from warpsim.device import device_name, resolve_placement
+from warpsim.source_commit import source_commit
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -75,6 +76,7 @@ def test_ok_output_becomes_a_sim_record_in_the_same_file_as_warpsim_records(tmp_
         "vmas", "sim", "cpu-baseline-N25", "ok")
     assert (record["num_envs"], record["requested_num_envs"], record["num_agents"]) == (64, 4096, 25)
     assert record["agent_steps_per_second"] == RATES and record["steps_per_repeat"] == 20
+    assert record["warpsim_commit"] == source_commit()
     assert record["batch_sweep"][1]["status"] == "time: too slow"
     assert "steps" not in record and "tool_version" not in record
     warpsim_record = {"device": "Some CPU", "backend": "numpy"}

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from warpsim.configs import NAMED_CONFIGS
 from warpsim.errors import InvalidValueError
+from warpsim.source_commit import source_commit
 from warpsim.validation import require_int
 
 PEER_SCRIPTS = {"warpdrive": "warpdrive_cpu.py", "vmas": "vmas_tag.py", "mpe2": "mpe2_tag.py",
@@ -132,7 +133,8 @@ def peer_record(output: dict, config: str | None = None) -> dict:
     """A sim-tier record (the fields of ``warpsim.bench.runner`` records) from a peer script's output.
 
     A record whose ``status`` is not "ok" carries no rates: it says what could not run
-    and why; only "ok" records belong in the results files.
+    and why; only "ok" records belong in the results files. ``warpsim_commit`` names the
+    checkout whose peer script ran, as warpsim's records name theirs.
     """
     status = output.get("status")
     if not isinstance(status, str):
@@ -142,7 +144,7 @@ def peer_record(output: dict, config: str | None = None) -> dict:
         if missing:
             raise InvalidValueError(f"peer output of {output.get('tool')!r} says 'ok' but lacks {', '.join(missing)}")
     record = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-              "config": config, "tier": "sim", "status": status}
+              "config": config, "tier": "sim", "status": status, "warpsim_commit": source_commit()}
     record.update((name, output[name]) for name in _COPIED if name in output)
     if "steps" in output:
         record["steps_per_repeat"] = output["steps"]

@@ -9,7 +9,9 @@ With ``max_seconds`` (the default on the numpy backend, see DEFAULT_MAX_SECONDS)
 E is scaled down until the warm-up and timed steps fit in that time: the largest of
 1, 2, 4, ... (or the requested E) whose measured step time fits. Records keep the
 requested and the run E; compare them per agent-step. Every record carries the
-physical floor of its step (:mod:`warpsim.bench.floor`).
+physical floor of its step (:mod:`warpsim.bench.floor`) and names what produced it: the
+git commit of the warpsim checkout (``warpsim_commit``) and the versions of Python, the
+packages and the CUDA driver.
 """
 
 from __future__ import annotations
