@@ -6,8 +6,10 @@
 # captured, against its targets), neighbour-search, placement, profile (Nsight Compute), and the
 # reference learning tasks: grid-chase, tag-chase, tag-evade (needs tag-chase's run, in the same
 # OUT_DIR) and self-play (train-ref, both roles learn), each one call of at most 10 minutes;
-# learning runs all four in turn. Stages given to one call run in turn; separate calls may run
-# at once.
+# learning runs all four in turn; peers-jaxmarl and peers-jaxmarl-headline (JaxMARL's simple_tag at
+# train-ref's and at headline's E x N, installed from wheels carried to the machine, named by
+# JAXMARL_WHEELS: benchmarks/peers/README.md). Stages given to one call run in turn; separate calls
+# may run at once.
 # Each stage writes under OUT_DIR: logs, bench records (bench/*.json), run metrics and plots.
 # Run it from the repository root with warpsim installed; every command is also usable alone.
 set -uo pipefail
@@ -37,6 +39,19 @@ learn() {  # learn PRESET SECONDS METRIC [TRAIN ARGS...]: train, evaluate (sampl
     step "evaluate-$preset" 150 warpsim evaluate "$run" --episodes 2000 --num-envs 2000 \
         --json "$out/evaluate-$preset.json"
     step "plot-$preset" 60 warpsim plot "$run" --metric "$metric" --out "$out/${preset//-/_}.png"
+}
+
+jaxmarl_python=${JAXMARL_VENV:-/tmp/warpsim-jaxmarl-venv}/bin/python
+jaxmarl_venv() {  # JaxMARL's virtual environment, from the wheels carried to the machine (it has no network)
+    [ -x "$jaxmarl_python" ] && return 0
+    if [ -z "${JAXMARL_WHEELS:-}" ]; then
+        echo "=== jaxmarl: set JAXMARL_WHEELS to the folder of carried wheels (benchmarks/peers/README.md)" \
+            | tee -a "$out/summary.txt"
+        return 1
+    fi
+    local venv=${jaxmarl_python%/bin/python}
+    step jaxmarl-install 120 bash -c "python3 -m venv --system-site-packages '$venv' && '$venv/bin/pip' install \
+        --no-index --find-links '$JAXMARL_WHEELS' 'jax[cuda13]' jaxmarl==0.2.0" && [ -x "$jaxmarl_python" ]
 }
 
 for stage in "$@"; do
@@ -79,13 +94,20 @@ for stage in "$@"; do
         placement)
             step placement-tag-small 200 python3 benchmarks/placement.py --sizes tag-small --results-dir "$out/bench"
             step placement-train-ref 200 python3 benchmarks/placement.py --sizes train-ref --results-dir "$out/bench" ;;
+        peers-jaxmarl)  # train-ref's E x N; headline's (N=1000 compiles for minutes) is a stage of its own
+            jaxmarl_venv && step peers-jaxmarl 420 python3 benchmarks/gpu_peers.py --peer "jaxmarl=$jaxmarl_python" \
+                --config train-ref --max-seconds 60 --timeout 400 --results-dir "$out/bench" ;;
+        peers-jaxmarl-headline)
+            jaxmarl_venv && step peers-jaxmarl-headline 540 python3 benchmarks/gpu_peers.py \
+                --peer "jaxmarl=$jaxmarl_python" --config headline --max-seconds 60 --timeout 520 \
+                --results-dir "$out/bench" ;;
         profile)
             step ncu-observe-partial-grid 180 ncu --clock-control none --kernel-name regex:observe_partial --launch-count 2 \
                 --section SpeedOfLight --section Occupancy --section LaunchStats --section ComputeWorkloadAnalysis \
                 warpsim bench --config headline --steps 5 --repeats 1 --warmup 1 --no-save --no-baseline ;;
         *)
             echo "unknown stage $stage (tests, bench, train-speed, grid-chase, tag-chase, tag-evade, self-play," \
-                "learning, neighbour-search, placement, profile)" >&2; exit 2 ;;
+                "learning, neighbour-search, placement, peers-jaxmarl, peers-jaxmarl-headline, profile)" >&2; exit 2 ;;
     esac
 done
 cat "$out/summary.txt"

@@ -176,8 +176,14 @@ def config_table(records: list[dict]) -> str:
                    "env-steps/s", "vs NumPy baseline", "warpsim GPU / this", "date"], rows)
 
 
+def fraction_of_memory_floor(record: dict) -> float:
+    """The run's fraction of its memory floor, from the seconds every record's ``floor`` carries."""
+    floor = record["floor"]
+    return floor["memory_floor_seconds_per_env_step"] / floor["run_seconds_per_env_step"]
+
+
 def floor_table(records: list[dict]) -> str:
-    """The floor of each newest named-config record that carries one."""
+    """The floors of each newest named-config record that carries them: memory and compute apart."""
     rows = []
     for record in sorted((r for r in latest(records) if r["config"] in TABLE_CONFIGS and "floor" in r),
                          key=_table_order):
@@ -189,11 +195,12 @@ def floor_table(records: list[dict]) -> str:
                      _si(floor["fp32_gflop_per_s"] * 1e9) + "FLOP/s",
                      _seconds(floor["memory_floor_seconds_per_env_step"]),
                      _seconds(floor["compute_floor_seconds_per_env_step"]),
-                     _seconds(floor["run_seconds_per_env_step"]), f"{100 * floor['fraction_of_floor']:.3g} %"])
+                     _seconds(floor["run_seconds_per_env_step"]), f"{100 * fraction_of_memory_floor(record):.3g} %"])
     if not rows:
         return "No records with floor fields yet."
-    return _table(["config", "run", "tier", "precision", "device", "E", "N", "bytes / env-step", "FLOPs / env-step",
-                   "copy bandwidth", "FP32 rate", "memory floor", "compute floor", "measured", "of the floor"], rows)
+    return _table(["config", "run", "tier", "precision", "device", "E", "N", "bytes / env-step",
+                   "brute-force FLOPs / env-step", "copy bandwidth", "FP32 rate", "memory floor",
+                   "brute-force compute floor", "measured", "of the memory floor"], rows)
 
 
 def cpu_baseline_table(records: list[dict]) -> str:
@@ -251,7 +258,7 @@ def plot_sweep(records: list[dict], sweep, path: Path) -> bool:
 
 
 def plot_floor(records: list[dict], path: Path) -> bool:
-    """Fraction of the floor reached along each sweep; False (and no file) without records."""
+    """Fraction of the memory floor reached along each sweep; False (and no file) without records."""
     panels = [(sweep, [r for r in latest(records, sweep.swept) if r["config"] == sweep.name and "floor" in r])
               for sweep in NAMED_SWEEPS.values()]
     panels = [(sweep, points) for sweep, points in panels if points]
@@ -259,9 +266,9 @@ def plot_floor(records: list[dict], path: Path) -> bool:
         return False
     figure = Figure(figsize=(7.5, 4.2 * len(panels)), layout="constrained")
     for axes, (sweep, points) in zip(figure.subplots(len(panels), 1, squeeze=False)[:, 0], panels):
-        devices = _plot_series(axes, points, sweep.swept, lambda r: r["floor"]["fraction_of_floor"])
+        devices = _plot_series(axes, points, sweep.swept, fraction_of_memory_floor)
         axes.set_xlabel(sweep.symbol)
-        axes.set_ylabel("fraction of the floor")
+        axes.set_ylabel("fraction of the memory floor")
         axes.set_title(f"{_sweep_title(sweep)}\non {', '.join(sorted(devices))}", fontsize=9)
     _save(figure, path)
     return True
@@ -277,8 +284,9 @@ def render(results_dir: Path = RESULTS_DIR, docs_dir: Path = DOCS_DIR) -> Path:
     """Writes ``docs_dir/benchmarks.md`` and its PNGs under ``docs_dir/benchmarks/``; returns the page.
 
     Records of benchmarks/placement.py (a ``placement`` field: networks of other widths, and
-    other devices for them) are left out; docs/training.md reports them."""
-    records = [record for record in load_records(results_dir) if "placement" not in record]
+    other devices for them) are left out, and counted on the page; docs/training.md reports them."""
+    every_record = load_records(results_dir)
+    records = [record for record in every_record if "placement" not in record]
     images = Path(docs_dir) / "benchmarks"
     sweeps = {}
     for sweep in NAMED_SWEEPS.values():
@@ -286,13 +294,15 @@ def render(results_dir: Path = RESULTS_DIR, docs_dir: Path = DOCS_DIR) -> Path:
         drawn = plot_sweep(records, sweep, images / name)
         sweeps[sweep.symbol] = (f"![{sweep.name}](benchmarks/{name})" if drawn
                                 else f"No {sweep.name} records yet.")
-    floor_plot = ("![fraction of the floor](benchmarks/floor.png)" if plot_floor(records, images / "floor.png")
+    floor_plot = ("![fraction of the memory floor](benchmarks/floor.png)" if plot_floor(records, images / "floor.png")
                   else "No sweep records with floor fields yet.")
     missing = missing_gpu_figures(records)
     sources = sorted({path.name for path in Path(results_dir).glob("*.json")})
     page = string.Template(TEMPLATE.read_text()).substitute(
         sources=", ".join(f"`{name}`" for name in sources) or "no files",
         record_count=len(records),
+        all_record_count=len(every_record),
+        placement_count=len(every_record) - len(records),
         config_table=config_table(records),
         cpu_table=cpu_baseline_table(records),
         sweep_E=sweeps["E"],

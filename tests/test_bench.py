@@ -3,9 +3,11 @@
 import dataclasses
 import json
 import math
+import re
 
 import numpy as np
 import pytest
+import torch
 
 from warpsim import EnvSpec, Environment, StateArray, make
 from warpsim.bench import floor, runner
@@ -15,17 +17,18 @@ from warpsim.configs import NAMED_CONFIGS, BenchConfig
 from warpsim.envs.tag_continuous.params import TagContinuousParams
 from warpsim.envs.template import Beacon
 from warpsim.envs.template.params import BeaconParams
+from warpsim.source_commit import source_commit
 
 TINY = BenchConfig("tag_continuous", 4, dict(num_taggers=2, num_runners=6, use_full_observation=False,
                                              num_other_agents_observed=3))
 FIELDS = {"date", "tier", "device", "backend", "precision", "env", "num_envs", "num_agents", "observation",
           "thread_mapping", "params", "versions", "warmup_steps", "repeats", "steps_per_repeat",
           "startup_seconds", "env_steps_per_second", "agent_steps_per_second", "tool", "config",
-          "requested_num_envs", "max_seconds", "floor", "launches", "host_us_per_step"}
+          "requested_num_envs", "max_seconds", "floor", "launches", "host_us_per_step", "warpsim_commit"}
 FLOOR_FIELDS = {"bytes_per_env_step", "distance_evaluations_per_env_step", "flops_per_env_step",
                 "copy_bandwidth_gb_per_s", "copy_method", "fp32_gflop_per_s", "fp32_method",
                 "memory_floor_seconds_per_env_step", "compute_floor_seconds_per_env_step",
-                "floor_seconds_per_env_step", "run_seconds_per_env_step", "fraction_of_floor"}
+                "run_seconds_per_env_step", "fraction_of_memory_floor"}
 
 
 def test_run_sim_records_what_benchmarks_md_asks_for():
@@ -35,11 +38,20 @@ def test_run_sim_records_what_benchmarks_md_asks_for():
     assert (record["num_envs"], record["num_agents"], record["observation"]) == (4, 8, "partial K=3")
     assert (record["tool"], record["config"], record["requested_num_envs"]) == ("warpsim", None, 4)
     assert record["backend"] == "numpy" and record["precision"] == "fp32"
-    assert record["versions"]["torch"] and record["versions"]["numba"]
+    versions = record["versions"]
+    assert versions["torch"] == torch.__version__ and versions["numba"] and versions["numba-cuda"]
+    assert versions["cuda_driver"] is None, "no GPU here: no driver to name"
+    assert record["warpsim_commit"] == source_commit()
     agent, env = record["agent_steps_per_second"], record["env_steps_per_second"]
     assert agent["min"] <= agent["median"] <= agent["max"]
     assert agent["median"] == pytest.approx(env["median"] * 8)
     assert len(messages) == 2
+
+
+@pytest.mark.gpu
+def test_a_gpu_record_names_the_cuda_driver():
+    record = runner.run_sim(TINY, backend="cuda", steps=2, repeats=1, warmup_steps=1)
+    assert re.fullmatch(r"\d+\.\d+", record["versions"]["cuda_driver"])
 
 
 def test_results_are_appended_to_one_file_per_device(tmp_path):
@@ -126,7 +138,7 @@ def test_a_sweep_from_the_command_line_appends_a_record_per_point(config, extra,
         assert FIELDS <= set(record) and FLOOR_FIELDS <= set(record["floor"])
         assert record["config"] == config and record["requested_num_envs"] == record["num_envs"]
         assert record["max_seconds"] == runner.DEFAULT_MAX_SECONDS["numpy"]
-        assert 0 < record["floor"]["fraction_of_floor"] and record["floor"]["bytes_per_env_step"] > 0
+        assert 0 < record["floor"]["fraction_of_memory_floor"] and record["floor"]["bytes_per_env_step"] > 0
     out, err = capsys.readouterr()
     assert out.count("agent-steps/s") == 2 and out.count("appended to") == 2
     assert f"{config} point 1/2" in err and f"{config} point 2/2" in err and "repeat 2/2" in err
@@ -233,7 +245,7 @@ def test_a_custom_environment_that_declares_nothing_is_recorded_as_unknown():
     assert record["floor"]["distance_evaluations_per_env_step"] == "unknown"
     assert record["floor"]["flops_per_env_step"] == "unknown"
     assert record["floor"]["compute_floor_seconds_per_env_step"] == "unknown"
-    assert record["floor"]["floor_seconds_per_env_step"] == record["floor"]["memory_floor_seconds_per_env_step"]
+    assert record["floor"]["fraction_of_memory_floor"] > 0
     assert "N=3 on numpy" in runner.summary(record), "an undeclared observation is left out of the summary"
 
 
@@ -262,12 +274,14 @@ def test_floor_fields_from_given_device_figures(monkeypatch):
     assert fields["memory_floor_seconds_per_env_step"] == pytest.approx(145 / 100e9)
     assert fields["compute_floor_seconds_per_env_step"] == "unknown"
     assert fields["run_seconds_per_env_step"] == pytest.approx(1e-8)
-    assert fields["fraction_of_floor"] == pytest.approx(1.45e-9 / 1e-8)
+    assert fields["fraction_of_memory_floor"] == pytest.approx(1.45e-9 / 1e-8)
     tag = make("tag_continuous", 2, backend="numpy", num_taggers=2, num_runners=6, use_full_observation=False,
                num_other_agents_observed=3)
     fields = floor.floor_fields(tag, env_steps_per_second=1e4)
-    assert fields["floor_seconds_per_env_step"] == fields["compute_floor_seconds_per_env_step"] == pytest.approx(380e-9)
-    assert fields["fraction_of_floor"] == pytest.approx(380e-9 / 1e-4)
+    assert fields["compute_floor_seconds_per_env_step"] == pytest.approx(380e-9)
+    # The compute floor (380 ns) exceeds the memory floor, yet the fraction is the memory floor's alone.
+    assert fields["fraction_of_memory_floor"] == pytest.approx(fields["memory_floor_seconds_per_env_step"] / 1e-4)
+    assert fields["memory_floor_seconds_per_env_step"] < 380e-9
 
 
 # ----- the tiers --------------------------------------------------------------------

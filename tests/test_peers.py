@@ -15,6 +15,7 @@ import pytest
 from warpsim.bench import peers, runner
 from warpsim.configs import NAMED_CONFIGS
 from warpsim.device import device_name, resolve_placement
+from warpsim.source_commit import source_commit
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -75,6 +76,7 @@ def test_ok_output_becomes_a_sim_record_in_the_same_file_as_warpsim_records(tmp_
         "vmas", "sim", "cpu-baseline-N25", "ok")
     assert (record["num_envs"], record["requested_num_envs"], record["num_agents"]) == (64, 4096, 25)
     assert record["agent_steps_per_second"] == RATES and record["steps_per_repeat"] == 20
+    assert record["warpsim_commit"] == source_commit()
     assert record["batch_sweep"][1]["status"] == "time: too slow"
     assert "steps" not in record and "tool_version" not in record
     warpsim_record = {"device": "Some CPU", "backend": "numpy"}
@@ -96,7 +98,8 @@ def test_a_failed_peer_keeps_its_reason_and_has_no_rates():
     assert record["status"].startswith("memory") and "agent_steps_per_second" not in record
 
 
-@pytest.mark.parametrize("name, module", [("warpdrive", "example_envs"), ("vmas", "vmas"), ("mpe2", "mpe2")])
+@pytest.mark.parametrize("name, module", [("warpdrive", "example_envs"), ("vmas", "vmas"), ("mpe2", "mpe2"),
+                                          ("jaxmarl", "jax")])
 def test_real_peer_script_reports_a_missing_tool_as_its_status(name, module):
     if importlib.util.find_spec(module) is not None:
         pytest.skip(f"{module} is installed in this environment")
@@ -131,7 +134,7 @@ def test_a_missing_python_or_unknown_peer_is_a_clear_error(tmp_path):
     missing = tmp_path / "peers-venv" / "vmas" / "bin" / "python"
     with pytest.raises(ValueError, match=r"peer 'vmas': Python executable .*python' does not exist.*README"):
         peers.run_peer("vmas", missing, num_agents=25)
-    with pytest.raises(ValueError, match="peer 'gym' is not known; allowed: warpdrive, vmas, mpe2"):
+    with pytest.raises(ValueError, match="peer 'gym' is not known; allowed: warpdrive, vmas, mpe2, jaxmarl"):
         peers.parse_peer(f"gym={sys.executable}")
     with pytest.raises(ValueError, match="give NAME=PYTHON"):
         peers.parse_peer("vmas")
@@ -206,3 +209,82 @@ def test_cpu_baseline_measures_warpsim_and_a_peer_in_one_run(tmp_path, capsys):
     assert saved[0]["params"]["runner_exits_game_after_tagged"] is False
     table = capsys.readouterr().out
     assert table.count("| mpe2 |") == 2 and "x |" in table
+
+
+def test_peer_timing_waits_for_asynchronous_work_before_reading_the_clock(monkeypatch):
+    """A step that only launches its work (as JAX does): the work's time counts through ``wait``."""
+    monkeypatch.setattr(sys, "argv", ["peer", "--num-agents", "10", "--steps", "4", "--repeats", "2",
+                                      "--warmup-steps", "2"])
+    args = peer_timing.parse_args("test")
+    clock = {"now": 0.0, "pending": 0}
+    monkeypatch.setattr(peer_timing.time, "perf_counter", lambda: clock["now"])
+    waited = []
+
+    def step():  # launching takes 1 ms; each launched step takes 10 ms once waited for
+        clock["now"] += 0.001
+        clock["pending"] += 1
+        return f"step {clock['pending']}"
+
+    def wait(launched):
+        waited.append(launched)
+        clock["now"] += 0.01 * clock["pending"]
+        clock["pending"] = 0
+
+    timing = peer_timing.time_steps(step, 2, 10, args, wait)
+    assert waited == ["step 1", "step 1", "step 4", "step 4"], "each warm-up step, then the last step of a repeat"
+    assert timing["env_steps_per_second"]["median"] == pytest.approx(4 * 2 / (4 * 0.011))
+    assert peer_timing.time_steps(step, 2, 10, args)["env_steps_per_second"]["median"] == pytest.approx(
+        4 * 2 / 0.004), "without wait only the launches are timed"
+
+
+JAXMARL_GPU_OUTPUT = dict(
+    OK_OUTPUT, tool="jaxmarl", tool_version="0.2.0", env="MPE_simple_tag_v3", device="NVIDIA H100 80GB HBM3",
+    backend="jax-cuda", thread_mapping="jax.jit of jax.vmap over environments, compiled by XLA",
+    versions={"python": "3.12.3", "jaxmarl": "0.2.0", "jax": "0.10.2", "jaxlib": "0.10.2"})
+
+
+def test_gpu_peers_runs_each_peer_at_each_configs_e_x_n_and_files_it_under_the_gpu(tmp_path, capsys):
+    gpu_peers = load_script(ROOT / "benchmarks" / "gpu_peers.py")
+    # The fake JaxMARL fits at most 600,000 agents in all in memory: 500 x 1000, not 1000 x 1000.
+    python = fake_python(tmp_path, "output = json.loads(%r)\n"
+                                   "argv = dict(zip(sys.argv[2::2], sys.argv[3::2]))\n"
+                                   "num_agents, num_envs = int(argv['--num-agents']), int(argv['--num-envs'])\n"
+                                   "output.update(num_agents=num_agents, num_envs=num_envs,\n"
+                                   "              requested_num_envs=num_envs,\n"
+                                   "              batch_sweep=[{'num_envs': num_envs, 'status': 'ok'}])\n"
+                                   "if num_agents * num_envs > 600_000:\n"
+                                   "    output = {'tool': 'jaxmarl', 'status': 'memory: Out of memory'}\n"
+                                   "print('Importing submoduled environments...')\n"
+                                   "print(json.dumps(output))" % json.dumps(JAXMARL_GPU_OUTPUT))
+    code = gpu_peers.main(["--peer", f"jaxmarl={python}", "--config", "train-ref", "--config", "headline",
+                           "--results-dir", str(tmp_path / "results")])
+    assert code == 0
+    (saved,) = (tmp_path / "results").glob("*.json")
+    assert saved.name == "nvidia-h100-80gb-hbm3.json", "beside warpsim's records of the same GPU"
+    records = json.loads(saved.read_text())
+    assert [(r["tool"], r["config"], r["num_agents"], r["num_envs"], r["requested_num_envs"]) for r in records] == [
+        ("jaxmarl", "train-ref", 110, 2000, 2000), ("jaxmarl", "headline", 1000, 500, 2000)]
+    assert [(entry["num_envs"], entry["status"][:6]) for entry in records[1]["batch_sweep"]] == [
+        (2000, "memory"), (1000, "memory"), (500, "ok")]
+    assert records[0]["backend"] == "jax-cuda" and records[0]["versions"]["jax"] == "0.10.2"
+    assert records[0]["tier"] == "sim" and records[0]["status"] == "ok"
+    assert "| jaxmarl | jax-cuda | 500 |" in capsys.readouterr().out
+
+
+def test_a_peer_that_fits_nowhere_reports_its_last_failure(tmp_path):
+    python = fake_python(tmp_path, 'print(json.dumps({"tool": "jaxmarl", "status": "memory: out of memory"}))')
+    output = peers.run_peer_where_it_fits("jaxmarl", python, num_agents=10, num_envs=3)
+    assert output["status"] == "memory: out of memory" and output["requested_num_envs"] == 3
+    assert [entry["num_envs"] for entry in output["batch_sweep"]] == [3], "3, then 1: the last failure is the output"
+    with pytest.raises(ValueError, match="num_envs=0 is not allowed; give an integer >= 1"):
+        peers.run_peer_where_it_fits("jaxmarl", python, num_agents=10, num_envs=0)
+
+
+def test_gpu_peers_refuses_a_config_peers_do_not_run(capsys):
+    gpu_peers = load_script(ROOT / "benchmarks" / "gpu_peers.py")
+    with pytest.raises(SystemExit):
+        gpu_peers.main(["--peer", f"jaxmarl={sys.executable}", "--config", "grid"])
+    error = capsys.readouterr().err  # argparse quotes the choices from Python 3.12.8 on
+    assert "argument --config: invalid choice: 'grid'" in error and "train-ref" in error and "headline" in error
+    assert gpu_peers.main(["--peer", "jax", "--config", "headline"]) == 2
+    assert "gpu_peers: error: --peer 'jax' is not allowed; give NAME=PYTHON" in capsys.readouterr().err

@@ -30,7 +30,7 @@ def record(config, backend, agent_rate, num_envs=2000, num_agents=1000, date="20
               "floor": {"bytes_per_env_step": 37865, "flops_per_env_step": 65500, "copy_bandwidth_gb_per_s": 3000.0,
                         "fp32_gflop_per_s": 50000.0, "memory_floor_seconds_per_env_step": 1.26e-8,
                         "compute_floor_seconds_per_env_step": 1.3e-9, "run_seconds_per_env_step": 1.1e-7,
-                        "fraction_of_floor": 0.115}}
+                        "fraction_of_memory_floor": 0.115}}
     return {**fields, **extra}
 
 
@@ -78,6 +78,20 @@ def test_the_page_and_plots_come_from_the_records(results, tmp_path):
     assert ("grid", "warpsim", "numpy", "sim", "fp32", XEON) in rows
     assert "No GPU figures yet for: grid, sweep-N." in page
     assert "37.9 kB" in page and "11.5 %" in page  # the floor table
+    assert "generated from 11 of the 11 records" in page and "`benchmarks/placement.py`\n(0;" in page
+
+
+def test_the_floor_is_the_memory_floor_also_where_the_brute_force_search_would_cost_more(results, tmp_path):
+    grid_search = record("headline", "cuda", 2e9)
+    grid_search["floor"].update(compute_floor_seconds_per_env_step=2e-6, run_seconds_per_env_step=4e-7)
+    old_format = record("train-ref", "cuda", 4e8, num_agents=110)  # a combined floor and its fraction
+    old_format["floor"].pop("fraction_of_memory_floor")
+    old_format["floor"].update(floor_seconds_per_env_step=1.26e-8, fraction_of_floor=0.115)
+    (results / "nvidia-h100-80gb-hbm3.json").write_text(json.dumps([grid_search, old_format]))
+    page = load_report().render(results, tmp_path / "docs").read_text()
+    rows = [line for line in page.splitlines() if "| warpsim cuda | sim |" in line]
+    assert "| 12.6 ns | 2 us | 400 ns | 3.15 % |" in rows[0], "memory floor / measured, the compute floor apart"
+    assert "| 12.6 ns | 1.3 ns | 110 ns | 11.5 % |" in rows[1]
 
 
 def test_a_record_with_an_unknown_tier_is_refused(results, tmp_path):
@@ -122,10 +136,19 @@ def test_eager_and_graph_records_of_one_config_are_rows_of_their_own(results, tm
         load_report().render(results, tmp_path / "docs")
 
 
-def test_placement_records_stay_out_of_the_page(results, tmp_path):
+def test_placement_records_stay_out_of_the_page_and_are_counted(results, tmp_path):
     path = results / "nvidia-h100-80gb-hbm3.json"
     placement = record("train-ref", "cuda", 1.234e7, num_agents=110, tier="train", placement="all-gpu",
                        date="2026-12-02T10:00:00+00:00")
     path.write_text(json.dumps([record("train-ref", "cuda", 4e8, num_agents=110, tier="train"), placement]))
     page = load_report().render(results, tmp_path / "docs").read_text()
     assert "400 M" in page and "12.3 M" not in page
+    assert "generated from 7 of the 8 records" in page and "`benchmarks/placement.py`\n(1;" in page
+
+
+def test_the_committed_page_is_what_the_template_and_the_records_make(tmp_path):
+    report = load_report()
+    page = report.render(report.RESULTS_DIR, tmp_path).read_text()
+    committed = (report.DOCS_DIR / "benchmarks.md").read_text()
+    assert page == committed, ("docs/benchmarks.md is older than benchmarks/results/*.json or "
+                               "benchmarks/report_template.md: run python benchmarks/report.py")

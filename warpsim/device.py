@@ -46,6 +46,14 @@ def gpu_available() -> bool:
     return (not simulator_enabled()) and torch.cuda.is_available() and cuda.is_available()
 
 
+def cuda_driver_version() -> str | None:
+    """The CUDA version the GPU's driver supports, e.g. "13.0"; None without a GPU (the simulator has no driver)."""
+    if not gpu_available():
+        return None
+    major, minor = cuda.cudadrv.driver.driver.get_version()
+    return f"{major}.{minor}"
+
+
 @dataclass(frozen=True)
 class Placement:
     """The backend an environment runs on and the torch device holding its arrays."""

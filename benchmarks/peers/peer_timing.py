@@ -68,16 +68,21 @@ def cpu_name() -> str:
     return platform.processor() or "cpu"
 
 
-def time_steps(step, num_envs: int, num_agents: int, args: argparse.Namespace) -> dict:
+def time_steps(step, num_envs: int, num_agents: int, args: argparse.Namespace, wait=None) -> dict:
     """Warms up, then times ``args.repeats`` runs of ``args.steps`` calls of ``step``.
 
     Steps per repeat are cut (to 1 at least) when the warm-up's pace says the runs
     would not fit in ``--max-seconds``, as warpsim's bench cuts them for one
-    environment; a batch too slow even for that raises OverBudget.
+    environment; a batch too slow even for that raises OverBudget. ``wait``, for a tool
+    that launches its work asynchronously (JAX), is called with what ``step`` returned
+    and returns once that work is done: after each warm-up step, so the pace is real,
+    and at the end of each repeat, before the clock is read (as warpsim's bench
+    synchronises the GPU).
     """
+    wait = wait or (lambda _launched: None)
     begin = time.perf_counter()
     for done in range(1, args.warmup_steps + 1):
-        step()
+        wait(step())
         warmup_seconds = time.perf_counter() - begin
         if warmup_seconds > args.max_seconds:
             raise OverBudget(f"E={num_envs}: {done} warm-up steps took {warmup_seconds:.0f} s, more than "
@@ -92,7 +97,8 @@ def time_steps(step, num_envs: int, num_agents: int, args: argparse.Namespace) -
     for _ in range(args.repeats):
         begin = time.perf_counter()
         for _ in range(steps):
-            step()
+            launched = step()
+        wait(launched)
         env_rates.append(steps * num_envs / (time.perf_counter() - begin))
     return {"num_envs": num_envs, "steps": steps,
             "env_steps_per_second": spread(env_rates),
@@ -134,13 +140,13 @@ def main(tool: str, measure) -> None:
     sys.stdout.flush()
 
 
-def best_of_batch_sizes(make_step, args: argparse.Namespace, result: dict) -> None:
+def best_of_batch_sizes(make_step, args: argparse.Namespace, result: dict, wait=None) -> None:
     """Times each batch size of ``--num-envs``, smallest first; ``result`` gets the fastest per agent-step.
 
     ``make_step(num_envs)`` builds the environment with its actions drawn once and
-    returns the function that steps it. Every size tried is listed under
-    ``batch_sweep``; the sweep stops at the first size that runs out of time or memory,
-    as every larger one would too.
+    returns the function that steps it (``wait``: as in :func:`time_steps`). Every size
+    tried is listed under ``batch_sweep``; the sweep stops at the first size that runs
+    out of time or memory, as every larger one would too.
     """
     sweep, best = [], None
     result["batch_sweep"] = sweep
@@ -149,7 +155,7 @@ def best_of_batch_sizes(make_step, args: argparse.Namespace, result: dict) -> No
         try:
             step = make_step(num_envs)
             startup = time.perf_counter() - begin
-            timing = time_steps(step, num_envs, args.num_agents, args)
+            timing = time_steps(step, num_envs, args.num_agents, args, wait)
         except (OverBudget, MemoryError, RuntimeError) as error:
             sweep.append({"num_envs": num_envs, "status": failure_status(error)})
             if best is None:

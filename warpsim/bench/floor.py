@@ -1,11 +1,17 @@
-"""The physical floor of a step: the least memory traffic and arithmetic it needs.
+"""The physical floor of a step: the least memory traffic it needs, and its search's arithmetic.
 
 A step of one environment must at least read and write its state, read its actions
-and write its observations, rewards and done flag; its neighbour search must at least
-evaluate its pairwise distances. Over the device's measured copy bandwidth and FP32
-rate these give two lower bounds on the time of an environment step; the larger one
-is the floor, and a run's fraction of the floor is floor time / measured time (1 would
-be a step as fast as the hardware allows).
+and write its observations, rewards and done flag. Over the device's measured copy
+bandwidth this is the memory floor: a lower bound on the time of an environment step,
+whatever the step computes and however it searches. A run's fraction of the memory
+floor is floor time / measured time (1 would be a step as fast as the memory allows).
+
+The compute floor is given apart, never merged into the memory floor: the pairwise
+distances the environment declares, over the device's measured FP32 rate. It counts
+a brute-force search, so it bounds a step only where that search runs; where the
+kernels search a grid instead (tag_continuous at large N, docs/design.md) they
+evaluate far fewer distances, and the compute floor says what the brute-force search
+would cost, not what the step needs.
 
 What is counted (per environment step, i.e. one environment advanced by one step):
 
@@ -19,11 +25,9 @@ What is counted (per environment step, i.e. one environment advanced by one step
   Each environment declares them (``EnvSpec.distance_evaluations_per_step``):
   tag_continuous with partial observations searches N x N pairs for the K nearest,
   and every runner searches the taggers for its nearest; environments with no
-  floating-point search (tag_gridworld compares integer cells) declare none. This is
-  a brute-force search; the grid search tag_continuous's kernels run at large N
-  (docs/design.md) evaluates far fewer distances, so there the arithmetic bound is loose.
-  An environment that declares nothing has an unknown compute floor: its record says
-  "unknown", and its floor is the memory floor alone (a lower bound).
+  floating-point search (tag_gridworld compares integer cells) declare none. An
+  environment that declares nothing has an unknown compute floor: its record says
+  "unknown".
 
 Measured, once per device and process (:func:`measure_device`):
 
@@ -169,7 +173,6 @@ def floor_fields(env, env_steps_per_second: float) -> dict:
     step_bytes, step_flops = bytes_per_env_step(env), flops_per_env_step(env)
     memory_seconds = step_bytes / (measured["copy_bandwidth_gb_per_s"] * 1e9)
     compute_seconds = None if step_flops is None else step_flops / (measured["fp32_gflop_per_s"] * 1e9)
-    floor_seconds = memory_seconds if compute_seconds is None else max(memory_seconds, compute_seconds)
     run_seconds = 1 / env_steps_per_second
     distances = distance_evaluations_per_env_step(env)
     return {
@@ -179,7 +182,6 @@ def floor_fields(env, env_steps_per_second: float) -> dict:
         **measured,
         "memory_floor_seconds_per_env_step": memory_seconds,
         "compute_floor_seconds_per_env_step": UNKNOWN if compute_seconds is None else compute_seconds,
-        "floor_seconds_per_env_step": floor_seconds,
         "run_seconds_per_env_step": run_seconds,
-        "fraction_of_floor": floor_seconds / run_seconds,
+        "fraction_of_memory_floor": memory_seconds / run_seconds,
     }

@@ -1,8 +1,8 @@
 """Other tools' tag environments, timed side by side with warpsim (optional extras).
 
-Each peer (WarpDrive's CPU TagContinuous, VMAS and MPE2 simple_tag) has a script in
-``benchmarks/peers/`` that runs in that tool's own virtual environment, times its sim
-step and prints one JSON object. This module runs such a script with a given Python
+Each peer (WarpDrive's CPU TagContinuous, VMAS, MPE2 and JaxMARL simple_tag) has a
+script in ``benchmarks/peers/`` that runs in that tool's own virtual environment, times
+its sim step and prints one JSON object. This module runs such a script with a given Python
 executable, under a timeout, and turns its output into a sim-tier record like those
 of :mod:`warpsim.bench.runner` (``tool`` tells them apart), ready for ``runner.append_result``.
 See ``benchmarks/peers/README.md`` for creating the virtual environments.
@@ -18,9 +18,11 @@ from pathlib import Path
 
 from warpsim.configs import NAMED_CONFIGS
 from warpsim.errors import InvalidValueError
+from warpsim.source_commit import source_commit
 from warpsim.validation import require_int
 
-PEER_SCRIPTS = {"warpdrive": "warpdrive_cpu.py", "vmas": "vmas_tag.py", "mpe2": "mpe2_tag.py"}
+PEER_SCRIPTS = {"warpdrive": "warpdrive_cpu.py", "vmas": "vmas_tag.py", "mpe2": "mpe2_tag.py",
+                "jaxmarl": "jaxmarl_tag.py"}
 """Peer name (as in ``--peer NAME=PYTHON``) -> its script in ``benchmarks/peers/``."""
 PEER_SCRIPTS_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "peers"
 """Where the scripts are in a source checkout (they are not part of the installed package)."""
@@ -31,6 +33,10 @@ _COPIED = ("tool", "device", "backend", "precision", "env", "requested_num_envs"
            "observation", "thread_mapping", "params", "versions", "max_seconds", "warmup_steps", "repeats",
            "startup_seconds", "batch_sweep", *_RATES)
 _NEEDED_WHEN_OK = ("tool", "device", "backend", "num_envs", "num_agents", "repeats", "steps", *_RATES)
+
+
+GPU_CONFIGS = ("train-ref", "headline")
+"""The named configs whose E x N peers are timed at on a GPU (``benchmarks/gpu_peers.py``): tag_continuous's."""
 
 
 def taggers_and_runners(num_agents: int) -> tuple[int, int]:
@@ -105,11 +111,30 @@ def run_peer(name: str, python: Path, num_agents: int, num_envs: tuple[int, ...]
                                    f"result; last error line: {errors[-1] if errors else '(none)'}")
 
 
+def run_peer_where_it_fits(name: str, python: Path, num_agents: int, num_envs: int, **options) -> dict:
+    """Runs peer ``name`` at ``num_envs`` environments, halving them while the peer runs out of memory.
+
+    Returns the output of the first E that ran, or of the last that failed: its
+    ``batch_sweep`` is led by the sizes that did not fit, and its ``requested_num_envs``
+    is ``num_envs``. ``options`` are :func:`run_peer`'s.
+    """
+    requested = require_int("num_envs", num_envs, 1)
+    did_not_fit = []
+    while True:
+        output = run_peer(name, python, num_agents, (num_envs,), **options)
+        if not output["status"].startswith("memory") or num_envs == 1:
+            break
+        did_not_fit.append({"num_envs": num_envs, "status": output["status"]})
+        num_envs //= 2
+    return dict(output, requested_num_envs=requested, batch_sweep=did_not_fit + output.get("batch_sweep", []))
+
+
 def peer_record(output: dict, config: str | None = None) -> dict:
     """A sim-tier record (the fields of ``warpsim.bench.runner`` records) from a peer script's output.
 
     A record whose ``status`` is not "ok" carries no rates: it says what could not run
-    and why; only "ok" records belong in the results files.
+    and why; only "ok" records belong in the results files. ``warpsim_commit`` names the
+    checkout whose peer script ran, as warpsim's records name theirs.
     """
     status = output.get("status")
     if not isinstance(status, str):
@@ -119,7 +144,7 @@ def peer_record(output: dict, config: str | None = None) -> dict:
         if missing:
             raise InvalidValueError(f"peer output of {output.get('tool')!r} says 'ok' but lacks {', '.join(missing)}")
     record = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-              "config": config, "tier": "sim", "status": status}
+              "config": config, "tier": "sim", "status": status, "warpsim_commit": source_commit()}
     record.update((name, output[name]) for name in _COPIED if name in output)
     if "steps" in output:
         record["steps_per_repeat"] = output["steps"]

@@ -9,7 +9,9 @@ With ``max_seconds`` (the default on the numpy backend, see DEFAULT_MAX_SECONDS)
 E is scaled down until the warm-up and timed steps fit in that time: the largest of
 1, 2, 4, ... (or the requested E) whose measured step time fits. Records keep the
 requested and the run E; compare them per agent-step. Every record carries the
-physical floor of its step (:mod:`warpsim.bench.floor`).
+physical floor of its step (:mod:`warpsim.bench.floor`) and names what produced it: the
+git commit of the warpsim checkout (``warpsim_commit``) and the versions of Python, the
+packages and the CUDA driver.
 """
 
 from __future__ import annotations
@@ -31,12 +33,13 @@ import torch
 
 from warpsim.bench.floor import UNKNOWN, floor_fields
 from warpsim.configs import BenchConfig
-from warpsim.device import THREADS_PER_BLOCK, device_name, resolve_placement, simulator_enabled
+from warpsim.device import THREADS_PER_BLOCK, cuda_driver_version, device_name, resolve_placement, simulator_enabled
 from warpsim.environment import Environment
 from warpsim.errors import InvalidValueError, RunFileError
 from warpsim.files import make_directory, replace_atomically, usable_directory
 from warpsim.graph import EAGER
 from warpsim.registry import make
+from warpsim.source_commit import source_commit
 from warpsim.validation import require_int
 
 Progress = Callable[[str], None]
@@ -203,6 +206,7 @@ def make_record(config: BenchConfig, env: Environment, rates: list[float], start
         "observation": env.spec.observation_label or UNKNOWN,
         "thread_mapping": mapping,
         "params": dataclasses.asdict(params),
+        "warpsim_commit": source_commit(),
         "versions": _versions(),
         "max_seconds": None if math.isinf(max_seconds) else max_seconds,
         "warmup_steps": warmup_steps,
@@ -217,18 +221,21 @@ def make_record(config: BenchConfig, env: Environment, rates: list[float], start
 
 
 def _versions() -> dict:
+    """Python's, the installed packages' (None: not installed) and the CUDA driver's (None: no GPU)."""
     versions: dict[str, str | None] = {"python": platform.python_version()}
     for package in ("warpsim", "numba", "numba-cuda", "torch", "numpy"):
         try:
             versions[package] = metadata.version(package)
         except metadata.PackageNotFoundError:
             versions[package] = None
+    versions["cuda_driver"] = cuda_driver_version()
     return versions
 
 
 def device_slug(record: dict) -> str:
-    """File name stem for a device, e.g. ``nvidia-h100-80gb-hbm3`` or ``cpu-amd-epyc-7b13``."""
-    name = record["device"] if record["backend"] == "cuda" else f"cpu {record['device']}"
+    """File name stem for a device, e.g. ``nvidia-h100-80gb-hbm3`` or ``cpu-amd-epyc-7b13``: a GPU's own
+    name for a backend that runs on CUDA (warpsim's ``cuda``, a peer's, e.g. ``jax-cuda``)."""
+    name = record["device"] if "cuda" in record["backend"] else f"cpu {record['device']}"
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
 
 
