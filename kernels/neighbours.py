@@ -20,6 +20,7 @@ import math
 import numpy as np
 from numba import cuda
 
+from warpsim.kernels.indexing import quotient
 from warpsim.kernels.nearest_keys import clear_keys, kth_closer_than, offer_key
 from warpsim.kernels.rounding import mul, squared_distance, sub
 
@@ -43,7 +44,7 @@ def cell_coordinate(value, inverse_cell_size, side):
 @cuda.jit(device=True)
 def grid_side(count, agents_per_cell, cells_capacity):
     """Side of the grid: about ``agents_per_cell`` agents per cell, at most ``cells_capacity`` cells."""
-    cells = min(max(count // agents_per_cell, 1), cells_capacity)
+    cells = min(max(quotient(count, agents_per_cell), 1), cells_capacity)
     side = np.int32(math.sqrt(np.float32(cells)))
     while side * side > cells:
         side -= 1
@@ -90,9 +91,11 @@ def bin_agents(e, first, end, member, loc_x, loc_y, length, agents_per_cell,
     thread = cuda.threadIdx.x
     threads = cuda.blockDim.x
     own = 0
-    for j in range(first + thread, end, threads):
+    j = first + thread
+    while j < end:
         if member[e, j] == 1:
             own += 1
+        j += threads
     partial[thread] = own
     cuda.syncthreads()
     count = 0
@@ -101,17 +104,21 @@ def bin_agents(e, first, end, member, loc_x, loc_y, length, agents_per_cell,
     side = grid_side(count, agents_per_cell, cell_end.shape[0])
     cells = side * side
     inverse_cell_size = np.float32(side) / length
-    for c in range(thread, cells, threads):
+    c = thread
+    while c < cells:
         cell_end[c] = 0
+        c += threads
     cuda.syncthreads()
-    for j in range(first + thread, end, threads):
+    j = first + thread
+    while j < end:
         if member[e, j] == 1:
             cell = (cell_coordinate(loc_y[e, j], inverse_cell_size, side) * side
                     + cell_coordinate(loc_x[e, j], inverse_cell_size, side))
             cuda.atomic.add(cell_end, cell, 1)
+        j += threads
     cuda.syncthreads()
     # Exclusive scan of the counts: each thread sums a run of cells, then offsets it.
-    run = (cells + threads - 1) // threads
+    run = quotient(cells + threads - 1, threads)
     low = min(thread * run, cells)
     high = min(low + run, cells)
     total = 0
@@ -128,7 +135,8 @@ def bin_agents(e, first, end, member, loc_x, loc_y, length, agents_per_cell,
         offset += size
     cuda.syncthreads()
     # Scatter: each atomic hands out the next place of a cell and leaves cell_end[c] at its end.
-    for j in range(first + thread, end, threads):
+    j = first + thread
+    while j < end:
         if member[e, j] == 1:
             x = loc_x[e, j]
             y = loc_y[e, j]
@@ -137,6 +145,7 @@ def bin_agents(e, first, end, member, loc_x, loc_y, length, agents_per_cell,
             xs[place] = x
             ys[place] = y
             ids[place] = j
+        j += threads
     cuda.syncthreads()
     return count, side
 
@@ -172,22 +181,22 @@ def k_nearest(qx, qy, skip, max_d2, side, length, xs, ys, cell_end, ids, keys):
     reach = max(max(cx, last - cx), max(cy, last - cy))
     clear_keys(keys)
     for r in range(reach + 1):
-        # Ring r: the cells at Chebyshev distance r from (cx, cy); its top and bottom rows are spans.
-        x0 = max(cx - r, 0)
-        x1 = min(cx + r, last)
-        if cy - r >= 0:
-            scan_cells((cy - r) * side + x0, (cy - r) * side + x1, qx, qy, skip, max_d2, xs, ys, cell_end, ids,
-                       keys)
-        if r > 0 and cy + r <= last:
-            scan_cells((cy + r) * side + x0, (cy + r) * side + x1, qx, qy, skip, max_d2, xs, ys, cell_end, ids,
-                       keys)
-        for row in range(max(cy - r + 1, 0), min(cy + r - 1, last) + 1):
-            if cx - r >= 0:
-                cell = row * side + cx - r
-                scan_cells(cell, cell, qx, qy, skip, max_d2, xs, ys, cell_end, ids, keys)
-            if r > 0 and cx + r <= last:
-                cell = row * side + cx + r
-                scan_cells(cell, cell, qx, qy, skip, max_d2, xs, ys, cell_end, ids, keys)
+        # Ring r: the cells at Chebyshev distance r from (cx, cy). Its top and bottom rows are one
+        # span each, every row between holds two cells; one call site keeps the search inlined once.
+        first_row = max(cy - r, 0)
+        for part in range(2 * (min(cy + r, last) - first_row + 1)):
+            row = first_row + (part >> 1)
+            if row == cy - r or row == cy + r:
+                low = max(cx - r, 0)
+                high = min(cx + r, last)
+                if part & 1 == 1:
+                    continue
+            else:
+                low = cx - r if part & 1 == 0 else cx + r
+                high = low
+                if low < 0 or low > last:
+                    continue
+            scan_cells(row * side + low, row * side + high, qx, qy, skip, max_d2, xs, ys, cell_end, ids, keys)
         if r == reach:
             break
         # Every unsearched agent lies beyond a side of the searched square that has cells behind it

@@ -91,11 +91,26 @@ def rounded_squared_distance(dx, dy, out):
     out[k] = squared_distance(dx[k], dy[k])
 
 
+def planted_local_list(values, out):
+    """values, out int64[M]: a list indexed at run time (local memory) and a 64-bit division."""
+    k = cuda.grid(1)
+    held = cuda.local.array(64, types.int64)
+    for slot in range(64):
+        held[slot] = values[(k + slot) % values.shape[0]]
+    out[k] = held[values[k] % 64] // values[0]
+
+
 def main_planted() -> None:
     """Inspects the planted kernels: the check must see the plain one fused."""
     signature = (types.float32[::1],) * 3
     for kernel in (planted_squared_distance, rounded_squared_distance):
         print(json.dumps({"kernel": kernel.__name__, **inspect(kernel, signature)}), flush=True)
+
+
+def main_planted_resources() -> None:
+    """The resources of a kernel that breaks the budgets: the report must see its stack and division."""
+    signature = (types.int64[::1],) * 2
+    print(json.dumps({"kernel": "planted_local_list", **resources(planted_local_list, signature)}), flush=True)
 
 
 def main(env_id: str, params: dict, report) -> None:
@@ -172,6 +187,8 @@ def _leaf_types(kind):
 if __name__ == "__main__":
     if sys.argv[1] == "--planted":
         main_planted()
+    elif sys.argv[1] == "--planted-resources":
+        main_planted_resources()
     elif sys.argv[1] == "--resources":
         main(sys.argv[2], json.loads(sys.argv[3]), resources)
     else:

@@ -2,9 +2,9 @@
 
 NVVM compiles them and ptxas assembles them on the CPU (tests/compile_kernels.py --resources),
 at K = 10 with each neighbour search. Budgets: no local stack and no spills in any of them
-(a K-nearest list indexed at run time would put it in local memory), and at most
-MAX_REGISTERS registers where the kernel already meets it; the others' targets are
-recorded in docs/design.md.
+(a K-nearest list indexed at run time would put it in local memory), no 64-bit integer
+division (``div.s64``, a long subroutine), and at most MAX_REGISTERS registers where the
+kernel already meets it; observe_partial_grid's register target is in docs/design.md.
 """
 
 import json
@@ -24,9 +24,12 @@ PTXAS_MISSING = 3
 
 
 def resources(params: dict) -> dict[str, dict]:
+    return run_script("--resources", "tag_continuous", json.dumps(params))
+
+
+def run_script(*args: str) -> dict[str, dict]:
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
-    done = subprocess.run([sys.executable, str(SCRIPT), "--resources", "tag_continuous", json.dumps(params)],
-                          env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run([sys.executable, str(SCRIPT), *args], env=env, capture_output=True, text=True, timeout=600)
     if done.returncode == PTXAS_MISSING or "DynamicLibNotFoundError" in done.stderr:
         pytest.skip(f"the CUDA compiler pieces are not installed: {done.stderr.strip().splitlines()[-1]}")
     assert done.returncode == 0, done.stderr[-3000:]
@@ -49,9 +52,19 @@ def test_observe_and_tag_kernels_use_no_local_stack_and_spill_nothing(observe_an
             f"{name} uses local memory: {result}")
 
 
+def test_observe_and_tag_kernels_divide_no_64_bit_integers(observe_and_tag):
+    for name, result in observe_and_tag.items():
+        assert result["div_s64"] == 0, f"{name}: {result}"
+
+
 def test_observe_and_tag_kernels_fit_the_register_budget(observe_and_tag):
     for name in WITHIN_REGISTER_BUDGET:
         assert observe_and_tag[name]["registers"] <= MAX_REGISTERS, f"{name}: {observe_and_tag[name]}"
+
+
+def test_a_planted_list_indexed_at_run_time_shows_as_local_stack_and_a_64_bit_division():
+    planted = run_script("--planted-resources")["planted_local_list"]
+    assert planted["stack"] >= 64 * 8 and planted["div_s64"] >= 1, planted
 
 
 def test_the_report_counts_what_ptxas_and_the_ptx_say(observe_and_tag):

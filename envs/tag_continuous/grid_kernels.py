@@ -17,6 +17,7 @@ from warpsim.envs.tag_continuous.kernels import (
     write_own_state,
     write_partial_observation,
 )
+from warpsim.kernels.indexing import quotient
 from warpsim.kernels.nearest_keys import EMPTY_KEY, clear_keys, count_keys, key_id
 from warpsim.kernels.neighbours import bin_agents, k_nearest, shared_grid
 
@@ -97,7 +98,8 @@ def observe_environment(e, keys, agents_per_cell, own_state, grid_length, episod
     count, side = bin_agents(e, 0, n, still_in_game, loc_x, loc_y, grid_length, agents_per_cell,
                              partial, xs, ys, cell_end, ids)
     time = np.float32(t[e]) / np.float32(episode_length)
-    for first in range(0, count, threads):
+    first = 0
+    while first < count:
         place = first + thread
         if place < count:
             i = np.int32(ids[place])
@@ -110,26 +112,33 @@ def observe_environment(e, keys, agents_per_cell, own_state, grid_length, episod
             found_of[thread] = found
         cuda.syncthreads()
         queries = min(threads, count - first)
-        for pair in range(thread, queries * k, threads):
-            query = pair // k
+        pair = thread
+        while pair < queries * k:
+            query = quotient(pair, k)
             slot = pair - query * k
             j = -1
             if slot < found_of[query]:
                 j = listed[slot * threads + query]
             write_observed_slot(observations, e, observer_of[query], k, slot, j, position_scale, speed_scale,
                                 agent_type, loc_x, loc_y, speed, direction, acceleration)
-        for query in range(thread, queries, threads):
+            pair += threads
+        query = thread
+        while query < queries:
             observations[e, observer_of[query], 7 * k] = time
             if own_state:
                 write_own_state(observations, e, observer_of[query], 7 * k + 1, loc_x, loc_y, speed, direction,
                                 grid_length, speed_scale, np.float32(1))
+            query += threads
         cuda.syncthreads()
+        first += threads
     clear_keys(keys)
-    for i in range(thread, n, threads):
+    i = thread
+    while i < n:
         if still_in_game[e, i] != 1:
             write_partial_observation(observations, e, i, keys, False, own_state, grid_length,
                                       episode_length, position_scale, speed_scale, agent_type, t, loc_x, loc_y,
                                       speed, direction, acceleration)
+        i += threads
 
 
 @cuda.jit
@@ -157,10 +166,12 @@ def tag_runners_grid(num_taggers, tagger_grid_agents_per_cell, tagger_grid_cells
     _count, side = bin_agents(e, 0, num_taggers, still_in_game, loc_x, loc_y, grid_length,
                               tagger_grid_agents_per_cell, partial, xs, ys, cell_end, ids)
     nearest = cuda.local.array(1, np.uint64)
-    for i in range(num_taggers + cuda.threadIdx.x, loc_x.shape[1], cuda.blockDim.x):
+    i = num_taggers + cuda.threadIdx.x
+    while i < loc_x.shape[1]:
         if still_in_game[e, i] == 1:
             k_nearest(loc_x[e, i], loc_y[e, i], -1, tag_radius_squared, side, grid_length, xs, ys, cell_end, ids,
                       nearest)
             if nearest[0] != EMPTY_KEY:
                 apply_tag(e, i, key_id(nearest[0]), tag_reward_for_tagger, tag_penalty_for_runner,
                           runner_exits_game_after_tagged, still_in_game, num_runners_left, tags, rewards)
+        i += cuda.blockDim.x
