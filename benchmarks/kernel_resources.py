@@ -22,13 +22,16 @@ PARTIAL = dict(use_full_observation=False, num_other_agents_observed=10)
 CONFIGS = (
     ("tag_continuous", "partial K=10, brute force", dict(PARTIAL, neighbour_search="brute_force")),
     ("tag_continuous", "partial K=10, grid", dict(PARTIAL, neighbour_search="grid")),
+    ("tag_continuous", "partial K=10, grid in global memory",
+     dict(PARTIAL, neighbour_search="grid", num_taggers=50, num_runners=3950)),
     ("tag_continuous", "full", dict(use_full_observation=True)),
     ("tag_gridworld", "partial", dict(use_full_observation=False)),
     ("tag_gridworld", "full", dict(use_full_observation=True)),
     ("beacon", "default", {}),
 )
-"""(environment, label, params): the headline's and train-ref's K = 10 with each search, and
-every other kernel of the shipped environments once."""
+"""(environment, label, params): the headline's and train-ref's K = 10 with each search (the
+grid in shared memory, and in global scratch at N = 4000), and every other kernel of the
+shipped environments once."""
 COLUMNS = ("registers", "stack", "spill_stores", "spill_loads", "shared", "instructions", "div_s64", "div_rn_f32")
 
 

@@ -81,7 +81,7 @@ def test_a_new_parameter_value_reuses_the_compiled_kernels():
     from warpsim.envs.tag_continuous import grid_kernels, kernels
 
     specialised = {"observe_partial": kernels.observe_partial_kernel(3),
-                   "observe_partial_grid": grid_kernels.observe_partial_grid_kernel(3)}
+                   "observe_partial_grid": grid_kernels.observe_partial_grid_kernel(3, True)}
 
     def overloads():
         return {name: len((specialised.get(name) or getattr(kernels, name, None) or getattr(grid_kernels, name))

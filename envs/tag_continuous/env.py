@@ -148,5 +148,5 @@ class TagContinuous(Environment):
         elif grid is None:
             self.run(kernels.observe_partial_kernel(self.params.num_other_agents_observed), per="agent", mask=mask)
         else:
-            self.run(grid_kernels.observe_partial_grid_kernel(self.params.num_other_agents_observed), per="block",
-                     mask=mask, shared_bytes=grid.shared_bytes)
+            kernel = grid_kernels.observe_partial_grid_kernel(self.params.num_other_agents_observed, grid.in_shared)
+            self.run(kernel, per="block", mask=mask, shared_bytes=grid.shared_bytes)

@@ -35,23 +35,24 @@ def observation_words_per_thread(num_observed: int) -> int:
 
 
 @functools.cache
-def observe_partial_grid_kernel(num_observed: int):
-    """observe_partial_grid compiled for K = ``num_observed``: its K-nearest list lives in registers."""
+def observe_partial_grid_kernel(num_observed: int, grid_in_shared: bool):
+    """observe_partial_grid compiled for K = ``num_observed``, its K-nearest list in registers, and
+    for the grid in dynamic shared memory or (``grid_in_shared`` False) in the global scratch
+    grid_*: one variant per kernel, so that the other's registers are not held too."""
 
     @cuda.jit
     def observe_partial_grid(mask, observation_grid_agents_per_cell, observation_grid_cells_capacity,
-                             observation_grid_in_shared, observe_own_state, grid_length, episode_length,
+                             observe_own_state, grid_length, episode_length,
                              position_scale, speed_scale, agent_type, t, loc_x, loc_y, speed, direction,
                              acceleration, still_in_game, grid_x, grid_y, grid_ids, grid_cells, observations):
         """Partial observations (K nearest agents in the game) where ``mask`` is set; block e handles
         environment e.
 
         mask bool[E]; observation_grid_agents_per_cell, observation_grid_cells_capacity int32;
-        observation_grid_in_shared bool (the grid in dynamic shared memory, else in grid_*);
         observe_own_state bool; grid_length float32; episode_length int32; position_scale,
         speed_scale float32; agent_type int32[N]; t int32[E]; loc_x .. acceleration float32[E, N];
         still_in_game int32[E, N]; grid_x, grid_y float32[E, N] and grid_ids int32[E, N],
-        grid_cells int32[E, C] (global scratch; 1 x 1 when observation_grid_in_shared);
+        grid_cells int32[E, C] (global scratch; 1 x 1 when the grid is in shared memory);
         observations float32[E, N, 7 K + 1, + 5 with observe_own_state] (written).
         Dynamic shared memory: ``observation_words_per_thread(K)`` words per thread, then the grid.
         """
@@ -64,7 +65,7 @@ def observe_partial_grid_kernel(num_observed: int):
         shared = (words[0:threads], words[threads:(k + 1) * threads], words[(k + 1) * threads:(k + 2) * threads],
                   words[(k + 2) * threads:(k + 3) * threads])
         keys = cuda.local.array(num_observed, np.uint64)
-        if observation_grid_in_shared:
+        if grid_in_shared:
             xs, ys, cell_end, ids = shared_grid(words, cuda.shared.array(0, types.float32),
                                                 cuda.shared.array(0, types.int16), loc_x.shape[1],
                                                 observation_grid_cells_capacity,
