@@ -6,9 +6,11 @@ order by distance and then by lower id: the tie rule of partial observations (do
 section 1) is one integer compare, as in the NumPy reference (envs/tag_continuous/nearest.py).
 
 The list is a ``cuda.local.array(K, np.uint64)`` with K known when the kernel compiles,
-ascending, ``EMPTY_KEY`` where nothing is held yet. Every loop over it has K steps and
-indexes it only by the loop counter, so the compiler unrolls the loops and keeps the K
-keys in registers (no local memory; benchmarks/kernel_resources.py shows it).
+ascending, ``EMPTY_KEY`` where nothing is held yet. Every loop over it here has K short
+steps and indexes it only by the loop counter, so the compiler unrolls the loops and keeps
+the K keys in registers (no local memory; benchmarks/kernel_resources.py shows it). A
+caller's own loop that reads ``keys[slot]`` keeps the list in registers only while the
+compiler unrolls it (a short body); :func:`pop_nearest` reads it slot by slot at any K.
 """
 
 import numba
@@ -57,6 +59,20 @@ def offer_key(keys, d2, j):
             held = keys[slot]
             keys[slot] = min(held, key)
             key = max(held, key)
+
+
+@cuda.jit(device=True)
+def pop_nearest(keys):
+    """Takes the first key off the list (uint64[K]) and returns it; the rest move up one slot.
+
+    Reading slot after slot this way indexes the list only by constants, where ``keys[slot]``
+    in a loop too long for the compiler to unroll would put the whole list in local memory.
+    """
+    nearest = keys[0]
+    for slot in range(keys.shape[0] - 1):
+        keys[slot] = keys[slot + 1]
+    keys[keys.shape[0] - 1] = EMPTY_KEY
+    return nearest
 
 
 @cuda.jit(device=True)

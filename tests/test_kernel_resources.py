@@ -57,6 +57,16 @@ def test_observe_and_tag_kernels_use_no_local_stack_and_spill_nothing(observe_an
             f"{name} uses local memory: {result}")
 
 
+@pytest.mark.parametrize("search", ["brute_force", "grid"])
+def test_a_list_too_long_to_unroll_its_writes_stays_off_the_stack(search):
+    """At K = 32 the loop over the observation's slots is not unrolled; the list must still
+    never be indexed at run time."""
+    found = resources(dict(use_full_observation=False, num_other_agents_observed=32, num_runners=100,
+                           neighbour_search=search))
+    result = found["observe_partial" if search == "brute_force" else "observe_partial_grid"]
+    assert (result["stack"], result["spill_stores"]) == (0, 0), result
+
+
 def test_observe_and_tag_kernels_divide_no_64_bit_integers(observe_and_tag):
     for name, result in observe_and_tag.items():
         assert result["div_s64"] == 0, f"{name}: {result}"

@@ -15,7 +15,7 @@ from numba import cuda
 
 from warpsim.envs.tag_continuous.params import DRAWS_PER_AGENT, HALF_PI, TWO_PI, ZERO
 from warpsim.kernels.indexing import agent_of_thread
-from warpsim.kernels.nearest_keys import EMPTY_KEY, clear_keys, key_id, offer_key
+from warpsim.kernels.nearest_keys import EMPTY_KEY, clear_keys, key_id, offer_key, pop_nearest
 from warpsim.kernels.random import reset_uniform_device
 from warpsim.kernels.rounding import add, mul, squared_distance
 from warpsim.kernels.trig import sin_cos_device
@@ -158,7 +158,7 @@ def observe_partial_kernel(num_observed: int):
         if observer_alive:
             x = loc_x[e, i]
             y = loc_y[e, i]
-            for j in range(np.int32(n)):
+            for j in range(n):
                 if j != i and still_in_game[e, j] == 1:
                     offer_key(keys, squared_distance(loc_x[e, j] - x, loc_y[e, j] - y), j)
         write_partial_observation(observations, e, i, keys, observer_alive, observe_own_state, grid_length,
@@ -172,13 +172,14 @@ def observe_partial_kernel(num_observed: int):
 def write_partial_observation(observations, e, i, keys, observer_alive, own_state, grid_length,
                               episode_length, position_scale, speed_scale, agent_type, t, loc_x, loc_y, speed,
                               direction, acceleration):
-    """Agent i's partial observation from its K nearest (keys uint64[K] of warpsim.kernels.nearest_keys);
-    empty slots and the time and own state of an observer out of the game are zeros."""
+    """Agent i's partial observation from its K nearest (keys uint64[K] of warpsim.kernels.nearest_keys,
+    emptied); empty slots and the time and own state of an observer out of the game are zeros."""
     k = keys.shape[0]
     for slot in range(k):
+        key = pop_nearest(keys)
         j = -1
-        if keys[slot] != EMPTY_KEY:
-            j = key_id(keys[slot])
+        if key != EMPTY_KEY:
+            j = key_id(key)
         write_observed_slot(observations, e, i, k, slot, j, position_scale, speed_scale, agent_type,
                             loc_x, loc_y, speed, direction, acceleration)
     time = ZERO
