@@ -20,6 +20,8 @@ import math
 import numpy as np
 from numba import cuda
 
+from warpsim.kernels.indexing import quotient
+from warpsim.kernels.nearest_keys import clear_keys, kth_closer_than, offer_key
 from warpsim.kernels.rounding import mul, squared_distance, sub
 
 ZERO = np.float32(0)
@@ -42,7 +44,7 @@ def cell_coordinate(value, inverse_cell_size, side):
 @cuda.jit(device=True)
 def grid_side(count, agents_per_cell, cells_capacity):
     """Side of the grid: about ``agents_per_cell`` agents per cell, at most ``cells_capacity`` cells."""
-    cells = min(max(count // agents_per_cell, 1), cells_capacity)
+    cells = min(max(quotient(count, agents_per_cell), 1), cells_capacity)
     side = np.int32(math.sqrt(np.float32(cells)))
     while side * side > cells:
         side -= 1
@@ -89,9 +91,11 @@ def bin_agents(e, first, end, member, loc_x, loc_y, length, agents_per_cell,
     thread = cuda.threadIdx.x
     threads = cuda.blockDim.x
     own = 0
-    for j in range(first + thread, end, threads):
+    j = first + thread
+    while j < end:
         if member[e, j] == 1:
             own += 1
+        j += threads
     partial[thread] = own
     cuda.syncthreads()
     count = 0
@@ -100,17 +104,21 @@ def bin_agents(e, first, end, member, loc_x, loc_y, length, agents_per_cell,
     side = grid_side(count, agents_per_cell, cell_end.shape[0])
     cells = side * side
     inverse_cell_size = np.float32(side) / length
-    for c in range(thread, cells, threads):
+    c = thread
+    while c < cells:
         cell_end[c] = 0
+        c += threads
     cuda.syncthreads()
-    for j in range(first + thread, end, threads):
+    j = first + thread
+    while j < end:
         if member[e, j] == 1:
             cell = (cell_coordinate(loc_y[e, j], inverse_cell_size, side) * side
                     + cell_coordinate(loc_x[e, j], inverse_cell_size, side))
             cuda.atomic.add(cell_end, cell, 1)
+        j += threads
     cuda.syncthreads()
     # Exclusive scan of the counts: each thread sums a run of cells, then offsets it.
-    run = (cells + threads - 1) // threads
+    run = quotient(cells + threads - 1, threads)
     low = min(thread * run, cells)
     high = min(low + run, cells)
     total = 0
@@ -127,7 +135,8 @@ def bin_agents(e, first, end, member, loc_x, loc_y, length, agents_per_cell,
         offset += size
     cuda.syncthreads()
     # Scatter: each atomic hands out the next place of a cell and leaves cell_end[c] at its end.
-    for j in range(first + thread, end, threads):
+    j = first + thread
+    while j < end:
         if member[e, j] == 1:
             x = loc_x[e, j]
             y = loc_y[e, j]
@@ -136,32 +145,13 @@ def bin_agents(e, first, end, member, loc_x, loc_y, length, agents_per_cell,
             xs[place] = x
             ys[place] = y
             ids[place] = j
+        j += threads
     cuda.syncthreads()
     return count, side
 
 
 @cuda.jit(device=True)
-def insert_candidate(j, d2, found, k, nearest, nearest_d2):
-    """Keeps the k best (d2, id) pairs ascending; returns the new number held."""
-    if found < k:
-        slot = found
-        found += 1
-    elif d2 < nearest_d2[k - 1] or (d2 == nearest_d2[k - 1] and j < nearest[k - 1]):
-        slot = k - 1
-    else:
-        return found
-    while slot > 0 and (nearest_d2[slot - 1] > d2 or (nearest_d2[slot - 1] == d2 and nearest[slot - 1] > j)):
-        nearest_d2[slot] = nearest_d2[slot - 1]
-        nearest[slot] = nearest[slot - 1]
-        slot -= 1
-    nearest_d2[slot] = d2
-    nearest[slot] = j
-    return found
-
-
-@cuda.jit(device=True)
-def scan_cells(first_cell, last_cell, qx, qy, skip, k, max_d2, found, xs, ys, cell_end, ids,
-               nearest, nearest_d2):
+def scan_cells(first_cell, last_cell, qx, qy, skip, max_d2, xs, ys, cell_end, ids, keys):
     """Offers every agent of cells first_cell .. last_cell (one row, contiguous) as a candidate."""
     start = 0
     if first_cell > 0:
@@ -171,18 +161,16 @@ def scan_cells(first_cell, last_cell, qx, qy, skip, k, max_d2, found, xs, ys, ce
         if j != skip:
             d2 = squared_distance(xs[s] - qx, ys[s] - qy)
             if d2 < max_d2:
-                found = insert_candidate(j, d2, found, k, nearest, nearest_d2)
-    return found
+                offer_key(keys, d2, j)
 
 
 @cuda.jit(device=True)
-def k_nearest(qx, qy, skip, k, max_d2, side, length, xs, ys, cell_end, ids, nearest, nearest_d2):
-    """The k nearest binned agents of the point (qx, qy), other than agent ``skip``, with d2 < max_d2.
+def k_nearest(qx, qy, skip, max_d2, side, length, xs, ys, cell_end, ids, keys):
+    """The K nearest binned agents of the point (qx, qy), other than agent ``skip``, with d2 < max_d2.
 
-    qx, qy float32; skip int32 (-1 skips nobody); k int32 in [1, len(nearest)];
-    max_d2 float32 (inf: no limit); side int32 and the grid arrays from :func:`bin_agents`;
-    nearest int32[>= k], nearest_d2 float32[>= k] (written: ids and squared distances,
-    ascending, lower id first on a tie). Returns how many were found (<= k).
+    qx, qy float32; skip int32 (-1 skips nobody); max_d2 float32 (inf: no limit); side int32
+    and the grid arrays from :func:`bin_agents`; keys uint64[K] (written: the packed keys of
+    :mod:`warpsim.kernels.nearest_keys`, ascending, so lower id first on a tie).
     """
     inverse_cell_size = np.float32(side) / length
     cell_size = length / np.float32(side)
@@ -191,26 +179,24 @@ def k_nearest(qx, qy, skip, k, max_d2, side, length, xs, ys, cell_end, ids, near
     cx = cell_coordinate(qx, inverse_cell_size, side)
     cy = cell_coordinate(qy, inverse_cell_size, side)
     reach = max(max(cx, last - cx), max(cy, last - cy))
-    found = 0
+    clear_keys(keys)
     for r in range(reach + 1):
-        # Ring r: the cells at Chebyshev distance r from (cx, cy); its top and bottom rows are spans.
-        x0 = max(cx - r, 0)
-        x1 = min(cx + r, last)
-        if cy - r >= 0:
-            found = scan_cells((cy - r) * side + x0, (cy - r) * side + x1, qx, qy, skip, k, max_d2, found,
-                               xs, ys, cell_end, ids, nearest, nearest_d2)
-        if r > 0 and cy + r <= last:
-            found = scan_cells((cy + r) * side + x0, (cy + r) * side + x1, qx, qy, skip, k, max_d2, found,
-                               xs, ys, cell_end, ids, nearest, nearest_d2)
-        for row in range(max(cy - r + 1, 0), min(cy + r - 1, last) + 1):
-            if cx - r >= 0:
-                cell = row * side + cx - r
-                found = scan_cells(cell, cell, qx, qy, skip, k, max_d2, found, xs, ys, cell_end, ids,
-                                   nearest, nearest_d2)
-            if r > 0 and cx + r <= last:
-                cell = row * side + cx + r
-                found = scan_cells(cell, cell, qx, qy, skip, k, max_d2, found, xs, ys, cell_end, ids,
-                                   nearest, nearest_d2)
+        # Ring r: the cells at Chebyshev distance r from (cx, cy). Its top and bottom rows are one
+        # span each, every row between holds two cells; one call site keeps the search inlined once.
+        first_row = max(cy - r, 0)
+        for part in range(2 * (min(cy + r, last) - first_row + 1)):
+            row = first_row + (part >> 1)
+            if row == cy - r or row == cy + r:
+                low = max(cx - r, 0)
+                high = min(cx + r, last)
+                if part & 1 == 1:
+                    continue
+            else:
+                low = cx - r if part & 1 == 0 else cx + r
+                high = low
+                if low < 0 or low > last:
+                    continue
+            scan_cells(row * side + low, row * side + high, qx, qy, skip, max_d2, xs, ys, cell_end, ids, keys)
         if r == reach:
             break
         # Every unsearched agent lies beyond a side of the searched square that has cells behind it
@@ -228,6 +214,5 @@ def k_nearest(qx, qy, skip, k, max_d2, side, length, xs, ys, cell_end, ids, near
         if gap > ZERO:
             bound = gap * gap * BOUND_SHRINK
             # Strictly below: an unsearched agent at exactly the k-th distance could have a lower id.
-            if max_d2 <= bound or (found == k and nearest_d2[k - 1] < bound):
+            if max_d2 <= bound or kth_closer_than(keys, bound):
                 break
-    return found

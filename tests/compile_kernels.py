@@ -11,16 +11,27 @@ PTX through NVVM and prints one JSON line per kernel with
   NumPy rounds a product and a sum apart). It is the number of ``fma.rn.f32`` in the
   PTX NVVM makes by default minus the number when it compiles with ``-fma=0``, which
   keeps only the fused multiply-adds written explicitly (libdevice's internals).
+
+With ``--resources`` it prints instead what each kernel costs on an sm_90 GPU: ``ptxas -v``
+(from the ``nvidia-cuda-nvcc`` wheel) assembles the PTX and reports its ``registers``,
+``stack`` (local stack frame bytes), ``spill_stores`` and ``spill_loads`` (bytes) and
+static ``shared`` bytes; ``instructions`` counts the PTX instructions, ``div_s64`` and
+``div_rn_f32`` the 64-bit integer and IEEE float32 divisions among them.
 """
 
+import importlib.util
 import json
+import re
+import subprocess
 import sys
+import tempfile
 from contextlib import contextmanager
+from pathlib import Path
 from types import SimpleNamespace
 
 import numba.cuda.compiler
 import numba.cuda.dispatcher
-from numba import cuda, types, typeof
+from numba import cuda, typeof, types
 from numba.cuda.compiler import compile_cuda
 
 import warpsim
@@ -31,6 +42,18 @@ TARGET = (9, 0)
 # Device functions ask the current device for its compute capability; there is none here.
 numba.cuda.dispatcher.get_current_device = lambda: SimpleNamespace(compute_capability=TARGET)
 FUSED_MULTIPLY_ADD = "fma.rn.f32"
+PTXAS_MISSING = 3
+"""Exit code of ``--resources`` where ptxas is not installed."""
+PTXAS_FIGURES = {
+    "registers": re.compile(r"Used (\d+) registers"),
+    "stack": re.compile(r"(\d+) bytes stack frame"),
+    "spill_stores": re.compile(r"(\d+) bytes spill stores"),
+    "spill_loads": re.compile(r"(\d+) bytes spill loads"),
+    "shared": re.compile(r"(\d+) bytes smem"),
+}
+"""What ``ptxas -v`` says of the entry function; a figure it leaves out is 0."""
+PTX_INSTRUCTION = re.compile(r"^\s*(?:@!?%p\d+\s+)?([a-z][\w.]*)[\s;]", re.MULTILINE)
+PTX_DIRECTIVES_AND_LABELS = re.compile(r"^\s*[.$]|:\s*$")
 
 
 class LaunchRecorder:
@@ -49,7 +72,7 @@ class LaunchRecorder:
 def recorded_launches(env):
     recorder = LaunchRecorder()
     launches = recorder.launches
-    env._launch = recorder
+    env._launch = recorder  # run() binds the arguments, then hands them to the launcher
     env.step_cuda()
     env.reset_cuda(env.views.done)
     launches.append((count_resets, (env.views.done, env.views.episode)))  # the runtime's, whether launched or not
@@ -68,6 +91,15 @@ def rounded_squared_distance(dx, dy, out):
     out[k] = squared_distance(dx[k], dy[k])
 
 
+def planted_local_list(values, out):
+    """values, out int64[M]: a list indexed at run time (local memory) and a 64-bit division."""
+    k = cuda.grid(1)
+    held = cuda.local.array(64, types.int64)
+    for slot in range(64):
+        held[slot] = values[(k + slot) % values.shape[0]]
+    out[k] = held[values[k] % 64] // values[0]
+
+
 def main_planted() -> None:
     """Inspects the planted kernels: the check must see the plain one fused."""
     signature = (types.float32[::1],) * 3
@@ -75,11 +107,17 @@ def main_planted() -> None:
         print(json.dumps({"kernel": kernel.__name__, **inspect(kernel, signature)}), flush=True)
 
 
-def main(env_id: str, params: dict) -> None:
+def main_planted_resources() -> None:
+    """The resources of a kernel that breaks the budgets: the report must see its stack and division."""
+    signature = (types.int64[::1],) * 2
+    print(json.dumps({"kernel": "planted_local_list", **resources(planted_local_list, signature)}), flush=True)
+
+
+def main(env_id: str, params: dict, report) -> None:
     env = warpsim.make(env_id, 2, backend="numpy", **params)
     for kernel, args in recorded_launches(env):
         signature = tuple(typeof(arg) for arg in args)
-        print(json.dumps({"kernel": kernel.py_func.__name__, **inspect(kernel.py_func, signature)}), flush=True)
+        print(json.dumps({"kernel": kernel.py_func.__name__, **report(kernel.py_func, signature)}), flush=True)
 
 
 def inspect(function, signature) -> dict:
@@ -90,6 +128,38 @@ def inspect(function, signature) -> dict:
     with nvvm_fma_disabled():
         written = cuda.compile_ptx(function, signature, cc=TARGET)[0].count(FUSED_MULTIPLY_ADD)
     return {"float64": float64, "contracted": fused - written}
+
+
+def resources(function, signature) -> dict:
+    """Registers, local memory, shared memory and PTX instruction counts of ``function`` on sm_90."""
+    ptx = cuda.compile_ptx(function, signature, cc=TARGET)[0]
+    with tempfile.TemporaryDirectory() as folder:
+        source = Path(folder, "kernel.ptx")
+        source.write_text(ptx)
+        assembled = subprocess.run([str(ptxas_path()), f"-arch=sm_{TARGET[0]}{TARGET[1]}", "-v",
+                                    "-o", str(Path(folder, "kernel.cubin")), str(source)],
+                                   capture_output=True, text=True, check=True)
+    # Only a kernel's own entry function is assembled: its device functions are inlined.
+    figures = {name: int(found.group(1)) if (found := pattern.search(assembled.stderr)) else 0
+               for name, pattern in PTXAS_FIGURES.items()}
+    opcodes = [match.group(1) for line in ptx.splitlines() if not PTX_DIRECTIVES_AND_LABELS.search(line)
+               and (match := PTX_INSTRUCTION.match(line))]
+    return {**figures, "instructions": len(opcodes), "div_s64": opcodes.count("div.s64"),
+            "div_rn_f32": opcodes.count("div.rn.f32")}
+
+
+def ptxas_path() -> Path:
+    """ptxas of the nvidia-cuda-nvcc wheel; exits with PTXAS_MISSING (and says so) where it is absent."""
+    try:
+        spec = importlib.util.find_spec("nvidia.cuda_nvcc")
+    except ModuleNotFoundError:
+        spec = None
+    for place in spec.submodule_search_locations or [] if spec else []:
+        if Path(place, "bin", "ptxas").is_file():
+            return Path(place, "bin", "ptxas")
+    print("ptxas not found: the nvidia-cuda-nvcc-cu12 wheel is not installed (pip install -e '.[test]')",
+          file=sys.stderr)
+    sys.exit(PTXAS_MISSING)
 
 
 @contextmanager
@@ -117,5 +187,9 @@ def _leaf_types(kind):
 if __name__ == "__main__":
     if sys.argv[1] == "--planted":
         main_planted()
+    elif sys.argv[1] == "--planted-resources":
+        main_planted_resources()
+    elif sys.argv[1] == "--resources":
+        main(sys.argv[2], json.loads(sys.argv[3]), resources)
     else:
-        main(sys.argv[1], json.loads(sys.argv[2]))
+        main(sys.argv[1], json.loads(sys.argv[2]), inspect)

@@ -8,50 +8,56 @@ the boundary of the searched square, points on cell borders and on the walls, on
 pile-ups, clusters, few members, and a distance cutoff.
 """
 
+import functools
+
 import numpy as np
 import pytest
 from numba import cuda, types
 
 from warpsim.device import SIMULATOR_THREADS_PER_BLOCK, THREADS_PER_BLOCK, simulator_enabled
 from warpsim.kernels.grid_layout import GridLayout
+from warpsim.kernels.nearest_keys import count_keys, key_id
 from warpsim.kernels.neighbours import bin_agents, k_nearest, shared_grid
-
-MAX_K = 64
 
 
 @cuda.jit(device=True)
-def answer_queries(e, k, max_d2, length, agents_per_cell, member, loc_x, loc_y, query_x, query_y,
+def answer_queries(e, keys, max_d2, length, agents_per_cell, member, loc_x, loc_y, query_x, query_y,
                    partial, xs, ys, cell_end, ids, nearest_out, found_out):
     n = loc_x.shape[1]
     count, side = bin_agents(e, 0, n, member, loc_x, loc_y, length, agents_per_cell, partial, xs, ys, cell_end, ids)
-    nearest = cuda.local.array(MAX_K, np.int32)
-    nearest_d2 = cuda.local.array(MAX_K, np.float32)
     for q in range(cuda.threadIdx.x, query_x.shape[1], cuda.blockDim.x):
         skip = q if q < n else -1  # queries 0..N-1 are the agents themselves, the rest outside points
-        found = k_nearest(query_x[e, q], query_y[e, q], skip, k, max_d2, side, length, xs, ys, cell_end, ids,
-                          nearest, nearest_d2)
+        k_nearest(query_x[e, q], query_y[e, q], skip, max_d2, side, length, xs, ys, cell_end, ids, keys)
+        found = count_keys(keys)
         found_out[e, q] = found
         for slot in range(found):
-            nearest_out[e, q, slot] = nearest[slot]
+            nearest_out[e, q, slot] = key_id(keys[slot])
 
 
-@cuda.jit
-def nearest_kernel(k, max_d2, length, agents_per_cell, cells_capacity, in_shared, member, loc_x, loc_y,
-                   query_x, query_y, grid_x, grid_y, grid_ids, grid_cells, nearest_out, found_out):
-    """One block per environment: member int32[E, N]; loc_x, loc_y float32[E, N]; query_x, query_y
-    float32[E, Q]; grid_* the global scratch; nearest_out int32[E, Q, K]; found_out int32[E, Q]."""
-    e = cuda.blockIdx.x
-    words = cuda.shared.array(0, types.int32)
-    partial = words[0:cuda.blockDim.x]
-    if in_shared:
-        xs, ys, cell_end, ids = shared_grid(words, cuda.shared.array(0, types.float32),
-                                            cuda.shared.array(0, types.int16), loc_x.shape[1], cells_capacity,
-                                            cuda.blockDim.x)
-        answer_queries(e, k, max_d2, length, agents_per_cell, member, loc_x, loc_y, query_x, query_y,
-                       partial, xs, ys, cell_end, ids, nearest_out, found_out)
-    else:
-        answer_queries(e, k, max_d2, length, agents_per_cell, member, loc_x, loc_y, query_x, query_y,
-                       partial, grid_x[e], grid_y[e], grid_cells[e], grid_ids[e], nearest_out, found_out)
+@functools.cache
+def nearest_kernel(k):
+    """The test kernel for K = ``k`` (a K-nearest list is sized when the kernel compiles)."""
+
+    @cuda.jit
+    def nearest(max_d2, length, agents_per_cell, cells_capacity, in_shared, member, loc_x, loc_y,
+                query_x, query_y, grid_x, grid_y, grid_ids, grid_cells, nearest_out, found_out):
+        """One block per environment: member int32[E, N]; loc_x, loc_y float32[E, N]; query_x, query_y
+        float32[E, Q]; grid_* the global scratch; nearest_out int32[E, Q, K]; found_out int32[E, Q]."""
+        e = cuda.blockIdx.x
+        words = cuda.shared.array(0, types.int32)
+        partial = words[0:cuda.blockDim.x]
+        keys = cuda.local.array(k, np.uint64)
+        if in_shared:
+            xs, ys, cell_end, ids = shared_grid(words, cuda.shared.array(0, types.float32),
+                                                cuda.shared.array(0, types.int16), loc_x.shape[1], cells_capacity,
+                                                cuda.blockDim.x)
+            answer_queries(e, keys, max_d2, length, agents_per_cell, member, loc_x, loc_y, query_x, query_y,
+                           partial, xs, ys, cell_end, ids, nearest_out, found_out)
+        else:
+            answer_queries(e, keys, max_d2, length, agents_per_cell, member, loc_x, loc_y, query_x, query_y,
+                           partial, grid_x[e], grid_y[e], grid_cells[e], grid_ids[e], nearest_out, found_out)
+
+    return nearest
 
 
 def grid_nearest(x, y, member, k, length, max_d2=np.inf, agents_per_cell=1, in_shared=True,
@@ -71,8 +77,8 @@ def grid_nearest(x, y, member, k, length, max_d2=np.inf, agents_per_cell=1, in_s
         np.zeros((scratch_rows, n), np.float32), np.zeros((scratch_rows, n), np.float32),
         np.zeros((scratch_rows, n), np.int32), np.zeros((scratch_rows, cells), np.int32), nearest_out, found_out)]
     shared_bytes = layout.shared_bytes if in_shared else 4 * threads
-    nearest_kernel[num_envs, threads, 0, shared_bytes](
-        np.int32(k), np.float32(max_d2), np.float32(length), np.int32(agents_per_cell), np.int32(cells),
+    nearest_kernel(k)[num_envs, threads, 0, shared_bytes](
+        np.float32(max_d2), np.float32(length), np.int32(agents_per_cell), np.int32(cells),
         in_shared, *arrays)
     return arrays[-2].copy_to_host(), arrays[-1].copy_to_host()
 

@@ -146,6 +146,7 @@ class TagContinuous(Environment):
         if self.params.use_full_observation:
             self.run(kernels.observe_full, per="agent", mask=mask)
         elif grid is None:
-            self.run(kernels.observe_partial, per="agent", mask=mask)
+            self.run(kernels.observe_partial_kernel(self.params.num_other_agents_observed), per="agent", mask=mask)
         else:
-            self.run(grid_kernels.observe_partial_grid, per="block", mask=mask, shared_bytes=grid.shared_bytes)
+            kernel = grid_kernels.observe_partial_grid_kernel(self.params.num_other_agents_observed, grid.in_shared)
+            self.run(kernel, per="block", mask=mask, shared_bytes=grid.shared_bytes)

@@ -7,13 +7,15 @@ and its observation); each launch sees the previous one's writes. All arithmetic
 float32 with the same order of operations as the NumPy reference.
 """
 
+import functools
 import math
 
 import numpy as np
 from numba import cuda
 
-from warpsim.envs.tag_continuous.params import DRAWS_PER_AGENT, HALF_PI, MAX_OBSERVED, TWO_PI, ZERO
+from warpsim.envs.tag_continuous.params import DRAWS_PER_AGENT, HALF_PI, TWO_PI, ZERO
 from warpsim.kernels.indexing import agent_of_thread
+from warpsim.kernels.nearest_keys import EMPTY_KEY, clear_keys, key_id, offer_key, pop_nearest
 from warpsim.kernels.random import reset_uniform_device
 from warpsim.kernels.rounding import add, mul, squared_distance
 from warpsim.kernels.trig import sin_cos_device
@@ -132,64 +134,52 @@ def observe_full(mask, observe_own_state, grid_length, episode_length, position_
                         speed_scale, observer)
 
 
-@cuda.jit
-def observe_partial(mask, num_other_agents_observed, observe_own_state, grid_length, episode_length, position_scale,
-                    speed_scale, agent_type, t, loc_x, loc_y, speed, direction, acceleration, still_in_game,
-                    observations):
-    """Partial observations (K nearest agents in the game) where ``mask`` is set.
+@functools.cache
+def observe_partial_kernel(num_observed: int):
+    """observe_partial compiled for K = ``num_observed``: its K-nearest list lives in registers."""
 
-    mask bool[E]; num_other_agents_observed int32 K <= MAX_OBSERVED; observe_own_state bool;
-    grid_length float32; episode_length int32; position_scale, speed_scale float32;
-    agent_type int32[N]; t int32[E]; loc_x .. acceleration float32[E, N];
-    still_in_game int32[E, N]; observations float32[E, N, 7 K + 1, + 5 with observe_own_state] (written).
-    """
-    num_envs, n = loc_x.shape
-    e, i = agent_of_thread(n)
-    if e >= num_envs or not mask[e]:
-        return
-    k = num_other_agents_observed
-    nearest_d2 = cuda.local.array(MAX_OBSERVED, np.float32)
-    nearest = cuda.local.array(MAX_OBSERVED, np.int32)
-    found = 0
-    observer_alive = still_in_game[e, i] == 1
-    if observer_alive:
-        x = loc_x[e, i]
-        y = loc_y[e, i]
-        for j in range(n):
-            if j == i or still_in_game[e, j] != 1:
-                continue
-            dx = loc_x[e, j] - x
-            dy = loc_y[e, j] - y
-            d2 = squared_distance(dx, dy)
-            if found < k:
-                slot = found
-                found += 1
-            elif d2 < nearest_d2[k - 1]:
-                slot = k - 1
-            else:
-                continue
-            # Insertion keeps ascending distance; an equal distance stays behind (lower id first).
-            while slot > 0 and nearest_d2[slot - 1] > d2:
-                nearest_d2[slot] = nearest_d2[slot - 1]
-                nearest[slot] = nearest[slot - 1]
-                slot -= 1
-            nearest_d2[slot] = d2
-            nearest[slot] = j
-    write_partial_observation(observations, e, i, k, found, nearest, observer_alive, observe_own_state, grid_length,
-                              episode_length, position_scale, speed_scale, agent_type, t, loc_x, loc_y, speed,
-                              direction, acceleration)
+    @cuda.jit
+    def observe_partial(mask, observe_own_state, grid_length, episode_length, position_scale, speed_scale,
+                        agent_type, t, loc_x, loc_y, speed, direction, acceleration, still_in_game, observations):
+        """Partial observations (K nearest agents in the game) where ``mask`` is set.
+
+        mask bool[E]; observe_own_state bool; grid_length float32; episode_length int32;
+        position_scale, speed_scale float32; agent_type int32[N]; t int32[E];
+        loc_x .. acceleration float32[E, N]; still_in_game int32[E, N];
+        observations float32[E, N, 7 K + 1, + 5 with observe_own_state] (written).
+        """
+        num_envs, n = loc_x.shape
+        e, i = agent_of_thread(n)
+        if e >= num_envs or not mask[e]:
+            return
+        keys = cuda.local.array(num_observed, np.uint64)
+        clear_keys(keys)
+        observer_alive = still_in_game[e, i] == 1
+        if observer_alive:
+            x = loc_x[e, i]
+            y = loc_y[e, i]
+            for j in range(n):
+                if j != i and still_in_game[e, j] == 1:
+                    offer_key(keys, squared_distance(loc_x[e, j] - x, loc_y[e, j] - y), j)
+        write_partial_observation(observations, e, i, keys, observer_alive, observe_own_state, grid_length,
+                                  episode_length, position_scale, speed_scale, agent_type, t, loc_x, loc_y, speed,
+                                  direction, acceleration)
+
+    return observe_partial
 
 
 @cuda.jit(device=True)
-def write_partial_observation(observations, e, i, k, found, nearest, observer_alive, own_state, grid_length,
+def write_partial_observation(observations, e, i, keys, observer_alive, own_state, grid_length,
                               episode_length, position_scale, speed_scale, agent_type, t, loc_x, loc_y, speed,
                               direction, acceleration):
-    """Agent i's partial observation from its ``found`` nearest ids (nearest int32[>= found]);
-    slots past them and the time and own state of an observer out of the game are zeros."""
+    """Agent i's partial observation from its K nearest (keys uint64[K] of warpsim.kernels.nearest_keys,
+    emptied); empty slots and the time and own state of an observer out of the game are zeros."""
+    k = keys.shape[0]
     for slot in range(k):
+        key = pop_nearest(keys)
         j = -1
-        if slot < found:
-            j = nearest[slot]
+        if key != EMPTY_KEY:
+            j = key_id(key)
         write_observed_slot(observations, e, i, k, slot, j, position_scale, speed_scale, agent_type,
                             loc_x, loc_y, speed, direction, acceleration)
     time = ZERO

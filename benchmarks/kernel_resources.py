@@ -1,0 +1,64 @@
+"""What every shipped kernel costs on an sm_90 GPU, from the compiler alone (no GPU needed).
+
+    python benchmarks/kernel_resources.py [OUTPUT.md]
+
+Compiles each kernel of each config below to PTX through NVVM and assembles it with
+``ptxas -v`` (tests/compile_kernels.py --resources), then prints one Markdown table:
+registers per thread, local stack, spill stores and loads, static shared memory (bytes;
+the grid kernels' dynamic shared memory is sized at launch and not counted), and the PTX
+instructions with their 64-bit integer (``div.s64``) and IEEE float32 (``div.rn.f32``)
+divisions. tests/test_kernel_resources.py holds the observe and tag kernels to the
+budgets of docs/design.md.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parent.parent / "tests" / "compile_kernels.py"
+PARTIAL = dict(use_full_observation=False, num_other_agents_observed=10)
+CONFIGS = (
+    ("tag_continuous", "partial K=10, brute force", dict(PARTIAL, neighbour_search="brute_force")),
+    ("tag_continuous", "partial K=10, grid", dict(PARTIAL, neighbour_search="grid")),
+    ("tag_continuous", "partial K=10, grid in global memory",
+     dict(PARTIAL, neighbour_search="grid", num_taggers=50, num_runners=3950)),
+    ("tag_continuous", "full", dict(use_full_observation=True)),
+    ("tag_gridworld", "partial", dict(use_full_observation=False)),
+    ("tag_gridworld", "full", dict(use_full_observation=True)),
+    ("beacon", "default", {}),
+)
+"""(environment, label, params): the headline's and train-ref's K = 10 with each search (the
+grid in shared memory, and in global scratch at N = 4000), and every other kernel of the
+shipped environments once."""
+COLUMNS = ("registers", "stack", "spill_stores", "spill_loads", "shared", "instructions", "div_s64", "div_rn_f32")
+
+
+def kernel_resources(env_id: str, params: dict) -> list[dict]:
+    """One dict per kernel launched by a step and a reset of ``env_id`` (first launch of each)."""
+    environment = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    done = subprocess.run([sys.executable, str(SCRIPT), "--resources", env_id, json.dumps(params)],
+                          env=environment, capture_output=True, text=True, check=True)
+    unique: dict[str, dict] = {}
+    for line in done.stdout.splitlines():
+        result = json.loads(line)
+        unique.setdefault(result["kernel"], result)
+    return list(unique.values())
+
+
+def table() -> str:
+    lines = ["| environment | config | kernel | " + " | ".join(COLUMNS) + " |",
+             "|---|---|---|" + "---:|" * len(COLUMNS)]
+    for env_id, label, params in CONFIGS:
+        for result in kernel_resources(env_id, params):
+            figures = " | ".join(str(result[column]) for column in COLUMNS)
+            lines.append(f"| {env_id} | {label} | {result['kernel']} | {figures} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    report = table()
+    print(report, end="")
+    if len(sys.argv) > 1:
+        Path(sys.argv[1]).write_text(report)
