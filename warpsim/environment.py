@@ -21,8 +21,7 @@ auto-resets finished environments, the same way for every environment.
 from __future__ import annotations
 
 import functools
-import math
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -32,9 +31,11 @@ from warpsim.checked_mode import CHECK_EVERY, CheckedMode
 from warpsim.device import Launcher, available_bytes, kernel_view, resolve_placement
 from warpsim.errors import DoesNotFitError, InvalidTypeError, InvalidValueError, MissingHookError
 from warpsim.graph import StepGraph
+from warpsim.inputs import as_input_tensor
 from warpsim.kernels.random import seed_to_uint64
 from warpsim.kernels.reset import count_resets
-from warpsim.spec import STATE_DTYPES, ArrayNamespace, EnvSpec, Frame, StateArray
+from warpsim.layout import Layout, array_shapes, scratch_shapes, shapes_bytes
+from warpsim.spec import ArrayNamespace, EnvSpec, Frame, StateArray
 from warpsim.validation import require_int
 
 RUNTIME_ARGUMENTS = (MASK, "seed")
@@ -108,9 +109,9 @@ class Environment(CheckedMode):
         self._check_fits_in_memory(self._least_bytes_from_params(), what="its arrays at least")
         self.spec = self.describe()
         self.num_agents = self.spec.num_agents
-        shapes = self._array_shapes()
-        scratch_shapes = self._scratch_shapes(taken=shapes)
-        self._check_fits_in_memory(self._array_bytes({**shapes, **scratch_shapes}) + self.workspace_bytes(),
+        shapes = array_shapes(type(self).__name__, self.spec, self.num_envs)
+        scratch_sizes = scratch_shapes(type(self).__name__, self.spec, self.num_envs, taken=shapes)
+        self._check_fits_in_memory(shapes_bytes({**shapes, **scratch_sizes}) + self.workspace_bytes(),
                                    what="its arrays and a step's temporaries")
 
         device_ = self.placement.torch_device
@@ -128,9 +129,9 @@ class Environment(CheckedMode):
              ("rewards", self.rewards), ("done", self.done), ("terminated", self.terminated),
              *tensors.items()]})
         self._scratch_tensors = [torch.zeros(shape, dtype=dtype, device=device_)
-                                 for shape, dtype in scratch_shapes.values()]
+                                 for shape, dtype in scratch_sizes.values()]
         self.scratch = ArrayNamespace({name: kernel_view(tensor)
-                                       for name, tensor in zip(scratch_shapes, self._scratch_tensors)})
+                                       for name, tensor in zip(scratch_sizes, self._scratch_tensors)})
         """The kernels' working arrays declared in ``EnvSpec.scratch``, as kernel views."""
         self._action_levels = torch.tensor(self.spec.action_levels, dtype=torch.int32, device=device_)
         self._every_env = torch.ones(self.num_envs, dtype=torch.bool, device=device_)
@@ -350,58 +351,9 @@ class Environment(CheckedMode):
         ``replay()`` steps eagerly, with the same results (see ``StepGraph``)."""
         return StepGraph(self, steps)
 
-    def _array_shapes(self) -> dict[str, tuple[tuple[int, ...], torch.dtype]]:
-        e, n, spec = self.num_envs, self.num_agents, self.spec
-        shapes = {
-            "observations": ((e, n, spec.observation_size), torch.float32),
-            "actions": ((e, n, len(spec.action_levels)), torch.int32),
-            "rewards": ((e, n), torch.float32),
-            "done": ((e,), torch.bool),
-            "terminated": ((e,), torch.bool),
-            "episode": ((e,), torch.int32),
-        }
-        for array in spec.state:
-            self._check_declaration(array, taken=shapes)
-            shapes[array.name] = (array.shape(e, n), torch_dtype(array.dtype))
-        unknown = [name for name in spec.write_order if name not in shapes or name == "actions"]
-        if unknown:
-            raise InvalidValueError(f"{type(self).__name__} names {', '.join(map(repr, unknown))} in write_order; "
-                                    f"name arrays a step writes: {', '.join(n for n in shapes if n != 'actions')}")
-        for name in spec.counters:
-            if shapes.get(name) != ((e,), torch.int32):
-                raise InvalidValueError(f"{type(self).__name__} names {name!r} as a counter; a counter must be "
-                                 f"one of its state arrays with dtype int32 and dims ('E',)")
-        return shapes
-
-    def _scratch_shapes(self, taken) -> dict[str, tuple[tuple[int, ...], torch.dtype]]:
-        shapes: dict[str, tuple[tuple[int, ...], torch.dtype]] = {}
-        for array in self.spec.scratch:
-            self._check_declaration(array, taken={**taken, **shapes})
-            shapes[array.name] = (array.shape(self.num_envs, self.num_agents), torch_dtype(array.dtype))
-        return shapes
-
-    def _check_declaration(self, array: StateArray, taken) -> None:
-        where = f"{type(self).__name__} declares state array {array.name!r}"
-        if not isinstance(array.name, str) or not array.name.isidentifier():
-            raise InvalidValueError(f"{where}: its name must be a Python identifier")
-        if array.name in taken:
-            raise InvalidValueError(f"{where}, a name already in use; taken: {', '.join(taken)}")
-        try:
-            dtype = np.dtype(array.dtype).name
-        except TypeError:
-            dtype = repr(array.dtype)
-        if dtype not in STATE_DTYPES:
-            raise InvalidValueError(f"{where} with dtype {dtype}; allowed: {', '.join(STATE_DTYPES)}")
-        dims_ok = isinstance(array.dims, tuple) and all(
-            dim in ("E", "N") or (isinstance(dim, int) and not isinstance(dim, bool) and dim >= 1)
-            for dim in array.dims)
-        if not dims_ok:
-            raise InvalidValueError(f"{where} with dims {array.dims!r}; give a tuple of 'E' (environments), "
-                             f"'N' (agents) or positive ints, e.g. ('E', 'N')")
-
     def array_bytes(self) -> int:
         """Bytes of the environment's arrays (what ``make`` allocated for them)."""
-        return self._array_bytes(self._array_shapes())
+        return shapes_bytes(array_shapes(type(self).__name__, self.spec, self.num_envs))
 
     @classmethod
     def layout(cls, params: Any, num_envs: int = 1) -> Layout:
@@ -424,10 +376,6 @@ class Environment(CheckedMode):
         size = getattr(self.params, "observation_size", 1)
         size = int(size) if isinstance(size, (int, np.integer)) and size >= 1 else 1
         return self.num_envs * int(agents) * (4 * size + 4 + 4)
-
-    def _array_bytes(self, shapes) -> int:
-        # math.prod on Python ints: np.prod would wrap around in int64 for absurd sizes.
-        return sum(math.prod(shape) * torch.empty((), dtype=dtype).element_size() for shape, dtype in shapes.values())
 
     def _check_fits_in_memory(self, needed: int, what: str) -> None:
         free = available_bytes(self.placement)
@@ -454,43 +402,3 @@ class Environment(CheckedMode):
         if self.checked and actions.device.type != "cpu":
             self._check_device_actions(actions)
         self.actions.copy_(actions)
-
-
-class Layout(NamedTuple):
-    """``Environment.layout``: what environments would hold before they are made."""
-
-    spec: EnvSpec
-    array_bytes: int
-    """Bytes of their arrays, as ``Environment.array_bytes`` counts them."""
-
-
-def as_input_tensor(value: Any, what: str) -> torch.Tensor:
-    """A tensor from a tensor, NumPy array or nested list given as ``what``; a clear error for
-    anything that cannot be one (strings, objects, ragged lists, meta tensors)."""
-    if isinstance(value, torch.Tensor):
-        if value.is_meta:
-            raise InvalidValueError(f"{what} is a meta tensor of shape {tuple(value.shape)}, which holds no "
-                                    f"values; give a tensor on the CPU or a GPU")
-        return value
-    if isinstance(value, (str, bytes)):
-        raise InvalidTypeError(f"{what} is a {type(value).__name__} ({value[:40]!r}); give a tensor or NumPy array")
-    try:
-        array = np.asarray(value)
-    except (ValueError, TypeError) as error:
-        raise InvalidValueError(f"{what} cannot be made an array ({type(value).__name__}): "
-                                f"{str(error).splitlines()[0]}") from None
-    if array.dtype.kind not in "biuf":
-        raise InvalidTypeError(f"{what} have NumPy dtype {array.dtype} ({type(value).__name__}); give numbers "
-                               f"(integers for actions, bools for a mask)")
-    if array.dtype.kind == "u" and array.dtype.itemsize > 1:  # torch compares no wide unsigned ints
-        # The bound in the array's own dtype: a Python int above uint32's range overflows NumPy's cast.
-        array = np.minimum(array, array.dtype.type(min(np.iinfo(array.dtype).max, np.iinfo(np.int64).max)))
-        array = array.astype(np.int64)
-    if any(stride < 0 for stride in array.strides):  # a reversed view, which torch cannot wrap
-        array = array.copy()
-    return torch.from_numpy(array)
-
-
-def torch_dtype(dtype) -> torch.dtype:
-    """The torch dtype matching a NumPy dtype declaration."""
-    return torch.from_numpy(np.zeros(0, dtype=np.dtype(dtype))).dtype

@@ -15,8 +15,9 @@ import sys
 from importlib import metadata
 from typing import Any
 
-from warpsim.environment import Environment, Layout
+from warpsim.environment import Environment
 from warpsim.errors import InvalidTypeError, InvalidValueError, UnavailableError, WarpsimError
+from warpsim.layout import Layout
 
 RUNTIME_OPTIONS = ("backend", "device", "seed", "checked")
 ENTRY_POINT_GROUP = "warpsim.envs"

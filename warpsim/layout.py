@@ -1,0 +1,91 @@
+"""What an environment's declarations allocate: the shape and dtype of every array, checked,
+and their bytes, worked out from the ``EnvSpec`` and E alone (before anything is made)."""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+import torch
+
+from warpsim.errors import InvalidValueError
+from warpsim.spec import STATE_DTYPES, EnvSpec, StateArray
+
+Shapes = dict[str, tuple[tuple[int, ...], torch.dtype]]
+"""Array name -> (shape, torch dtype)."""
+
+
+class Layout(NamedTuple):
+    """``Environment.layout``: what environments would hold before they are made."""
+
+    spec: EnvSpec
+    array_bytes: int
+    """Bytes of their arrays, as ``Environment.array_bytes`` counts them."""
+
+
+def array_shapes(owner: str, spec: EnvSpec, num_envs: int) -> Shapes:
+    """The buffers every environment has and the state arrays ``spec`` declares, for ``num_envs``
+    environments; a declaration that cannot be allocated raises InvalidValueError naming ``owner``."""
+    e, n = num_envs, spec.num_agents
+    shapes: Shapes = {
+        "observations": ((e, n, spec.observation_size), torch.float32),
+        "actions": ((e, n, len(spec.action_levels)), torch.int32),
+        "rewards": ((e, n), torch.float32),
+        "done": ((e,), torch.bool),
+        "terminated": ((e,), torch.bool),
+        "episode": ((e,), torch.int32),
+    }
+    for array in spec.state:
+        check_declaration(owner, array, taken=shapes)
+        shapes[array.name] = (array.shape(e, n), torch_dtype(array.dtype))
+    unknown = [name for name in spec.write_order if name not in shapes or name == "actions"]
+    if unknown:
+        raise InvalidValueError(f"{owner} names {', '.join(map(repr, unknown))} in write_order; "
+                                f"name arrays a step writes: {', '.join(n for n in shapes if n != 'actions')}")
+    for name in spec.counters:
+        if shapes.get(name) != ((e,), torch.int32):
+            raise InvalidValueError(f"{owner} names {name!r} as a counter; a counter must be "
+                                    f"one of its state arrays with dtype int32 and dims ('E',)")
+    return shapes
+
+
+def scratch_shapes(owner: str, spec: EnvSpec, num_envs: int, taken: Shapes) -> Shapes:
+    """The kernels' working arrays ``spec.scratch`` declares, named apart from ``taken``."""
+    shapes: Shapes = {}
+    for array in spec.scratch:
+        check_declaration(owner, array, taken={**taken, **shapes})
+        shapes[array.name] = (array.shape(num_envs, spec.num_agents), torch_dtype(array.dtype))
+    return shapes
+
+
+def check_declaration(owner: str, array: StateArray, taken) -> None:
+    """Raises InvalidValueError unless ``array`` has a free identifier, an allowed dtype and valid dims."""
+    where = f"{owner} declares state array {array.name!r}"
+    if not isinstance(array.name, str) or not array.name.isidentifier():
+        raise InvalidValueError(f"{where}: its name must be a Python identifier")
+    if array.name in taken:
+        raise InvalidValueError(f"{where}, a name already in use; taken: {', '.join(taken)}")
+    try:
+        dtype = np.dtype(array.dtype).name
+    except TypeError:
+        dtype = repr(array.dtype)
+    if dtype not in STATE_DTYPES:
+        raise InvalidValueError(f"{where} with dtype {dtype}; allowed: {', '.join(STATE_DTYPES)}")
+    dims_ok = isinstance(array.dims, tuple) and all(
+        dim in ("E", "N") or (isinstance(dim, int) and not isinstance(dim, bool) and dim >= 1)
+        for dim in array.dims)
+    if not dims_ok:
+        raise InvalidValueError(f"{where} with dims {array.dims!r}; give a tuple of 'E' (environments), "
+                                f"'N' (agents) or positive ints, e.g. ('E', 'N')")
+
+
+def shapes_bytes(shapes: Shapes) -> int:
+    """Bytes of arrays of ``shapes``."""
+    # math.prod on Python ints: np.prod would wrap around in int64 for absurd sizes.
+    return sum(math.prod(shape) * torch.empty((), dtype=dtype).element_size() for shape, dtype in shapes.values())
+
+
+def torch_dtype(dtype) -> torch.dtype:
+    """The torch dtype matching a NumPy dtype declaration."""
+    return torch.from_numpy(np.zeros(0, dtype=np.dtype(dtype))).dtype
