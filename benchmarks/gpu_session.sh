@@ -102,9 +102,12 @@ for stage in "$@"; do
                 --peer "jaxmarl=$jaxmarl_python" --config headline --max-seconds 60 --timeout 520 \
                 --results-dir "$out/bench" ;;
         profile)
-            step ncu-observe-partial-grid 180 ncu --clock-control none --kernel-name regex:observe_partial --launch-count 2 \
-                --section SpeedOfLight --section Occupancy --section LaunchStats --section ComputeWorkloadAnalysis \
-                warpsim bench --config headline --steps 5 --repeats 1 --warmup 1 --no-save --no-baseline ;;
+            for config in headline train-ref; do  # the fused step kernel, after a warm-up launch
+                step "ncu-step-$config" 180 ncu --clock-control none --kernel-name regex:step_environments \
+                    --launch-skip 2 --launch-count 1 --section SpeedOfLight --section Occupancy --section LaunchStats \
+                    --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis --section WarpStateStats \
+                    warpsim bench --config "$config" --steps 5 --repeats 1 --warmup 1 --no-save --no-baseline
+            done ;;
         *)
             echo "unknown stage $stage (tests, bench, train-speed, grid-chase, tag-chase, tag-evade, self-play," \
                 "learning, neighbour-search, placement, peers-jaxmarl, peers-jaxmarl-headline, profile)" >&2; exit 2 ;;

@@ -70,10 +70,10 @@ class GridLayout:
 
     def kernel_constants(self, prefix: str) -> dict[str, Any]:
         """What the kernels read of the layout, for ``Environment.add_constants``:
-        ``<prefix>_agents_per_cell`` and ``_cells_capacity`` (int32), ``_in_shared`` (bool)."""
+        ``<prefix>_agents_per_cell`` and ``_cells_capacity`` (int32). Whether the grid is in shared
+        memory (``in_shared``) is a choice of the kernel's compilation, not an argument."""
         return {f"{prefix}_agents_per_cell": np.int32(self.agents_per_cell),
-                f"{prefix}_cells_capacity": np.int32(self.cells_capacity),
-                f"{prefix}_in_shared": self.in_shared}
+                f"{prefix}_cells_capacity": np.int32(self.cells_capacity)}
 
     def scratch(self, prefix: str) -> tuple[StateArray, ...]:
         """The global scratch of the grid, for ``EnvSpec.scratch``: ``<prefix>_x``, ``_y``, ``_ids``

@@ -35,7 +35,7 @@ def random_actions(env, rng: np.random.Generator) -> np.ndarray:
 def compared_arrays(env) -> dict:
     """Every array a step writes, as NumPy copies, by name."""
     arrays = {name: getattr(env.state, name) for name in env.state}
-    arrays.update(observations=env.observations, rewards=env.rewards, done=env.done)
+    arrays.update(observations=env.observations, rewards=env.rewards, done=env.done, terminated=env.terminated)
     return {name: tensor.detach().cpu().numpy().copy() for name, tensor in arrays.items()}
 
 

@@ -22,7 +22,9 @@ import warpsim
 from warpsim.check import check, default_steps
 from warpsim.cli import main
 from warpsim.envs.tag_continuous import env as tag_env
+from warpsim.envs.tag_continuous import grid_search as tag_grid_search
 from warpsim.envs.tag_continuous import kernels as tag_kernels
+from warpsim.envs.tag_continuous import step_kernels as tag_step_kernels
 from warpsim.registry import env_class
 
 SMALL = dict(num_taggers=1, num_runners=3)
@@ -34,21 +36,33 @@ TIME_FEATURE_LINE = ("    observations[e, i, 7 * stride] = np.float32(t[e]) / np
 END_OF_GAME_LINE = "    if i >= num_taggers and t[e] == episode_length and still_in_game[e, i] == 1:\n"
 
 
-def plant_bug(monkeypatch, tmp_path: Path, line: str, replacement: str) -> None:
-    """Makes tag_continuous launch a copy of its kernels with ``line`` replaced."""
+def plant_bug(monkeypatch, tmp_path: Path, line: str, replacement: str):
+    """Makes tag_continuous launch step and reset kernels built from a copy of its kernels module
+    with ``line`` replaced (and fresh copies of the modules that import it); returns the copy."""
     source = Path(tag_kernels.__file__).read_text()
     assert source.count(line) == 1, f"the line to replace is not in kernels.py exactly once: {line!r}"
-    path = tmp_path / "mutant_kernels.py"
-    path.write_text(source.replace(line, replacement))
-    spec = importlib.util.spec_from_file_location("mutant_kernels", path)
-    mutant = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mutant)
-    monkeypatch.setattr(tag_env, "kernels", mutant)
+    mutant = load_module(monkeypatch, tmp_path, "kernels", source.replace(line, replacement))
+    load_module(monkeypatch, tmp_path, "grid_search", Path(tag_grid_search.__file__).read_text())
+    step = load_module(monkeypatch, tmp_path, "step_kernels", Path(tag_step_kernels.__file__).read_text())
+    monkeypatch.setattr(tag_env, "step_kernels", step.step_kernels)
+    return mutant
+
+
+def load_module(monkeypatch, tmp_path: Path, name: str, source: str):
+    """``source`` as the module warpsim.envs.tag_continuous.<name> while the test runs, so that the
+    modules loaded after it import it."""
+    path = tmp_path / f"{name}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(f"warpsim.envs.tag_continuous.{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, module)
+    spec.loader.exec_module(module)
+    return module
 
 
 def values_per_step(num_envs: int, **params) -> int:
     env = warpsim.make("tag_continuous", num_envs, backend="numpy", **params)
-    arrays = [*(array for _, array in env.state.items()), env.observations, env.rewards, env.done]
+    arrays = [*(array for _, array in env.state.items()), env.observations, env.rewards, env.done, env.terminated]
     return sum(array.numel() for array in arrays)
 
 
@@ -61,7 +75,7 @@ def test_kernels_are_consistent_over_several_episodes(observation):
     assert report.consistent and report.mismatch is None, str(report)
     assert report.steps == 12
     assert report.episodes_ended >= 2 * (12 // 4), "every environment ends at least every 4 steps"
-    assert report.arrays_compared == 3 + 11, "observations, rewards, done and the 11 state arrays"
+    assert report.arrays_compared == 4 + 11, "observations, rewards, done, terminated and the 11 state arrays"
     assert report.values_compared == 13 * values_per_step(2, **params)
     assert (report.num_envs, report.num_agents) == (2, 4)
     assert str(report).startswith("consistent: tag_continuous E=2 N=4") and "12 steps" in str(report)
@@ -215,8 +229,8 @@ def test_write_order_must_name_arrays_the_step_writes():
 def test_every_step_starts_the_kernels_from_the_references_state(monkeypatch, tmp_path):
     # The kernels move every agent 6e-4 too far each step: within atol=1e-3 at any one step,
     # beyond it after two steps if the error could add up.
-    plant_bug(monkeypatch, tmp_path, POSITION_LINE, POSITION_LINE.replace("grid_length)", "grid_length) + DRIFT"))
-    monkeypatch.setattr(tag_env.kernels, "DRIFT", np.float32(6e-4), raising=False)
+    mutant = plant_bug(monkeypatch, tmp_path, POSITION_LINE, POSITION_LINE.replace("grid_length)", "grid_length) + DRIFT"))
+    monkeypatch.setattr(mutant, "DRIFT", np.float32(6e-4), raising=False)
     params = dict(SMALL, episode_length=50, tagging_distance=0.0)
     report = check("tag_continuous", num_envs=2, steps=6, rtol=0.0, atol=1e-3, **params)
     assert report.consistent, str(report)

@@ -31,8 +31,8 @@ def test_kernels_agree_with_the_reference_at_scale(env_id, num_envs, steps, para
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("name", ["tag_continuous E=8 N=1000 K=10", "tag_gridworld grid rules E=64",
-                                  "beacon E=64 N=256"])
+@pytest.mark.parametrize("name", ["tag_continuous E=8 N=1000 K=10", "tag_continuous E=4 N=2048 K=10",
+                                  "train-ref rules E=64", "tag_gridworld grid rules E=64", "beacon E=64 N=256"])
 def test_kernels_agree_bit_for_bit_on_the_gpu(name):
     env_id, num_envs, _, params = AT_SCALE[name]
     report = check(env_id, num_envs=num_envs, steps=100, rtol=0.0, atol=0.0, **params)

@@ -51,8 +51,8 @@ def still_state(env, rng, layout, out_fraction):
     return state
 
 
-def assert_layout_then_steps_agree(num_envs, layout, out_fraction, steps, seed, **params):
-    reference, kernels = twin_envs(num_envs, seed=seed, grid_length=LENGTH, neighbour_search="grid", **params)
+def assert_layout_then_steps_agree(num_envs, layout, out_fraction, steps, seed, search="grid", **params):
+    reference, kernels = twin_envs(num_envs, seed=seed, grid_length=LENGTH, neighbour_search=search, **params)
     rng = np.random.default_rng(seed)
     inject((reference, kernels), still_state(reference, rng, layout, out_fraction))
     zero_actions = np.zeros(tuple(reference.actions.shape), np.int32)
@@ -91,10 +91,22 @@ def test_grid_in_global_scratch_matches_the_reference(monkeypatch):
                                    use_full_observation=False, num_other_agents_observed=5, tagging_distance=0.3)
 
 
-def test_grid_search_runs_only_where_asked():
-    _reference, kernels = twin_envs(1, num_taggers=2, num_runners=8, use_full_observation=False,
-                                    num_other_agents_observed=3, neighbour_search="brute_force")
-    assert kernels._observation_grid is None and kernels._tagger_grid is None and len(kernels.spec.scratch) == 0
+@pytest.mark.parametrize("search, agent_cells, tagger_cells", [("brute_force", 1, 1), ("grid", 8, 4)])
+def test_every_pair_is_searched_in_a_grid_of_one_cell(search, agent_cells, tagger_cells):
+    """brute_force bins every agent (every tagger) into one cell; the scratch is a placeholder either way."""
+    _reference, kernels = twin_envs(1, num_taggers=8, num_runners=8, use_full_observation=False,
+                                    num_other_agents_observed=3, neighbour_search=search)
+    assert kernels._observation_grid.cells_capacity == agent_cells
+    assert kernels._tagger_grid.cells_capacity == tagger_cells
+    assert all(array.dims == (1, 1) for array in kernels.spec.scratch)
+
+
+@pytest.mark.parametrize("layout", ["lattice", "pile-up"])
+def test_the_search_of_every_pair_matches_the_reference(layout):
+    require_target("simulator")
+    assert_layout_then_steps_agree(3, layout, 0.3, steps=2, seed=len(layout), search="brute_force", num_taggers=4,
+                                   num_runners=16, use_full_observation=False, num_other_agents_observed=5,
+                                   tagging_distance=0.3)
 
 
 @pytest.mark.gpu

@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 
 SCRIPT = Path(__file__).with_name("compile_kernels.py")
-TAG_CONTINUOUS_KERNELS = {"move_agents", "observe_full", "observe_partial", "tag_runners", "finish_step",
-                          "reset_agents", "reset_envs", "count_resets", "observe_partial_grid", "tag_runners_grid"}
+TAG_CONTINUOUS_KERNELS = {"step_environments", "reset_environments", "count_resets"}
 
 
 def compile_all(env_id: str, params: dict) -> list[dict]:
@@ -78,15 +77,12 @@ def assert_compiled_as_numpy_rounds(results: list[dict]) -> None:
 @pytest.mark.gpu
 def test_a_new_parameter_value_reuses_the_compiled_kernels():
     import warpsim
-    from warpsim.envs.tag_continuous import grid_kernels, kernels
+    from warpsim.envs.tag_continuous.step_kernels import step_kernels
 
-    specialised = {"observe_partial": kernels.observe_partial_kernel(3),
-                   "observe_partial_grid": grid_kernels.observe_partial_grid_kernel(3, True)}
+    configurations = [(0, True, True), (3, True, True)]
 
     def overloads():
-        return {name: len((specialised.get(name) or getattr(kernels, name, None) or getattr(grid_kernels, name))
-                          .overloads)
-                for name in TAG_CONTINUOUS_KERNELS - {"count_resets"}}
+        return [len(kernel.overloads) for configuration in configurations for kernel in step_kernels(*configuration)]
 
     partial = dict(use_full_observation=False, num_other_agents_observed=3, neighbour_search="grid")
     warpsim.make("tag_continuous", 4, backend="cuda", tagging_distance=0.1).step()

@@ -1,11 +1,11 @@
-"""The observe and tag kernels stay within the resource budgets of docs/design.md on sm_90.
+"""tag_continuous's step and reset kernels stay within the resource budgets of docs/design.md on sm_90.
 
 NVVM compiles them and ptxas assembles them on the CPU (tests/compile_kernels.py --resources),
-at K = 10 with each neighbour search (and the observe kernels at K = 32). Budgets: no local
-stack and no spills in any of them (a K-nearest list indexed at run time would put it in
-local memory), no 64-bit integer
-division (``div.s64``, a long subroutine), and at most MAX_REGISTERS registers where the
-kernel already meets it; observe_partial_grid's register target is in docs/design.md.
+at K = 10 with each neighbour search, the grid in shared memory and in global scratch, with
+full observations, and at K = 32. Budgets: no local stack and no spills in any of them (a
+K-nearest list indexed at run time would put it in local memory), no 64-bit integer division
+(``div.s64``, a long subroutine), and at most MAX_REGISTERS registers where the kernel
+already meets it; the partial observations' register target is in docs/design.md.
 """
 
 import json
@@ -20,10 +20,15 @@ SCRIPT = Path(__file__).with_name("compile_kernels.py")
 
 MAX_REGISTERS = 64
 """65,536 registers per SM over 64 warps: at most 64 a thread for 50% occupancy (1,024 threads)."""
-WITHIN_REGISTER_BUDGET = {"observe_full", "observe_partial", "tag_runners", "tag_runners_grid"}
-"""The observe and tag kernels held to MAX_REGISTERS today; observe_partial_grid's is a target."""
-GLOBAL_GRID = "observe_partial_grid (global)"
-OBSERVE_AND_TAG = WITHIN_REGISTER_BUDGET | {"observe_partial_grid", GLOBAL_GRID}
+CONFIGS = {
+    "full": dict(use_full_observation=True),
+    "brute force": dict(use_full_observation=False, num_other_agents_observed=10, neighbour_search="brute_force"),
+    "grid": dict(use_full_observation=False, num_other_agents_observed=10, neighbour_search="grid"),
+    "grid in global memory": dict(use_full_observation=False, num_other_agents_observed=10, neighbour_search="grid",
+                                  num_taggers=50, num_runners=3950),
+}
+WITHIN_REGISTER_BUDGET = {"reset_environments (full)"}
+"""The kernels held to MAX_REGISTERS today; the partial observations' are a target."""
 PTXAS_MISSING = 3
 """compile_kernels.py's exit code where ptxas is not installed."""
 
@@ -43,16 +48,9 @@ def run_script(*args: str) -> dict[str, dict]:
 
 @pytest.fixture(scope="module")
 def observe_and_tag() -> dict[str, dict]:
-    """The results by kernel name; observe_partial_grid's global-scratch variant as
-    ``observe_partial_grid (global)``."""
-    partial = dict(use_full_observation=False, num_other_agents_observed=10)
-    found = {**resources(dict(use_full_observation=True)),
-             **resources(dict(partial, neighbour_search="brute_force")),
-             **resources(dict(partial, neighbour_search="grid"))}
-    in_global = resources(dict(partial, neighbour_search="grid", num_taggers=50, num_runners=3950))
-    found[GLOBAL_GRID] = in_global["observe_partial_grid"]
-    assert OBSERVE_AND_TAG <= set(found)
-    return {name: found[name] for name in OBSERVE_AND_TAG}
+    """The step and reset kernels of every config, as ``<kernel> (<config>)``."""
+    return {f"{kernel} ({label})": result for label, params in CONFIGS.items()
+            for kernel, result in resources(params).items() if kernel != "count_resets"}
 
 
 def test_observe_and_tag_kernels_use_no_local_stack_and_spill_nothing(observe_and_tag):
@@ -67,8 +65,8 @@ def test_a_list_too_long_to_unroll_its_writes_stays_off_the_stack(search):
     never be indexed at run time."""
     found = resources(dict(use_full_observation=False, num_other_agents_observed=32, num_runners=100,
                            neighbour_search=search))
-    result = found["observe_partial" if search == "brute_force" else "observe_partial_grid"]
-    assert (result["stack"], result["spill_stores"]) == (0, 0), result
+    for name in ("step_environments", "reset_environments"):
+        assert (found[name]["stack"], found[name]["spill_stores"]) == (0, 0), found[name]
 
 
 def test_observe_and_tag_kernels_divide_no_64_bit_integers(observe_and_tag):
@@ -89,6 +87,7 @@ def test_a_planted_list_indexed_at_run_time_shows_as_local_stack_and_a_64_bit_di
 def test_the_report_counts_what_ptxas_and_the_ptx_say(observe_and_tag):
     """The figures are read, not defaulted: every kernel has registers and instructions, and the
     observations' features divide in IEEE float32."""
+    assert len(observe_and_tag) == 2 * len(CONFIGS)
     for name, result in observe_and_tag.items():
         assert result["registers"] > 0 and result["instructions"] > 100, f"{name}: {result}"
-    assert observe_and_tag["observe_partial"]["div_rn_f32"] > 0
+    assert observe_and_tag["step_environments (brute force)"]["div_rn_f32"] > 0

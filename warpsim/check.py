@@ -5,8 +5,8 @@ on the ``cuda`` backend (the kernels: on a GPU, or on Numba's CUDA simulator, wh
 command line picks by itself when there is no GPU). Both draw the same starts from the
 same seed (the random streams are counter-based), get the same random valid actions
 every step and reset the environments whose episode ended. After the reset (step 0)
-and after every step, every state array, the observations, rewards and done flags are
-compared: integers and booleans exactly, floats to float32 rounding (``|kernels -
+and after every step, every state array, the observations, rewards, done and terminated
+flags are compared: integers and booleans exactly, floats to float32 rounding (``|kernels -
 reference| <= atol + rtol * |reference|``).
 
 Every step starts the kernels from the reference's state (copied in after each
@@ -47,7 +47,8 @@ STEPS_WITHOUT_EPISODE_LENGTH = 64
 """Steps the check runs by default for an environment without an ``episode_length`` parameter."""
 NEAR_TIE_TRIALS = 8
 """Reference steps, each from inputs moved by one ulp at random, that look for a near-tie."""
-BASE_ARRAY_DIMS = {"observations": ("E", "N", "D"), "rewards": ("E", "N"), "done": ("E",), "episode": ("E",)}
+BASE_ARRAY_DIMS = {"observations": ("E", "N", "D"), "rewards": ("E", "N"), "done": ("E",), "terminated": ("E",),
+                   "episode": ("E",)}
 """Dims of the arrays every environment has (the others are declared in ``env.spec.state``)."""
 AXIS_NAMES: dict[str | int, str] = {"E": "env", "N": "agent"}
 """How an index along a dim is named in a report; any other dim is an 'element'."""
@@ -169,7 +170,8 @@ def check(env: str | type[Environment], num_envs: int = 2, steps: int | None = N
     kernels = make(cls, num_envs, backend="cuda", seed=seed, **params)
     if steps is None:
         steps = default_steps(kernels)
-    names = _in_write_order([*kernels.state, "observations", "rewards", "done"], kernels.spec.write_order)
+    names = _in_write_order([*kernels.state, "observations", "rewards", "done", "terminated"],
+                            kernels.spec.write_order)
     dims = {**BASE_ARRAY_DIMS, **{array.name: array.dims for array in kernels.spec.state}}
     axes = {name: tuple(AXIS_NAMES.get(dim, "element") for dim in dims[name]) for name in names}
     rng = np.random.default_rng(seed)
@@ -270,7 +272,7 @@ def _check_options(steps, rtol, atol, params) -> None:
 def _arrays(env: Environment) -> dict[str, np.ndarray]:
     """Every compared array of ``env`` as a host NumPy array (a copy only when on a GPU)."""
     tensors = {name: tensor for name, tensor in env.state.items()}
-    tensors.update(observations=env.observations, rewards=env.rewards, done=env.done)
+    tensors.update(observations=env.observations, rewards=env.rewards, done=env.done, terminated=env.terminated)
     return {name: tensor.detach().cpu().numpy() for name, tensor in tensors.items()}
 
 
@@ -288,9 +290,9 @@ def _in_write_order(names: list[str], write_order: tuple[str, ...]) -> list[str]
 
 
 def _load(env: Environment, arrays: dict[str, np.ndarray]) -> None:
-    """Overwrites ``env``'s state, observations, rewards and done with ``arrays`` (host arrays)."""
+    """Overwrites ``env``'s state, observations, rewards, done and terminated with ``arrays`` (host arrays)."""
     tensors = dict(env.state.items())
-    tensors.update(observations=env.observations, rewards=env.rewards, done=env.done)
+    tensors.update(observations=env.observations, rewards=env.rewards, done=env.done, terminated=env.terminated)
     for name, tensor in tensors.items():
         tensor.copy_(torch.from_numpy(np.ascontiguousarray(arrays[name])))
 

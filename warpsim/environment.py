@@ -79,6 +79,11 @@ class Environment(CheckedMode):
     (in a per-environment kernel it launches anyway, after the kernels that draw from the
     counter): the runtime then launches no ``count_resets`` of its own, one launch fewer a step."""
 
+    resets_in_step: ClassVar[bool] = False
+    """True when ``step_cuda`` launches the whole step, ``terminated`` and the auto-reset included
+    (one fused kernel): its kernel writes ``terminated`` and resets the environments that ended where
+    ``auto_reset_mask`` is set, and the runtime launches nothing else in a step."""
+
     BUFFERS: ClassVar[tuple[str, ...]] = ("observations", "actions", "rewards", "done")
     """Tensors the kernels hold views of: bound once, then only written into."""
 
@@ -137,6 +142,10 @@ class Environment(CheckedMode):
         self._every_env = torch.ones(self.num_envs, dtype=torch.bool, device=device_)
         self.every_env = kernel_view(self._every_env)
         """bool[E], all True: the mask for kernels that concern every environment."""
+        self._no_env = kernel_view(torch.zeros(self.num_envs, dtype=torch.bool, device=device_))
+        self.auto_reset_mask = self.every_env
+        """bool[E]: the environments a step may reset when they end (``resets_in_step``): every one, or
+        none during ``step(auto_reset=False)``."""
         self._reset_mask = torch.zeros(self.num_envs, dtype=torch.bool, device=device_)
         self._no_terminal_state = torch.zeros(self.num_envs, dtype=torch.bool, device=device_)
         self._reset_mask_view = kernel_view(self._reset_mask)
@@ -327,6 +336,10 @@ class Environment(CheckedMode):
 
     def _advance(self, auto_reset: bool) -> None:
         """The step itself: kernels (or the reference), ``terminated``, and the auto-reset."""
+        if self.resets_in_step and self.backend == "cuda":
+            self.auto_reset_mask = self.every_env if auto_reset else self._no_env
+            self.step_cuda()
+            return
         self._step_on_backend()
         torch.logical_and(self.done, self.game_over(), out=self.terminated)  # before the reset changes the state
         if auto_reset:

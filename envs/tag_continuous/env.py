@@ -9,9 +9,11 @@ import numpy as np
 import torch
 
 from warpsim.environment import EnvSpec, Environment, Frame, StateArray
-from warpsim.envs.tag_continuous import grid_kernels, kernels, reference
+from warpsim.envs.tag_continuous import reference
+from warpsim.envs.tag_continuous.grid_search import observation_words_per_thread
 from warpsim.envs.tag_continuous.nearest import KEYS_PER_CHUNK
 from warpsim.envs.tag_continuous.params import TWO_PI, Constants, TagContinuousParams
+from warpsim.envs.tag_continuous.step_kernels import StepKernels, step_kernels
 from warpsim.kernels.grid_layout import GridLayout, agents_per_cell
 
 TAGGER, RUNNER = 1, 0
@@ -33,6 +35,7 @@ class TagContinuous(Environment):
     name = "tag_continuous"
     Params = TagContinuousParams
     counts_resets = True
+    resets_in_step = True
 
     def describe(self) -> EnvSpec:
         p = self.params
@@ -67,37 +70,52 @@ class TagContinuous(Environment):
             # Partial: every agent measures all N for its K nearest; always: every runner its nearest tagger.
             distance_evaluations_per_step=(0 if p.use_full_observation else p.num_agents ** 2)
             + p.num_runners * p.num_taggers,
-            scratch=self._observation_grid.scratch("grid") if self._observation_grid else (),
+            scratch=self._observation_grid.scratch("grid"),
         )
 
     @functools.cached_property
-    def _observation_grid(self) -> GridLayout | None:
-        """The grid of the partial observations' search; None where every pair is searched."""
+    def _observation_grid(self) -> GridLayout:
+        """The grid of the partial observations' search: about agents_per_cell(K) agents a cell, or one
+        cell of every agent where every pair is searched. Full observations search nothing: one agent."""
         p = self.params
-        if p.use_full_observation or not self._use_grid(p.num_agents, GRID_SEARCH_MIN_AGENTS):
-            return None
-        return GridLayout(p.num_agents, agents_per_cell(p.num_other_agents_observed),
-                          words_per_thread=grid_kernels.observation_words_per_thread(p.num_other_agents_observed))
+        if p.use_full_observation:
+            return GridLayout(1, 1)
+        per_cell = p.num_agents
+        if self._use_grid(p.num_agents, GRID_SEARCH_MIN_AGENTS):
+            per_cell = agents_per_cell(p.num_other_agents_observed)
+        return GridLayout(p.num_agents, per_cell,
+                          words_per_thread=observation_words_per_thread(p.num_other_agents_observed))
 
     @functools.cached_property
-    def _tagger_grid(self) -> GridLayout | None:
-        """The grid of the taggers for the tag step, only where it fits in shared memory."""
-        layout = GridLayout(self.params.num_taggers, agents_per_cell(1))
-        if not layout.in_shared or not self._use_grid(self.params.num_taggers, GRID_SEARCH_MIN_TAGGERS):
-            return None
-        return layout
+    def _tagger_grid(self) -> GridLayout:
+        """The grid of the taggers for the tag: a cell of every tagger where every pair is searched."""
+        p = self.params
+        per_cell = agents_per_cell(1) if self._use_grid(p.num_taggers, GRID_SEARCH_MIN_TAGGERS) else p.num_taggers
+        return GridLayout(p.num_taggers, per_cell)
 
     def _use_grid(self, size: int, threshold: int) -> bool:
         choice = self.params.neighbour_search
         return choice == "grid" or (choice == "auto" and size >= threshold)
 
+    @functools.cached_property
+    def _kernels(self) -> StepKernels:
+        p = self.params
+        num_observed = 0 if p.use_full_observation else p.num_other_agents_observed
+        return step_kernels(num_observed, self._observation_grid.in_shared, self._tagger_grid.in_shared)
+
+    @functools.cached_property
+    def _shared_bytes(self) -> int:
+        """Dynamic shared memory of a launch: the observation's grid and the tag's take turns."""
+        observing = 0 if self.params.use_full_observation else self._observation_grid.shared_bytes
+        tagging = self._tagger_grid.shared_bytes if self._tagger_grid.in_shared else 0
+        return max(observing, tagging)
+
     def setup(self) -> None:
         self.constants = Constants.of(self.params)
         self.state.agent_type.copy_(self.state.agent_type.new_tensor(self.spec.agent_roles))
-        grids = {"observation_grid": self._observation_grid, "tagger_grid": self._tagger_grid}
         self.add_constants(**dataclasses.asdict(self.constants),
-                           **{name: value for prefix, grid in grids.items() if grid is not None
-                              for name, value in grid.kernel_constants(prefix).items()})
+                           **self._observation_grid.kernel_constants("observation_grid"),
+                           **self._tagger_grid.kernel_constants("tagger_grid"))
 
     def frame(self, env_index: int) -> Frame:
         s = self.state
@@ -127,26 +145,7 @@ class TagContinuous(Environment):
         reference.step(self.views, self.params, self.constants)
 
     def reset_cuda(self, mask) -> None:
-        self.run(kernels.reset_agents, per="agent", mask=mask)
-        self.run(kernels.reset_envs, per="env", mask=mask)
-        self._observe(mask)
+        self.run(self._kernels.reset, per="block", mask=mask, shared_bytes=self._shared_bytes)
 
     def step_cuda(self) -> None:
-        self.run(kernels.move_agents, per="agent")
-        self._observe(None)
-        grid = self._tagger_grid
-        if grid is None:
-            self.run(kernels.tag_runners, per="agent")
-        else:
-            self.run(grid_kernels.tag_runners_grid, per="block", shared_bytes=grid.shared_bytes)
-        self.run(kernels.finish_step, per="agent")
-
-    def _observe(self, mask) -> None:
-        grid = self._observation_grid
-        if self.params.use_full_observation:
-            self.run(kernels.observe_full, per="agent", mask=mask)
-        elif grid is None:
-            self.run(kernels.observe_partial_kernel(self.params.num_other_agents_observed), per="agent", mask=mask)
-        else:
-            kernel = grid_kernels.observe_partial_grid_kernel(self.params.num_other_agents_observed, grid.in_shared)
-            self.run(kernel, per="block", mask=mask, shared_bytes=grid.shared_bytes)
+        self.run(self._kernels.step, per="block", mask=self.auto_reset_mask, shared_bytes=self._shared_bytes)

@@ -1,21 +1,16 @@
-"""Numba CUDA kernels of tag_continuous (docs/tag_rules.md section 1).
+"""The rules of tag_continuous for one agent (docs/tag_rules.md section 1), as device functions.
 
-One thread per agent over the flattened (environment, agent) index, so any N works
-(an environment may span several blocks) and small N packs several environments into
-a block. A step is five launches (move, observe, tag, finish, then the masked reset
-and its observation); each launch sees the previous one's writes. All arithmetic is
-float32 with the same order of operations as the NumPy reference.
+The step and reset kernels (step_kernels.py) call them for agent i of environment e.
+All arithmetic is float32 with the same order of operations as the NumPy reference.
 """
 
-import functools
 import math
 
 import numpy as np
 from numba import cuda
 
 from warpsim.envs.tag_continuous.params import DRAWS_PER_AGENT, HALF_PI, TWO_PI, ZERO
-from warpsim.kernels.indexing import agent_of_thread
-from warpsim.kernels.nearest_keys import EMPTY_KEY, clear_keys, key_id, offer_key, pop_nearest
+from warpsim.kernels.nearest_keys import EMPTY_KEY, key_id, pop_nearest
 from warpsim.kernels.random import reset_uniform_device
 from warpsim.kernels.rounding import add, mul, squared_distance
 from warpsim.kernels.trig import sin_cos_device
@@ -35,22 +30,12 @@ def wrap_angle(angle):
     return wrapped
 
 
-@cuda.jit
-def move_agents(actions, acceleration_table, turn_table, max_speed_by_type, step_reward_by_type,
-                agent_type, grid_length, edge_hit_penalty,
-                t, loc_x, loc_y, speed, direction, acceleration, still_in_game, rewards):
-    """docs/tag_rules.md section 1 steps 1, 2 and 4: clock, motion, edge clipping, base rewards.
-
-    actions int32[E, N, 2]; acceleration_table float32[A]; turn_table float32[B];
-    max_speed_by_type float32[2]; step_reward_by_type float32[2]; agent_type int32[N];
-    grid_length float32; edge_hit_penalty float32; t int32[E];
-    loc_x, loc_y, speed, direction, acceleration float32[E, N];
-    still_in_game int32[E, N]; rewards float32[E, N] (written).
-    """
-    num_envs, n = loc_x.shape
-    e, i = agent_of_thread(n)
-    if e >= num_envs:
-        return
+@cuda.jit(device=True)
+def move_agent(e, i, actions, acceleration_table, turn_table, max_speed_by_type, step_reward_by_type, agent_type,
+               grid_length, edge_hit_penalty, t, loc_x, loc_y, speed, direction, acceleration, still_in_game,
+               rewards):
+    """docs/tag_rules.md section 1 steps 1, 2 and 4 for agent i of environment e: clock (agent 0),
+    motion, edge clipping, base reward (written)."""
     if i == 0:
         t[e] += 1
     alive = still_in_game[e, i]
@@ -104,20 +89,11 @@ def write_own_state(observations, e, i, start, loc_x, loc_y, speed, direction, g
     observations[e, i, start + 4] = loc_y[e, i] / grid_length * scale
 
 
-@cuda.jit
-def observe_full(mask, observe_own_state, grid_length, episode_length, position_scale, speed_scale, agent_type,
-                 t, loc_x, loc_y, speed, direction, acceleration, still_in_game, observations):
-    """Full observations of the environments where ``mask`` is set.
-
-    mask bool[E]; observe_own_state bool; grid_length float32; episode_length int32;
-    position_scale, speed_scale float32; agent_type int32[N]; t int32[E];
-    loc_x .. acceleration float32[E, N]; still_in_game int32[E, N];
-    observations float32[E, N, 7 (N-1) + 1, + 5 with observe_own_state] (written).
-    """
-    num_envs, n = loc_x.shape
-    e, i = agent_of_thread(n)
-    if e >= num_envs or not mask[e]:
-        return
+@cuda.jit(device=True)
+def observe_full_agent(e, i, own_state, grid_length, episode_length, position_scale, speed_scale, agent_type,
+                       t, loc_x, loc_y, speed, direction, acceleration, still_in_game, observations):
+    """Agent i's full observation (every other agent); all zeros for an agent out of the game."""
+    n = loc_x.shape[1]
     stride = n - 1
     observer = np.float32(still_in_game[e, i])
     for j in range(n):
@@ -129,43 +105,9 @@ def observe_full(mask, observe_own_state, grid_length, episode_length, position_
         observations[e, i, 5 * stride + slot] = np.float32(agent_type[j])
         observations[e, i, 6 * stride + slot] = np.float32(still_in_game[e, j])
     observations[e, i, 7 * stride] = np.float32(t[e]) / np.float32(episode_length) * observer
-    if observe_own_state:
+    if own_state:
         write_own_state(observations, e, i, 7 * stride + 1, loc_x, loc_y, speed, direction, grid_length,
                         speed_scale, observer)
-
-
-@functools.cache
-def observe_partial_kernel(num_observed: int):
-    """observe_partial compiled for K = ``num_observed``: its K-nearest list lives in registers."""
-
-    @cuda.jit
-    def observe_partial(mask, observe_own_state, grid_length, episode_length, position_scale, speed_scale,
-                        agent_type, t, loc_x, loc_y, speed, direction, acceleration, still_in_game, observations):
-        """Partial observations (K nearest agents in the game) where ``mask`` is set.
-
-        mask bool[E]; observe_own_state bool; grid_length float32; episode_length int32;
-        position_scale, speed_scale float32; agent_type int32[N]; t int32[E];
-        loc_x .. acceleration float32[E, N]; still_in_game int32[E, N];
-        observations float32[E, N, 7 K + 1, + 5 with observe_own_state] (written).
-        """
-        num_envs, n = loc_x.shape
-        e, i = agent_of_thread(n)
-        if e >= num_envs or not mask[e]:
-            return
-        keys = cuda.local.array(num_observed, np.uint64)
-        clear_keys(keys)
-        observer_alive = still_in_game[e, i] == 1
-        if observer_alive:
-            x = loc_x[e, i]
-            y = loc_y[e, i]
-            for j in range(n):
-                if j != i and still_in_game[e, j] == 1:
-                    offer_key(keys, squared_distance(loc_x[e, j] - x, loc_y[e, j] - y), j)
-        write_partial_observation(observations, e, i, keys, observer_alive, observe_own_state, grid_length,
-                                  episode_length, position_scale, speed_scale, agent_type, t, loc_x, loc_y, speed,
-                                  direction, acceleration)
-
-    return observe_partial
 
 
 @cuda.jit(device=True)
@@ -206,22 +148,11 @@ def write_observed_slot(observations, e, i, k, slot, j, position_scale, speed_sc
             observations[e, i, feature * k + slot] = ZERO
 
 
-@cuda.jit
-def tag_runners(num_taggers, tag_radius_squared, tag_reward_for_tagger, tag_penalty_for_runner,
-                runner_exits_game_after_tagged, loc_x, loc_y, still_in_game, num_runners_left, tags, rewards):
-    """docs/tag_rules.md section 1 step 5: each runner in the game checks its nearest tagger (lowest id on a tie).
-
-    num_taggers int32; tag_radius_squared, tag_reward_for_tagger, tag_penalty_for_runner
-    float32; runner_exits_game_after_tagged bool; loc_x, loc_y float32[E, N];
-    still_in_game int32[E, N]; num_runners_left, tags int32[E]; rewards float32[E, N].
-    A tagger's reward gets one atomic add per tag, so simultaneous tags all count.
-    """
-    num_envs, n = loc_x.shape
-    e, i = agent_of_thread(n)
-    if e >= num_envs:
-        return
-    if i < num_taggers or still_in_game[e, i] != 1:
-        return
+@cuda.jit(device=True)
+def tag_runner(e, i, num_taggers, tag_radius_squared, tag_reward_for_tagger, tag_penalty_for_runner,
+               runner_exits_game, loc_x, loc_y, still_in_game, num_runners_left, tags, rewards):
+    """docs/tag_rules.md section 1 step 5 for runner i in the game: its nearest tagger (lowest id on a
+    tie), every tagger read from global memory."""
     best_d2 = INFINITY
     best = 0
     for g in range(num_taggers):
@@ -232,14 +163,15 @@ def tag_runners(num_taggers, tag_radius_squared, tag_reward_for_tagger, tag_pena
             best_d2 = d2
             best = g
     if best_d2 < tag_radius_squared:
-        apply_tag(e, i, best, tag_reward_for_tagger, tag_penalty_for_runner, runner_exits_game_after_tagged,
+        apply_tag(e, i, best, tag_reward_for_tagger, tag_penalty_for_runner, runner_exits_game,
                   still_in_game, num_runners_left, tags, rewards)
 
 
 @cuda.jit(device=True)
 def apply_tag(e, i, tagger, tag_reward_for_tagger, tag_penalty_for_runner, runner_exits_game,
               still_in_game, num_runners_left, tags, rewards):
-    """Runner i of environment e is tagged by ``tagger``: rewards, the tag count, the exit."""
+    """Runner i of environment e is tagged by ``tagger``: rewards, the tag count, the exit. A
+    tagger's reward gets one atomic add per tag, so simultaneous tags all count."""
     rewards[e, i] += tag_penalty_for_runner
     cuda.atomic.add(rewards, (e, tagger), tag_reward_for_tagger)
     cuda.atomic.add(tags, e, 1)
@@ -248,37 +180,16 @@ def apply_tag(e, i, tagger, tag_reward_for_tagger, tag_penalty_for_runner, runne
         cuda.atomic.sub(num_runners_left, e, 1)
 
 
-@cuda.jit
-def finish_step(num_taggers, episode_length, end_of_game_reward_for_runner,
-                t, still_in_game, num_runners_left, rewards, done):
-    """docs/tag_rules.md section 1 steps 6 and 7: end-of-game reward for runners still in at t == T, done flags.
-
-    num_taggers, episode_length int32; end_of_game_reward_for_runner float32;
-    t int32[E]; still_in_game int32[E, N]; num_runners_left int32[E];
-    rewards float32[E, N]; done bool[E] (written).
-    """
-    num_envs, n = rewards.shape
-    e, i = agent_of_thread(n)
-    if e >= num_envs:
-        return
+@cuda.jit(device=True)
+def finish_agent(e, i, num_taggers, episode_length, end_of_game_reward_for_runner, t, still_in_game, rewards):
+    """docs/tag_rules.md section 1 step 6: the end-of-game reward of runner i, still in at t == T."""
     if i >= num_taggers and t[e] == episode_length and still_in_game[e, i] == 1:
         rewards[e, i] += end_of_game_reward_for_runner
-    if i == 0:
-        done[e] = t[e] >= episode_length or num_runners_left[e] == 0
 
 
-@cuda.jit
-def reset_agents(mask, seed, episode, grid_length,
-                 loc_x, loc_y, speed, direction, acceleration, still_in_game):
-    """Draws new starts for the agents of environments where ``mask`` is set.
-
-    mask bool[E]; seed uint64; episode int32[E] (the stream's counter);
-    grid_length float32; loc_x .. acceleration float32[E, N]; still_in_game int32[E, N].
-    """
-    num_envs, n = loc_x.shape
-    e, i = agent_of_thread(n)
-    if e >= num_envs or not mask[e]:
-        return
+@cuda.jit(device=True)
+def reset_agent(e, i, seed, episode, grid_length, loc_x, loc_y, speed, direction, acceleration, still_in_game):
+    """A new start for agent i of environment e, drawn from the stream of the episode counter."""
     loc_x[e, i] = reset_uniform_device(seed, e, episode[e], i, 0, DRAWS_PER_AGENT) * grid_length
     loc_y[e, i] = reset_uniform_device(seed, e, episode[e], i, 1, DRAWS_PER_AGENT) * grid_length
     quadrant = np.int32(reset_uniform_device(seed, e, episode[e], i, 2, DRAWS_PER_AGENT) * FOUR)
@@ -286,18 +197,3 @@ def reset_agents(mask, seed, episode, grid_length,
     speed[e, i] = ZERO
     acceleration[e, i] = ZERO
     still_in_game[e, i] = 1
-
-
-@cuda.jit
-def reset_envs(mask, num_runners, t, num_runners_left, episode):
-    """Per-environment part of a reset where ``mask`` is set, after ``reset_agents`` (which
-    reads the episode counter).
-
-    mask bool[E]; num_runners int32; t int32[E]; num_runners_left int32[E];
-    episode int32[E] (advanced by one).
-    """
-    e = cuda.grid(1)
-    if e < t.shape[0] and mask[e]:
-        t[e] = 0
-        num_runners_left[e] = num_runners
-        episode[e] += np.int32(1)

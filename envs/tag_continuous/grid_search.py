@@ -1,0 +1,116 @@
+"""tag_continuous's neighbour searches on a uniform grid: the phases of the step kernel that
+observe (partial observations) and tag, for the block's environment (device code).
+
+The block bins its environment's agents (warpsim.kernels.neighbours), then each thread
+answers queries, taking them in the grid's order so that the threads of a warp search
+nearby cells. A grid of one cell is the search of every pair. Results equal those of a
+brute force exactly: the same K nearest with the lower id first on a tie, the same
+nearest tagger.
+"""
+
+import numpy as np
+from numba import cuda
+
+from warpsim.envs.tag_continuous.kernels import (
+    apply_tag,
+    write_observed_slot,
+    write_own_state,
+    write_partial_observation,
+)
+from warpsim.kernels.indexing import quotient
+from warpsim.kernels.nearest_keys import EMPTY_KEY, clear_keys, count_keys, key_id
+from warpsim.kernels.neighbours import bin_agents, k_nearest, shared_grid
+
+INFINITY = np.float32(np.inf)
+
+
+SHARED_WORDS_PER_QUERY = 3
+"""Shared int32 words per thread of the observation phase besides its K nearest: the partial
+sum of the binning, and the observer and the number found of its query."""
+
+
+def observation_words_per_thread(num_observed: int) -> int:
+    """``GridLayout.words_per_thread`` of the observation phase for K = ``num_observed``."""
+    return num_observed + SHARED_WORDS_PER_QUERY
+
+
+@cuda.jit(device=True)
+def observe_environment(e, keys, agents_per_cell, own_state, grid_length, episode_length, position_scale,
+                        speed_scale, agent_type, t, loc_x, loc_y, speed, direction, acceleration, still_in_game,
+                        shared, xs, ys, cell_end, ids, observations):
+    """The block's queries go in rounds of one per thread. Each round the threads share their
+    results (``shared``: partial sums, then the K nearest slot by slot, the observers and
+    the numbers found, one word per thread each), and then write the round's observations
+    together, neighbouring threads on neighbouring slots, so that the stores of a warp
+    fall in a few rows instead of 32. keys uint64[K]: the thread's K-nearest list."""
+    partial, listed, observer_of, found_of = shared
+    thread = cuda.threadIdx.x
+    threads = cuda.blockDim.x
+    n = loc_x.shape[1]
+    k = keys.shape[0]
+    count, side = bin_agents(e, 0, n, still_in_game, loc_x, loc_y, grid_length, agents_per_cell,
+                             partial, xs, ys, cell_end, ids)
+    time = np.float32(t[e]) / np.float32(episode_length)
+    first = 0
+    while first < count:
+        place = first + thread
+        if place < count:
+            i = np.int32(ids[place])
+            k_nearest(xs[place], ys[place], i, INFINITY, side, grid_length, xs, ys, cell_end, ids, keys)
+            found = count_keys(keys)
+            for slot in range(k):  # every slot, so that the list stays in registers
+                if slot < found:
+                    listed[slot * threads + thread] = key_id(keys[slot])
+            observer_of[thread] = i
+            found_of[thread] = found
+        cuda.syncthreads()
+        queries = min(threads, count - first)
+        pair = thread
+        while pair < queries * k:
+            query = quotient(pair, k)
+            slot = pair - query * k
+            j = -1
+            if slot < found_of[query]:
+                j = listed[slot * threads + query]
+            write_observed_slot(observations, e, observer_of[query], k, slot, j, position_scale, speed_scale,
+                                agent_type, loc_x, loc_y, speed, direction, acceleration)
+            pair += threads
+        query = thread
+        while query < queries:
+            observations[e, observer_of[query], 7 * k] = time
+            if own_state:
+                write_own_state(observations, e, observer_of[query], 7 * k + 1, loc_x, loc_y, speed, direction,
+                                grid_length, speed_scale, np.float32(1))
+            query += threads
+        cuda.syncthreads()
+        first += threads
+    clear_keys(keys)
+    i = thread
+    while i < n:
+        if still_in_game[e, i] != 1:
+            write_partial_observation(observations, e, i, keys, False, own_state, grid_length,
+                                      episode_length, position_scale, speed_scale, agent_type, t, loc_x, loc_y,
+                                      speed, direction, acceleration)
+        i += threads
+
+
+@cuda.jit(device=True)
+def tag_environment(e, num_taggers, agents_per_cell, grid_length, tag_radius_squared, tag_reward_for_tagger,
+                    tag_penalty_for_runner, runner_exits_game, loc_x, loc_y, still_in_game, num_runners_left, tags,
+                    rewards, partial, xs, ys, cell_end, ids):
+    """docs/tag_rules.md section 1 step 5 for environment e, as kernels.tag_runner does it per runner,
+    the taggers binned first (every thread of the block calls it). Taggers never leave the game, so
+    binning those in the game bins all. Only taggers closer than the tagging radius are candidates:
+    the nearest of them is the nearest tagger whenever a tag happens."""
+    _count, side = bin_agents(e, 0, num_taggers, still_in_game, loc_x, loc_y, grid_length, agents_per_cell,
+                              partial, xs, ys, cell_end, ids)
+    nearest = cuda.local.array(1, np.uint64)
+    i = num_taggers + cuda.threadIdx.x
+    while i < loc_x.shape[1]:
+        if still_in_game[e, i] == 1:
+            k_nearest(loc_x[e, i], loc_y[e, i], -1, tag_radius_squared, side, grid_length, xs, ys, cell_end, ids,
+                      nearest)
+            if nearest[0] != EMPTY_KEY:
+                apply_tag(e, i, key_id(nearest[0]), tag_reward_for_tagger, tag_penalty_for_runner,
+                          runner_exits_game, still_in_game, num_runners_left, tags, rewards)
+        i += cuda.blockDim.x
