@@ -19,7 +19,7 @@ from warpsim.envs.tag_continuous.kernels import (
 )
 from warpsim.kernels.indexing import quotient
 from warpsim.kernels.nearest_keys import EMPTY_KEY, clear_keys, count_keys, key_id
-from warpsim.kernels.neighbours import bin_agents, k_nearest, shared_grid
+from warpsim.kernels.neighbours import bin_agents, k_nearest
 
 INFINITY = np.float32(np.inf)
 
