@@ -65,7 +65,7 @@ class LaunchRecorder:
     def __call__(self, kernel, num_items, *args):
         self.launches.append((kernel, args))
 
-    def per_block(self, kernel, num_blocks, shared_bytes, *args):
+    def per_block(self, kernel, num_blocks, items_per_block, shared_bytes, *args):
         self.launches.append((kernel, args))
 
 

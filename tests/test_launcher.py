@@ -167,3 +167,23 @@ def test_prepared_launches_step_as_numba_launches_do_on_the_gpu():
         assert torch.equal(prepared.rewards, plain.rewards)
     assert any(launch is not None for launch, _ in prepared.launch._prepared.values())
     assert set(plain.launch._prepared) == prepared_by_make
+
+
+class RecordsConfiguration:
+    """A stand-in kernel that keeps each launch's configuration: (blocks, threads, stream, shared bytes)."""
+
+    def __init__(self):
+        self.configurations = []
+
+    def __getitem__(self, configuration):
+        self.configurations.append(configuration)
+        return lambda *args: None
+
+
+@pytest.mark.parametrize("items, threads", [(1, 32), (32, 32), (33, 64), (110, 128), (128, 128), (1000, 128)])
+def test_a_block_takes_the_fewest_whole_warps_that_cover_its_items_up_to_128(items, threads):
+    launcher = numpy_launcher()
+    launcher.threads_per_block = 128  # as on a GPU
+    kernel = RecordsConfiguration()
+    launcher.per_block(kernel, 3, items, 256, np.float32(1))
+    assert kernel.configurations == [(3, threads, 0, 256)]

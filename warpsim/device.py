@@ -29,6 +29,7 @@ BACKENDS = ("auto", "cuda", "numpy")
 THREADS_PER_BLOCK = 128
 """Threads per block of the one-thread-per-item kernels on a GPU. Several environments
 share a block when N is small; an environment spans blocks when N is large."""
+WARP_SIZE = 32
 SIMULATOR_THREADS_PER_BLOCK = 8
 """The simulator runs one Python thread per CUDA thread, idle ones included: small blocks."""
 LOW_OCCUPANCY_WARNING = r".*Grid size \d+ will likely result in GPU under-utilization"
@@ -124,7 +125,7 @@ class Launcher:
     def __init__(self, placement: Placement):
         self._placement = placement
         self._streams: dict[int, object] = {}
-        self._configured: dict[tuple[Any, int, int, int], Any] = {}
+        self._configured: dict[tuple[Any, int, int, int, int], Any] = {}
         self._prepared: dict[tuple, tuple[Callable[[], Any] | None, tuple]] = {}
         self.threads_per_block = SIMULATOR_THREADS_PER_BLOCK if simulator_enabled() else THREADS_PER_BLOCK
         self.prepare_arguments = placement.on_gpu
@@ -142,14 +143,21 @@ class Launcher:
         blocks = (num_items + self.threads_per_block - 1) // self.threads_per_block
         self._launch(kernel, blocks, 0, args)
 
-    def per_block(self, kernel, num_blocks: int, shared_bytes: int, *args) -> None:
-        """Launches ``num_blocks`` blocks (e.g. one per environment) with ``shared_bytes``
-        of dynamic shared memory each."""
-        self._launch(kernel, num_blocks, shared_bytes, args)
+    def per_block(self, kernel, num_blocks: int, items_per_block: int, shared_bytes: int, *args) -> None:
+        """Launches ``num_blocks`` blocks (e.g. one per environment) of ``block_threads(items_per_block)``
+        threads with ``shared_bytes`` of dynamic shared memory each."""
+        self._launch(kernel, num_blocks, shared_bytes, args, self.block_threads(items_per_block))
 
-    def _launch(self, kernel, blocks: int, shared_bytes: int, args: tuple) -> None:
+    def block_threads(self, items: int) -> int:
+        """Threads of a block that works on ``items`` (e.g. an environment's agents): the usual
+        block, or fewer whole warps where fewer cover the items, so small environments leave
+        no warp idle."""
+        return min(self.threads_per_block, WARP_SIZE * -(-items // WARP_SIZE))
+
+    def _launch(self, kernel, blocks: int, shared_bytes: int, args: tuple, threads: int | None = None) -> None:
         stream = self.stream()
-        key = (kernel, blocks, shared_bytes, id(stream))
+        threads = threads or self.threads_per_block
+        key = (kernel, blocks, threads, shared_bytes, id(stream))
         if self.prepare_arguments:
             # Arrays by identity (the entry keeps them alive, so an id is never reused), scalars by value.
             launch_key = (key, *((type(a), a) if isinstance(a, (np.generic, bool)) else id(a) for a in args))
@@ -166,7 +174,7 @@ class Launcher:
             with warnings.catch_warnings():
                 # Only here: the warning is raised when a launch is configured, and stays on elsewhere.
                 warnings.filterwarnings("ignore", message=LOW_OCCUPANCY_WARNING)
-                configured = kernel[blocks, self.threads_per_block, stream, shared_bytes]
+                configured = kernel[blocks, threads, stream, shared_bytes]
             self._configured[key] = configured
         configured(*args)  # through Numba: compiles the kernel at its first launch
         if self.prepare_arguments and launch_key not in self._prepared and len(self._prepared) < MAX_PREPARED:

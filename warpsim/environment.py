@@ -245,8 +245,9 @@ class Environment(CheckedMode):
 
         ``per``: ``"agent"`` (a thread per agent of every environment), ``"env"`` (a thread per
         environment) or ``"block"`` (a block per environment, with ``shared_bytes`` of dynamic
-        shared memory). The binding is made and checked against the kernel's docstring at its
-        first launch (see ``warpsim.binding``); later launches reuse it."""
+        shared memory; 128 threads on a GPU, fewer whole warps where N is smaller). The binding is
+        made and checked against the kernel's docstring at its first launch (see ``warpsim.binding``);
+        later launches reuse it."""
         if self.params is not self._bound_params:
             self._bindings.clear()
             self._bound_params = self.params
@@ -262,7 +263,7 @@ class Environment(CheckedMode):
         elif per == "env":
             self._launch(kernel, self.num_envs, *arguments)
         elif per == "block":
-            self._launch.per_block(kernel, self.num_envs, shared_bytes, *arguments)
+            self._launch.per_block(kernel, self.num_envs, self.num_agents, shared_bytes, *arguments)
         else:
             raise InvalidValueError(f"per={per!r} is not allowed; allowed: 'agent', 'env', 'block'")
 
