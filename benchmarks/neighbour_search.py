@@ -5,7 +5,7 @@
 Each point of sweep-N (E=256, one tagger in 20, partial K=10) runs twice, with
 ``neighbour_search=grid`` and ``brute_force``; the records (configs "sweep-N grid" and
 "sweep-N brute_force") are appended to the results file of the device, and a table of the two rates per N is printed.
-GRID_SEARCH_MIN_AGENTS and GRID_SEARCH_MIN_TAGGERS in envs/tag_continuous/grid_kernels.py
+GRID_SEARCH_MIN_AGENTS and GRID_SEARCH_MIN_TAGGERS in envs/tag_continuous/env.py
 belong where the grid starts to win.
 """
 
