@@ -3,7 +3,8 @@
 #   benchmarks/gpu_session.sh OUT_DIR STAGE...
 # Stages: tests (pytest -m gpu over 4 pytest-xdist workers; it includes `warpsim check` at
 # scale), bench (the targets of docs/benchmarks.md), train-speed (the train tier with the update
-# captured, against its targets), neighbour-search, placement, profile (Nsight Compute), and the
+# captured, against its targets), neighbour-search (each search forced: sweep-N, and the headline
+# with each grid search), placement, profile (Nsight Compute), and the
 # reference learning tasks: grid-chase, tag-chase, tag-evade (needs tag-chase's run, in the same
 # OUT_DIR) and self-play (train-ref, both roles learn), each one call of at most 10 minutes;
 # learning runs all four in turn; peers-jaxmarl and peers-jaxmarl-headline (JaxMARL's simple_tag at
@@ -90,7 +91,7 @@ for stage in "$@"; do
         learning)
             "$0" "$out" grid-chase tag-chase tag-evade self-play ;;
         neighbour-search)
-            step neighbour-search 180 python3 benchmarks/neighbour_search.py --results-dir "$out/bench" ;;
+            step neighbour-search 300 python3 benchmarks/neighbour_search.py --results-dir "$out/bench" ;;
         placement)
             step placement-tag-small 200 python3 benchmarks/placement.py --sizes tag-small --results-dir "$out/bench"
             step placement-train-ref 200 python3 benchmarks/placement.py --sizes train-ref --results-dir "$out/bench" ;;
@@ -101,12 +102,14 @@ for stage in "$@"; do
             jaxmarl_venv && step peers-jaxmarl-headline 540 python3 benchmarks/gpu_peers.py \
                 --peer "jaxmarl=$jaxmarl_python" --config headline --max-seconds 60 --timeout 520 \
                 --results-dir "$out/bench" ;;
-        profile)
-            for config in headline train-ref; do  # the fused step kernel, after a warm-up launch
-                step "ncu-step-$config" 180 ncu --clock-control none --kernel-name regex:step_environments \
+        profile)  # the fused step kernel, after a warm-up launch: both grid searches at the headline
+            for run in headline:grid headline:grid_tiles train-ref:auto; do
+                config=${run%:*} search=${run#*:}
+                step "ncu-step-$config-$search" 180 ncu --clock-control none --kernel-name regex:step_environments \
                     --launch-skip 2 --launch-count 1 --section SpeedOfLight --section Occupancy --section LaunchStats \
                     --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis --section WarpStateStats \
-                    warpsim bench --config "$config" --steps 5 --repeats 1 --warmup 1 --no-save --no-baseline
+                    warpsim bench --config "$config" --set "neighbour_search=$search" --steps 5 --repeats 1 \
+                    --warmup 1 --no-save --no-baseline
             done ;;
         *)
             echo "unknown stage $stage (tests, bench, train-speed, grid-chase, tag-chase, tag-evade, self-play," \

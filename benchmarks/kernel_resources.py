@@ -22,6 +22,7 @@ PARTIAL = dict(use_full_observation=False, num_other_agents_observed=10)
 CONFIGS = (
     ("tag_continuous", "partial K=10, brute force", dict(PARTIAL, neighbour_search="brute_force")),
     ("tag_continuous", "partial K=10, grid", dict(PARTIAL, neighbour_search="grid")),
+    ("tag_continuous", "partial K=10, grid tiles", dict(PARTIAL, neighbour_search="grid_tiles")),
     ("tag_continuous", "partial K=10, grid in global memory",
      dict(PARTIAL, neighbour_search="grid", num_taggers=50, num_runners=3950)),
     ("tag_continuous", "full", dict(use_full_observation=True)),

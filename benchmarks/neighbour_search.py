@@ -1,12 +1,15 @@
-"""Times sweep-N with each neighbour search forced, to place tag_continuous's ``auto`` thresholds.
+"""Times tag_continuous with each neighbour search forced: sweep-N, to place the ``auto``
+thresholds, and the headline config, to choose between the two grid searches.
 
     python benchmarks/neighbour_search.py [--values 32,64,...] [--results-dir DIR]
 
-Each point of sweep-N (E=256, one tagger in 20, partial K=10) runs twice, with
-``neighbour_search=grid`` and ``brute_force``; the records (configs "sweep-N grid" and
-"sweep-N brute_force") are appended to the results file of the device, and a table of the two rates per N is printed.
-GRID_SEARCH_MIN_AGENTS and GRID_SEARCH_MIN_TAGGERS in envs/tag_continuous/env.py
-belong where the grid starts to win.
+Each point of sweep-N (E=256, one tagger in 20, partial K=10) runs once per search of
+SEARCHES (configs "sweep-N grid", "sweep-N grid_tiles", "sweep-N brute_force"), and the
+headline config once per grid search ("headline grid", "headline grid_tiles"; eager
+launches). The records are appended to the results file of the device, and a table of the
+rates is printed. GRID_SEARCH_MIN_AGENTS and GRID_SEARCH_MIN_TAGGERS in
+envs/tag_continuous/env.py belong where the grid starts to win, and ``auto`` should take the
+faster grid search.
 """
 
 from __future__ import annotations
@@ -15,10 +18,13 @@ import argparse
 from dataclasses import replace
 from pathlib import Path
 
-from warpsim.bench.runner import RESULTS_DIR, append_result
+from warpsim.bench.runner import RESULTS_DIR, append_result, run_sim
 from warpsim.bench.sweeps import NAMED_SWEEPS, run_sweep
+from warpsim.configs import NAMED_CONFIGS
 
-SEARCHES = ("grid", "brute_force")
+SEARCHES = ("grid", "grid_tiles", "brute_force")
+GRID_SEARCHES = ("grid", "grid_tiles")
+"""The searches timed at the headline config (brute force is far behind at N = 1000)."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,17 +34,26 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     values = [int(value) for value in args.values.split(",")]
     sweep = NAMED_SWEEPS["sweep-N"]
-    rates: dict[tuple[int, str], float] = {}
+    rates: dict[tuple[int | str, str], float] = {}
     for search in SEARCHES:
         forced = replace(sweep, name=f"sweep-N {search}",  # its own config name: apart from sweep-N in the report
                          base=replace(sweep.base, params=dict(sweep.base.params, neighbour_search=search)))
         for value, record in zip(values, run_sweep(forced, values, backend="cuda")):
             append_result(record, args.results_dir)
             rates[value, search] = record["agent_steps_per_second"]["median"]
-    print(f"{'N':>6} {'grid':>12} {'brute_force':>12}  grid/brute")
-    for value in values:
-        grid, brute = rates[value, "grid"], rates[value, "brute_force"]
-        print(f"{value:>6} {grid:12.3e} {brute:12.3e}  {grid / brute:6.2f}")
+    headline = NAMED_CONFIGS["headline"]
+    for search in GRID_SEARCHES:
+        record = run_sim(replace(headline, params=dict(headline.params, neighbour_search=search),
+                                 name=f"headline {search}"), backend="cuda")
+        append_result(record, args.results_dir)
+        rates["headline", search] = record["agent_steps_per_second"]["median"]
+    print(f"{'N':>8} " + " ".join(f"{search:>12}" for search in SEARCHES) + "  tiles/grid  grid/brute")
+    for value in [*values, "headline"]:
+        found = [rates.get((value, search)) for search in SEARCHES]
+        grid, tiles, brute = found
+        cells = " ".join(f"{rate:12.3e}" if rate else f"{'-':>12}" for rate in found)
+        brute_ratio = f"{grid / brute:10.2f}" if brute else f"{'-':>10}"
+        print(f"{value:>8} {cells}  {tiles / grid:10.2f}  {brute_ratio}")
     return 0
 
 

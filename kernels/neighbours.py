@@ -10,6 +10,17 @@ squared distance (the order of agents inside a cell does not matter, ties are br
 id), only agents with ``d2 < max_d2``. Every squared distance is
 :func:`warpsim.kernels.rounding.squared_distance`, rounded as NumPy rounds it.
 
+The cells are numbered strip by strip (:func:`cell_index`): strips of ``STRIP_WIDTH``
+columns, each walked row by row, down the even strips and up the odd ones. Consecutive
+cells are neighbours, so the queries that consecutive threads take in the binned order lie
+in a compact patch of the arena, and any run of rows of one strip is one run of cells.
+
+:func:`k_nearest_in_tile` is the warp-uniform search: the threads of a group (a warp on a
+GPU) search the same tile of cells, the smallest rectangle of whole strips around all their
+queries widened by ``TILE_MARGIN`` cells, reading the same candidates in the same order (a
+run of cells per strip); each thread then checks its own exact stopping bound, and one whose
+K nearest might lie outside the tile searches a wider tile.
+
 The grid lives in dynamic shared memory (:func:`shared_grid`) when it fits, otherwise in
 global scratch rows of the caller's (see :mod:`warpsim.kernels.grid_layout`, which sizes
 both). Nothing here uses warp intrinsics, so the same code runs on the CUDA simulator.
@@ -20,10 +31,24 @@ import math
 import numpy as np
 from numba import cuda
 
+from warpsim.device import WARP_SIZE
 from warpsim.kernels.indexing import quotient
 from warpsim.kernels.nearest_keys import clear_keys, kth_closer_than, offer_key
 from warpsim.kernels.rounding import mul, squared_distance, sub
 
+STRIP_SHIFT = 1
+STRIP_WIDTH = 1 << STRIP_SHIFT
+"""Columns of cells in a strip of the cells' order."""
+LAST_IN_STRIP = STRIP_WIDTH - 1
+TILE_MARGIN = 2
+"""Cells a group's tile reaches beyond its queries' cells on each side, a whole number of
+strips. With the grid's K / 3 agents a cell, two leave a query's K nearest inside the tile
+nearly always; one makes lanes search again, three reads more (benchmarks/search_work.py)."""
+GROUP_SIZE = WARP_SIZE
+"""Threads that search one tile: a warp, so that its threads run the same loop in step."""
+NO_CELL = np.int32(-1)
+COLUMN_BITS = 16
+COLUMN_MASK = (1 << COLUMN_BITS) - 1
 ZERO = np.float32(0)
 INFINITY = np.float32(np.inf)
 GAP_SLACK = np.float32(2.0 ** -16)
@@ -39,6 +64,16 @@ def cell_coordinate(value, inverse_cell_size, side):
     """Column (or row) of a coordinate: floor(value * side / L), clamped to [0, side - 1]."""
     scaled = min(max(value * inverse_cell_size, ZERO), np.float32(side - 1))
     return np.int32(scaled)
+
+
+@cuda.jit(device=True)
+def cell_index(column, row, side):
+    """The number of cell (column, row) in the strip-by-strip snake order of the module's docstring."""
+    strip = column >> STRIP_SHIFT
+    first_column = strip << STRIP_SHIFT
+    width = min(STRIP_WIDTH, side - first_column)
+    position = row if strip & 1 == 0 else side - 1 - row
+    return strip * STRIP_WIDTH * side + position * width + column - first_column
 
 
 @cuda.jit(device=True)
@@ -84,8 +119,8 @@ def bin_agents(e, first, end, member, loc_x, loc_y, length, agents_per_cell,
     loc_x, loc_y float32[E, N]; length float32 (the arena is [0, L] x [0, L]);
     agents_per_cell int32; partial int32[>= blockDim.x]; xs, ys float32[>= N];
     cell_end int32[C] (C cells at most); ids int16 or int32[>= N] (written).
-    Returns ``(count, side)``: the agents binned and the grid's side; cell ``c`` (row-major,
-    ``c = row * side + column``) holds sorted entries ``cell_end[c - 1]`` (0 for c = 0)
+    Returns ``(count, side)``: the agents binned and the grid's side; cell ``c`` (``c =
+    cell_index(column, row, side)``) holds sorted entries ``cell_end[c - 1]`` (0 for c = 0)
     to ``cell_end[c] - 1`` of xs, ys and ids.
     """
     thread = cuda.threadIdx.x
@@ -112,8 +147,8 @@ def bin_agents(e, first, end, member, loc_x, loc_y, length, agents_per_cell,
     j = first + thread
     while j < end:
         if member[e, j] == 1:
-            cell = (cell_coordinate(loc_y[e, j], inverse_cell_size, side) * side
-                    + cell_coordinate(loc_x[e, j], inverse_cell_size, side))
+            cell = cell_index(cell_coordinate(loc_x[e, j], inverse_cell_size, side),
+                              cell_coordinate(loc_y[e, j], inverse_cell_size, side), side)
             cuda.atomic.add(cell_end, cell, 1)
         j += threads
     cuda.syncthreads()
@@ -140,7 +175,8 @@ def bin_agents(e, first, end, member, loc_x, loc_y, length, agents_per_cell,
         if member[e, j] == 1:
             x = loc_x[e, j]
             y = loc_y[e, j]
-            cell = cell_coordinate(y, inverse_cell_size, side) * side + cell_coordinate(x, inverse_cell_size, side)
+            cell = cell_index(cell_coordinate(x, inverse_cell_size, side), cell_coordinate(y, inverse_cell_size, side),
+                              side)
             place = cuda.atomic.add(cell_end, cell, 1)
             xs[place] = x
             ys[place] = y
@@ -152,7 +188,7 @@ def bin_agents(e, first, end, member, loc_x, loc_y, length, agents_per_cell,
 
 @cuda.jit(device=True)
 def scan_cells(first_cell, last_cell, qx, qy, skip, max_d2, xs, ys, cell_end, ids, keys):
-    """Offers every agent of cells first_cell .. last_cell (one row, contiguous) as a candidate."""
+    """Offers every agent of cells first_cell .. last_cell (contiguous in the cells' order) as a candidate."""
     start = 0
     if first_cell > 0:
         start = cell_end[first_cell - 1]
@@ -181,38 +217,130 @@ def k_nearest(qx, qy, skip, max_d2, side, length, xs, ys, cell_end, ids, keys):
     reach = max(max(cx, last - cx), max(cy, last - cy))
     clear_keys(keys)
     for r in range(reach + 1):
-        # Ring r: the cells at Chebyshev distance r from (cx, cy). Its top and bottom rows are one
-        # span each, every row between holds two cells; one call site keeps the search inlined once.
-        first_row = max(cy - r, 0)
-        for part in range(2 * (min(cy + r, last) - first_row + 1)):
-            row = first_row + (part >> 1)
-            if row == cy - r or row == cy + r:
-                low = max(cx - r, 0)
-                high = min(cx + r, last)
-                if part & 1 == 1:
-                    continue
+        # Ring r: the 8r cells at Chebyshev distance r from (cx, cy) (one for r = 0), its top row, its
+        # bottom row, then the two cells of each row between; one call site keeps the search inlined once.
+        for part in range(max(8 * r, 1)):
+            if part <= 2 * r:
+                column = cx - r + part
+                row = cy - r
+            elif part <= 4 * r + 1:
+                column = cx - r + part - 2 * r - 1
+                row = cy + r
             else:
-                low = cx - r if part & 1 == 0 else cx + r
-                high = low
-                if low < 0 or low > last:
-                    continue
-            scan_cells(row * side + low, row * side + high, qx, qy, skip, max_d2, xs, ys, cell_end, ids, keys)
+                between = part - 4 * r - 2
+                row = cy - r + 1 + (between >> 1)
+                column = cx - r if between & 1 == 0 else cx + r
+            if column >= 0 and column <= last and row >= 0 and row <= last:
+                cell = cell_index(column, row, side)
+                scan_cells(cell, cell, qx, qy, skip, max_d2, xs, ys, cell_end, ids, keys)
         if r == reach:
             break
-        # Every unsearched agent lies beyond a side of the searched square that has cells behind it
-        # (rounded operations: the bound's error analysis assumes no fused multiply-add).
-        gap = INFINITY
-        if cx - r > 0:
-            gap = min(gap, sub(qx, mul(np.float32(cx - r), cell_size)))
-        if cx + r < last:
-            gap = min(gap, sub(mul(np.float32(cx + r + 1), cell_size), qx))
-        if cy - r > 0:
-            gap = min(gap, sub(qy, mul(np.float32(cy - r), cell_size)))
-        if cy + r < last:
-            gap = min(gap, sub(mul(np.float32(cy + r + 1), cell_size), qy))
-        gap = gap - slack
-        if gap > ZERO:
-            bound = gap * gap * BOUND_SHRINK
-            # Strictly below: an unsearched agent at exactly the k-th distance could have a lower id.
-            if max_d2 <= bound or kth_closer_than(keys, bound):
-                break
+        if search_is_complete(keys, max_d2, unsearched_gap(qx, qy, cx - r, cx + r, cy - r, cy + r, side, cell_size),
+                              slack):
+            break
+
+
+@cuda.jit(device=True)
+def k_nearest_in_tile(qx, qy, skip, tile, side, length, xs, ys, cell_end, ids, keys):
+    """:func:`k_nearest` without a distance cutoff, searching the tile of the thread's group
+    (:func:`group_tile`, which holds the point's cell) run by run of whole strips. Where an agent
+    outside the tile could be closer than the K-th, the thread searches again a tile widened by
+    ``TILE_MARGIN`` cells each way, and so on (the whole grid at worst, which always decides).
+    tile: (low_column, high_column, low_row, high_row), ints; the rest as :func:`k_nearest`.
+    Returns how many tiles it searched (int): 1 where the group's tile decided."""
+    low_column, high_column, low_row, high_row = tile
+    cell_size = length / np.float32(side)
+    slack = length * GAP_SLACK
+    last = side - 1
+    searches = 0
+    while True:
+        searches += 1
+        clear_keys(keys)
+        for strip in range(low_column >> STRIP_SHIFT, (high_column >> STRIP_SHIFT) + 1):
+            # The tile's rows of a whole strip are one run of cells, walked down or up.
+            first_column = strip << STRIP_SHIFT
+            last_column = min(first_column + LAST_IN_STRIP, last)
+            first_cell = min(cell_index(first_column, low_row, side), cell_index(first_column, high_row, side))
+            last_cell = max(cell_index(last_column, low_row, side), cell_index(last_column, high_row, side))
+            scan_cells(first_cell, last_cell, qx, qy, skip, INFINITY, xs, ys, cell_end, ids, keys)
+        if search_is_complete(keys, INFINITY, unsearched_gap(qx, qy, low_column, high_column, low_row, high_row, side,
+                                                             cell_size), slack):
+            return searches
+        low_column, high_column, low_row, high_row = widened((low_column, high_column, low_row, high_row), side)
+
+
+@cuda.jit(device=True)
+def unsearched_gap(qx, qy, low_column, high_column, low_row, high_row, side, cell_size):
+    """Distance from (qx, qy) to the nearest side of the searched rectangle of cells (columns
+    low_column .. high_column, rows low_row .. high_row, around the query's cell) that has cells
+    behind it: every unsearched agent lies at least this far. inf where nothing is unsearched.
+    Rounded operations: the bound's error analysis assumes no fused multiply-add."""
+    last = side - 1
+    gap = INFINITY
+    if low_column > 0:
+        gap = min(gap, sub(qx, mul(np.float32(low_column), cell_size)))
+    if high_column < last:
+        gap = min(gap, sub(mul(np.float32(high_column + 1), cell_size), qx))
+    if low_row > 0:
+        gap = min(gap, sub(qy, mul(np.float32(low_row), cell_size)))
+    if high_row < last:
+        gap = min(gap, sub(mul(np.float32(high_row + 1), cell_size), qy))
+    return gap
+
+
+@cuda.jit(device=True)
+def search_is_complete(keys, max_d2, gap, slack):
+    """Whether no agent at ``gap`` (from :func:`unsearched_gap`) or beyond can join the list: the
+    cutoff ``max_d2`` or the list's K-th key lies below the gap, less ``slack``, squared."""
+    gap = gap - slack
+    if gap <= ZERO:
+        return False
+    bound = gap * gap * BOUND_SHRINK
+    # Strictly below: an unsearched agent at exactly the k-th distance could have a lower id.
+    return max_d2 <= bound or kth_closer_than(keys, bound)
+
+
+@cuda.jit(device=True)
+def query_cell(qx, qy, side, length):
+    """The cell of the point (qx, qy), packed for :func:`group_tile` as row << COLUMN_BITS | column (int32)."""
+    inverse_cell_size = np.float32(side) / length
+    return ((cell_coordinate(qy, inverse_cell_size, side) << COLUMN_BITS)
+            | cell_coordinate(qx, inverse_cell_size, side))
+
+
+@cuda.jit(device=True)
+def group_tile(cells, side):
+    """The tile the calling thread's group searches: the smallest rectangle of cells holding its
+    threads' query cells, widened by ``TILE_MARGIN`` cells on each side, then to whole strips, and
+    clipped to the grid.
+
+    cells int32[blockDim.x]: each thread's :func:`query_cell`, ``NO_CELL`` for a thread without
+    a query. A group is ``GROUP_SIZE`` consecutive threads; every thread of it reads the same
+    words in the same order. Returns ``(low_column, high_column, low_row, high_row)``.
+    """
+    thread = cuda.threadIdx.x
+    first = thread - (thread & (GROUP_SIZE - 1))
+    low_column = side
+    high_column = -1
+    low_row = side
+    high_row = -1
+    for member in range(first, min(first + GROUP_SIZE, cuda.blockDim.x)):
+        packed = cells[member]
+        if packed != NO_CELL:
+            column = packed & COLUMN_MASK
+            row = packed >> COLUMN_BITS
+            low_column = min(low_column, column)
+            high_column = max(high_column, column)
+            low_row = min(low_row, row)
+            high_row = max(high_row, row)
+    return widened((low_column, high_column, low_row, high_row), side)
+
+
+@cuda.jit(device=True)
+def widened(tile, side):
+    """The tile (low_column, high_column, low_row, high_row) widened by ``TILE_MARGIN`` cells on each
+    side, then to whole strips, and clipped to the grid."""
+    low_column, high_column, low_row, high_row = tile
+    last = side - 1
+    return (max(low_column - TILE_MARGIN, 0) & ~LAST_IN_STRIP, min((high_column + TILE_MARGIN) | LAST_IN_STRIP, last),
+            max(low_row - TILE_MARGIN, 0), min(high_row + TILE_MARGIN, last))

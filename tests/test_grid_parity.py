@@ -1,7 +1,7 @@
 """tag_continuous with the grid search against the NumPy reference, state for state, on adversarial states.
 
 Each state is injected into the reference and into the kernels with
-``neighbour_search="grid"``; a first step with zero actions and zero speeds leaves every
+``neighbour_search="grid"`` (or ``"grid_tiles"``); a first step with zero actions and zero speeds leaves every
 agent where it was put, so the observations and tags of exactly that layout are compared
 (exactly: nothing but float32 subtractions, divisions and rounded squared distances).
 Random steps follow. Layouts: a coarse lattice (exact distance ties, agents on cell
@@ -80,6 +80,15 @@ def test_grid_observations_and_tags_match_the_reference(layout, num_observed, ou
                                    num_other_agents_observed=num_observed, tagging_distance=0.3)
 
 
+@pytest.mark.parametrize("layout", ["lattice", "pile-up", "clusters", "walls-and-corners"])
+def test_tile_search_observations_match_the_reference(layout):
+    """N = 100 at K = 3: 7 x 7 cells, so a group's tile is smaller than the grid and its bound decides."""
+    require_target("simulator")
+    assert_layout_then_steps_agree(2, layout, 0.2, steps=2, seed=len(layout) * 10 + 7, search="grid_tiles",
+                                   num_taggers=5, num_runners=95, use_full_observation=False,
+                                   num_other_agents_observed=3, tagging_distance=0.3)
+
+
 def test_grid_in_global_scratch_matches_the_reference(monkeypatch):
     """With no shared memory to spare, the grid goes to the environment's global scratch."""
     require_target("simulator")
@@ -113,10 +122,11 @@ def test_the_search_of_every_pair_matches_the_reference(layout):
 @pytest.mark.parametrize("target", [t for t in KERNEL_TARGETS if t.id == "gpu"])
 @pytest.mark.parametrize("num_agents", [1000, 2048, 4096])
 @pytest.mark.parametrize("layout", ["lattice", "pile-up", "clusters"])
-def test_grid_matches_the_reference_at_real_sizes(target, num_agents, layout):
+@pytest.mark.parametrize("search", ["grid", "grid_tiles"])
+def test_grid_matches_the_reference_at_real_sizes(target, num_agents, layout, search):
     require_target(target)
     taggers = max(1, num_agents // 20)
-    assert_layout_then_steps_agree(2, layout, 0.3, steps=1, seed=num_agents, num_taggers=taggers,
+    assert_layout_then_steps_agree(2, layout, 0.3, steps=1, seed=num_agents, search=search, num_taggers=taggers,
                                    num_runners=num_agents - taggers, use_full_observation=False,
                                    num_other_agents_observed=10, tagging_distance=0.01)
 
@@ -124,16 +134,17 @@ def test_grid_matches_the_reference_at_real_sizes(target, num_agents, layout):
 @pytest.mark.gpu
 @pytest.mark.parametrize("target", [t for t in KERNEL_TARGETS if t.id == "gpu"])
 @pytest.mark.parametrize("num_agents, num_observed", [(1000, 10), (2048, 64), (4096, 10), (5000, 10)])
-def test_grid_and_brute_force_kernels_agree_step_for_step(target, num_agents, num_observed):
-    """Both searches on the GPU from the same states, for an episode of random steps: exactly equal.
-    At N = 5000 the grid does not fit in shared memory and goes to global scratch."""
+@pytest.mark.parametrize("search", ["grid", "grid_tiles"])
+def test_grid_and_brute_force_kernels_agree_step_for_step(target, num_agents, num_observed, search):
+    """A grid search and brute force on the GPU from the same states, for an episode of random steps:
+    exactly equal. At N = 5000 the grid does not fit in shared memory and goes to global scratch."""
     require_target(target)
     import warpsim
 
     taggers = max(1, num_agents // 20)
     params = dict(num_taggers=taggers, num_runners=num_agents - taggers, use_full_observation=False,
                   num_other_agents_observed=num_observed, tagging_distance=0.02, episode_length=30)
-    grid = warpsim.make("tag_continuous", 8, backend="cuda", seed=3, neighbour_search="grid", **params)
+    grid = warpsim.make("tag_continuous", 8, backend="cuda", seed=3, neighbour_search=search, **params)
     brute = warpsim.make("tag_continuous", 8, backend="cuda", seed=3, neighbour_search="brute_force", **params)
     rng = np.random.default_rng(num_agents)
     for step in range(40):
@@ -149,7 +160,7 @@ def test_an_unknown_neighbour_search_is_refused_with_the_choices():
     import warpsim
     from warpsim.errors import InvalidValueError
 
-    with pytest.raises(InvalidValueError, match="neighbour_search='cells'.*'auto', 'grid', 'brute_force'"):
+    with pytest.raises(InvalidValueError, match="neighbour_search='cells'.*'auto', 'grid', 'grid_tiles', 'brute_force'"):
         warpsim.make("tag_continuous", 1, backend="numpy", neighbour_search="cells")
 
 

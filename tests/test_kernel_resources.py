@@ -24,6 +24,7 @@ CONFIGS = {
     "full": dict(use_full_observation=True),
     "brute force": dict(use_full_observation=False, num_other_agents_observed=10, neighbour_search="brute_force"),
     "grid": dict(use_full_observation=False, num_other_agents_observed=10, neighbour_search="grid"),
+    "grid tiles": dict(use_full_observation=False, num_other_agents_observed=10, neighbour_search="grid_tiles"),
     "grid in global memory": dict(use_full_observation=False, num_other_agents_observed=10, neighbour_search="grid",
                                   num_taggers=50, num_runners=3950),
 }
@@ -59,7 +60,7 @@ def test_observe_and_tag_kernels_use_no_local_stack_and_spill_nothing(observe_an
             f"{name} uses local memory: {result}")
 
 
-@pytest.mark.parametrize("search", ["brute_force", "grid"])
+@pytest.mark.parametrize("search", ["brute_force", "grid", "grid_tiles"])
 def test_a_list_too_long_to_unroll_its_writes_stays_off_the_stack(search):
     """At K = 32 the loop over the observation's slots is not unrolled; the list must still
     never be indexed at run time."""

@@ -1,7 +1,9 @@
 """The grid search of warpsim.kernels.neighbours against a NumPy brute force, on random and adversarial points.
 
 A test kernel bins each environment's members and asks the K nearest of every member
-(and of fixed outside points), in shared memory or in global scratch. The brute force
+(and of fixed outside points), in shared memory or in global scratch, with the ring search
+of each query or with the tile search of each group of threads (a wider tile where the group's
+cannot decide). The brute force
 computes float32 squared distances the way the NumPy reference does and sorts by
 (distance, id). Layouts are chosen to break a careless stopping rule: exact ties at
 the boundary of the searched square, points on cell borders and on the walls, one-cell
@@ -17,7 +19,15 @@ from numba import cuda, types
 from warpsim.device import SIMULATOR_THREADS_PER_BLOCK, THREADS_PER_BLOCK, simulator_enabled
 from warpsim.kernels.grid_layout import GridLayout
 from warpsim.kernels.nearest_keys import count_keys, key_id
-from warpsim.kernels.neighbours import bin_agents, k_nearest, shared_grid
+from warpsim.kernels.neighbours import (
+    NO_CELL,
+    bin_agents,
+    group_tile,
+    k_nearest,
+    k_nearest_in_tile,
+    query_cell,
+    shared_grid,
+)
 
 
 @cuda.jit(device=True)
@@ -34,15 +44,58 @@ def answer_queries(e, keys, max_d2, length, agents_per_cell, member, loc_x, loc_
             nearest_out[e, q, slot] = key_id(keys[slot])
 
 
+@cuda.jit(device=True)
+def answer_in_tiles(e, keys, length, agents_per_cell, member, loc_x, loc_y, query_x, query_y,
+                    partial, xs, ys, cell_end, ids, nearest_out, found_out, decided_out):
+    """The members in the binned order (as the observations take them), then the outside points,
+    one round of a query per thread; decided_out int32[E, Q]: 1 where the tile alone decided."""
+    n = loc_x.shape[1]
+    count, side = bin_agents(e, 0, n, member, loc_x, loc_y, length, agents_per_cell, partial, xs, ys, cell_end, ids)
+    queries = count + query_x.shape[1] - n
+    first = 0
+    while first < queries:
+        place = first + cuda.threadIdx.x
+        q = -1
+        if place < count:
+            q = np.int32(ids[place])
+        elif place < queries:
+            q = n + place - count
+        partial[cuda.threadIdx.x] = NO_CELL if q < 0 else query_cell(query_x[e, q], query_y[e, q], side, length)
+        cuda.syncthreads()
+        if q >= 0:
+            skip = q if q < n else -1
+            qx, qy = query_x[e, q], query_y[e, q]
+            decided_out[e, q] = k_nearest_in_tile(qx, qy, skip, group_tile(partial, side), side, length, xs, ys,
+                                                  cell_end, ids, keys) == 1
+            found = count_keys(keys)
+            found_out[e, q] = found
+            for slot in range(found):
+                nearest_out[e, q, slot] = key_id(keys[slot])
+        cuda.syncthreads()
+        first += cuda.blockDim.x
+
+
 @functools.cache
-def nearest_kernel(k):
-    """The test kernel for K = ``k`` (a K-nearest list is sized when the kernel compiles)."""
+def nearest_kernel(k, tiles):
+    """The test kernel for K = ``k`` (a K-nearest list is sized when the kernel compiles), with the
+    tile search (``tiles``) or the ring search alone."""
+
+    @cuda.jit(device=True)
+    def answer(e, keys, max_d2, length, agents_per_cell, member, loc_x, loc_y, query_x, query_y,
+               partial, xs, ys, cell_end, ids, nearest_out, found_out, decided_out):
+        if tiles:
+            answer_in_tiles(e, keys, length, agents_per_cell, member, loc_x, loc_y, query_x, query_y,
+                            partial, xs, ys, cell_end, ids, nearest_out, found_out, decided_out)
+        else:
+            answer_queries(e, keys, max_d2, length, agents_per_cell, member, loc_x, loc_y, query_x, query_y,
+                           partial, xs, ys, cell_end, ids, nearest_out, found_out)
 
     @cuda.jit
     def nearest(max_d2, length, agents_per_cell, cells_capacity, in_shared, member, loc_x, loc_y,
-                query_x, query_y, grid_x, grid_y, grid_ids, grid_cells, nearest_out, found_out):
+                query_x, query_y, grid_x, grid_y, grid_ids, grid_cells, nearest_out, found_out, decided_out):
         """One block per environment: member int32[E, N]; loc_x, loc_y float32[E, N]; query_x, query_y
-        float32[E, Q]; grid_* the global scratch; nearest_out int32[E, Q, K]; found_out int32[E, Q]."""
+        float32[E, Q]; grid_* the global scratch; nearest_out int32[E, Q, K]; found_out int32[E, Q];
+        decided_out int32[E, Q]."""
         e = cuda.blockIdx.x
         words = cuda.shared.array(0, types.int32)
         partial = words[0:cuda.blockDim.x]
@@ -51,18 +104,20 @@ def nearest_kernel(k):
             xs, ys, cell_end, ids = shared_grid(words, cuda.shared.array(0, types.float32),
                                                 cuda.shared.array(0, types.int16), loc_x.shape[1], cells_capacity,
                                                 cuda.blockDim.x)
-            answer_queries(e, keys, max_d2, length, agents_per_cell, member, loc_x, loc_y, query_x, query_y,
-                           partial, xs, ys, cell_end, ids, nearest_out, found_out)
+            answer(e, keys, max_d2, length, agents_per_cell, member, loc_x, loc_y, query_x, query_y,
+                   partial, xs, ys, cell_end, ids, nearest_out, found_out, decided_out)
         else:
-            answer_queries(e, keys, max_d2, length, agents_per_cell, member, loc_x, loc_y, query_x, query_y,
-                           partial, grid_x[e], grid_y[e], grid_cells[e], grid_ids[e], nearest_out, found_out)
+            answer(e, keys, max_d2, length, agents_per_cell, member, loc_x, loc_y, query_x, query_y,
+                   partial, grid_x[e], grid_y[e], grid_cells[e], grid_ids[e], nearest_out, found_out, decided_out)
 
     return nearest
 
 
 def grid_nearest(x, y, member, k, length, max_d2=np.inf, agents_per_cell=1, in_shared=True,
-                 extra_x=None, extra_y=None):
-    """(ids, found) of the grid search for every agent, then every extra point."""
+                 extra_x=None, extra_y=None, tiles=False):
+    """(ids, found) of the grid search for every agent, then every extra point; with ``tiles``, the tile
+    search (no distance cutoff) for the members and the extra points, and also decided: 1 where the
+    tile alone decided, 0 where the ring search finished, -1 for the agents out of the game."""
     num_envs, n = x.shape
     threads = SIMULATOR_THREADS_PER_BLOCK if simulator_enabled() else THREADS_PER_BLOCK
     layout = GridLayout(n, agents_per_cell, threads)
@@ -72,15 +127,18 @@ def grid_nearest(x, y, member, k, length, max_d2=np.inf, agents_per_cell=1, in_s
     scratch_rows = num_envs if not in_shared else 1
     nearest_out = np.full((num_envs, query_x.shape[1], k), -1, np.int32)
     found_out = np.zeros((num_envs, query_x.shape[1]), np.int32)
+    decided_out = np.full((num_envs, query_x.shape[1]), -1, np.int32)
     arrays = [cuda.to_device(np.ascontiguousarray(a)) for a in (
         member.astype(np.int32), x, y, query_x, query_y,
         np.zeros((scratch_rows, n), np.float32), np.zeros((scratch_rows, n), np.float32),
-        np.zeros((scratch_rows, n), np.int32), np.zeros((scratch_rows, cells), np.int32), nearest_out, found_out)]
+        np.zeros((scratch_rows, n), np.int32), np.zeros((scratch_rows, cells), np.int32), nearest_out, found_out,
+        decided_out)]
     shared_bytes = layout.shared_bytes if in_shared else 4 * threads
-    nearest_kernel(k)[num_envs, threads, 0, shared_bytes](
+    nearest_kernel(k, tiles)[num_envs, threads, 0, shared_bytes](
         np.float32(max_d2), np.float32(length), np.int32(agents_per_cell), np.int32(cells),
         in_shared, *arrays)
-    return arrays[-2].copy_to_host(), arrays[-1].copy_to_host()
+    ids, found, decided = (a.copy_to_host() for a in arrays[-3:])
+    return (ids, found, decided) if tiles else (ids, found)
 
 
 def brute_nearest(x, y, member, k, max_d2=np.inf, extra_x=None, extra_y=None):
@@ -134,6 +192,43 @@ def test_grid_search_matches_brute_force(layout, k, out_fraction):
     got = grid_nearest(x, y, member, k, length, extra_x=extra_x, extra_y=extra_y)
     for name, want, have in zip(("ids", "found"), expected, got):
         np.testing.assert_array_equal(have, want, err_msg=f"{name} of layout {layout!r}, K={k}")
+
+
+def members_and_extras(found, member):
+    """bool[E, Q]: the rows the tile search answers (members and the extra points)."""
+    return np.concatenate([member == 1, np.ones((member.shape[0], found.shape[1] - member.shape[1]), bool)], axis=1)
+
+
+@pytest.mark.parametrize("layout", ["uniform", "lattice", "clustered", "one point", "walls", "two piles"])
+@pytest.mark.parametrize("k, out_fraction", [(3, 0.3), (10, 0.5), (25, 0.0)])
+def test_tile_search_matches_brute_force(layout, k, out_fraction):
+    """Enough agents for tiles smaller than the grid (9 x 9 cells of one agent)."""
+    num_envs, n, length = 2, 81, 9.0
+    rng = np.random.default_rng([k, int(out_fraction * 10), len(layout), 1])
+    x, y = np.broadcast_to(layouts(rng, num_envs, n, length)[layout], (2, num_envs, n)).astype(np.float32)
+    member = (rng.random((num_envs, n)) >= out_fraction).astype(np.int32)
+    extra_x = rng.integers(0, 9, (num_envs, 4)).astype(np.float32) * np.float32(length / 8)
+    extra_y = rng.integers(0, 9, (num_envs, 4)).astype(np.float32) * np.float32(length / 8)
+    expected_ids, expected_found = brute_nearest(x, y, member, k, extra_x=extra_x, extra_y=extra_y)
+    ids, found, decided = grid_nearest(x, y, member, k, length, extra_x=extra_x, extra_y=extra_y, tiles=True)
+    asked = members_and_extras(found, member)
+    assert (decided[asked] >= 0).all() and (decided[~asked] == -1).all()
+    np.testing.assert_array_equal(found[asked], expected_found[asked], err_msg=f"layout {layout!r}, K={k}")
+    np.testing.assert_array_equal(ids[asked], expected_ids[asked], err_msg=f"layout {layout!r}, K={k}")
+
+
+def test_the_tile_decides_most_queries_and_the_ring_search_finishes_the_rest():
+    """Uniform agents, one a cell, K = 10, binned order: both ways of ending a search are taken, the
+    tile's most often, and both agree with brute force."""
+    num_envs, n, length = 1, 300, 10.0
+    rng = np.random.default_rng(11)
+    x, y = rng.uniform(0, length, (2, num_envs, n)).astype(np.float32)
+    member = np.ones((num_envs, n), np.int32)
+    ids, found, decided = grid_nearest(x, y, member, 10, length, agents_per_cell=1, tiles=True)
+    assert 0.5 < decided.mean() < 1, decided.mean()
+    expected_ids, expected_found = brute_nearest(x, y, member, 10)
+    np.testing.assert_array_equal(found, expected_found)
+    np.testing.assert_array_equal(ids, expected_ids)
 
 
 @pytest.mark.parametrize("in_shared", [True, False], ids=["shared", "global"])

@@ -95,13 +95,14 @@ class TagContinuous(Environment):
 
     def _use_grid(self, size: int, threshold: int) -> bool:
         choice = self.params.neighbour_search
-        return choice == "grid" or (choice == "auto" and size >= threshold)
+        return choice in ("grid", "grid_tiles") or (choice == "auto" and size >= threshold)
 
     @functools.cached_property
     def _kernels(self) -> StepKernels:
         p = self.params
         num_observed = 0 if p.use_full_observation else p.num_other_agents_observed
-        return step_kernels(num_observed, self._observation_grid.in_shared, self._tagger_grid.in_shared)
+        return step_kernels(num_observed, self._observation_grid.in_shared, self._tagger_grid.in_shared,
+                            p.neighbour_search == "grid_tiles")
 
     @functools.cached_property
     def _shared_bytes(self) -> int:

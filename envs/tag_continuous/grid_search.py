@@ -3,10 +3,13 @@ observe (partial observations) and tag, for the block's environment (device code
 
 The block bins its environment's agents (warpsim.kernels.neighbours), then each thread
 answers queries, taking them in the grid's order so that the threads of a warp search
-nearby cells. A grid of one cell is the search of every pair. Results equal those of a
+nearby cells: each its own rings of cells, or (the tile search) first the tile the warp
+shares. A grid of one cell is the search of every pair. Results equal those of a
 brute force exactly: the same K nearest with the lower id first on a tie, the same
 nearest tagger.
 """
+
+import functools
 
 import numpy as np
 from numba import cuda
@@ -19,7 +22,7 @@ from warpsim.envs.tag_continuous.kernels import (
 )
 from warpsim.kernels.indexing import quotient
 from warpsim.kernels.nearest_keys import EMPTY_KEY, clear_keys, count_keys, key_id
-from warpsim.kernels.neighbours import bin_agents, k_nearest
+from warpsim.kernels.neighbours import NO_CELL, bin_agents, group_tile, k_nearest, k_nearest_in_tile, query_cell
 
 INFINITY = np.float32(np.inf)
 
@@ -34,64 +37,80 @@ def observation_words_per_thread(num_observed: int) -> int:
     return num_observed + SHARED_WORDS_PER_QUERY
 
 
-@cuda.jit(device=True)
-def observe_environment(e, keys, agents_per_cell, own_state, grid_length, episode_length, position_scale,
-                        speed_scale, agent_type, t, loc_x, loc_y, speed, direction, acceleration, still_in_game,
-                        shared, xs, ys, cell_end, ids, observations):
-    """The block's queries go in rounds of one per thread. Each round the threads share their
-    results (``shared``: partial sums, then the K nearest slot by slot, the observers and
-    the numbers found, one word per thread each), and then write the round's observations
-    together, neighbouring threads on neighbouring slots, so that the stores of a warp
-    fall in a few rows instead of 32. keys uint64[K]: the thread's K-nearest list."""
-    partial, listed, observer_of, found_of = shared
-    thread = cuda.threadIdx.x
-    threads = cuda.blockDim.x
-    n = loc_x.shape[1]
-    k = keys.shape[0]
-    count, side = bin_agents(e, 0, n, still_in_game, loc_x, loc_y, grid_length, agents_per_cell,
-                             partial, xs, ys, cell_end, ids)
-    time = np.float32(t[e]) / np.float32(episode_length)
-    first = 0
-    while first < count:
-        place = first + thread
-        if place < count:
-            i = np.int32(ids[place])
-            k_nearest(xs[place], ys[place], i, INFINITY, side, grid_length, xs, ys, cell_end, ids, keys)
-            found = count_keys(keys)
-            for slot in range(k):  # every slot, so that the list stays in registers
-                if slot < found:
-                    listed[slot * threads + thread] = key_id(keys[slot])
-            observer_of[thread] = i
-            found_of[thread] = found
-        cuda.syncthreads()
-        queries = min(threads, count - first)
-        pair = thread
-        while pair < queries * k:
-            query = quotient(pair, k)
-            slot = pair - query * k
-            j = -1
-            if slot < found_of[query]:
-                j = listed[slot * threads + query]
-            write_observed_slot(observations, e, observer_of[query], k, slot, j, position_scale, speed_scale,
-                                agent_type, loc_x, loc_y, speed, direction, acceleration)
-            pair += threads
-        query = thread
-        while query < queries:
-            observations[e, observer_of[query], 7 * k] = time
-            if own_state:
-                write_own_state(observations, e, observer_of[query], 7 * k + 1, loc_x, loc_y, speed, direction,
-                                grid_length, speed_scale, np.float32(1))
-            query += threads
-        cuda.syncthreads()
-        first += threads
-    clear_keys(keys)
-    i = thread
-    while i < n:
-        if still_in_game[e, i] != 1:
-            write_partial_observation(observations, e, i, keys, False, own_state, grid_length,
-                                      episode_length, position_scale, speed_scale, agent_type, t, loc_x, loc_y,
-                                      speed, direction, acceleration)
-        i += threads
+@functools.cache
+def observation_phase(tile_search: bool):
+    """The observation phase, ``observe_environment``, with each query's ring search or (``tile_search``)
+    the tile search of warpsim.kernels.neighbours, compiled apart so that each holds one search's code."""
+
+    @cuda.jit(device=True)
+    def observe_environment(e, keys, agents_per_cell, own_state, grid_length, episode_length, position_scale,
+                            speed_scale, agent_type, t, loc_x, loc_y, speed, direction, acceleration, still_in_game,
+                            shared, xs, ys, cell_end, ids, observations):
+        """The block's queries go in rounds of one per thread. Each round the threads share their
+        results (``shared``: partial sums, then the K nearest slot by slot, the observers and
+        the numbers found, one word per thread each), and then write the round's observations
+        together, neighbouring threads on neighbouring slots, so that the stores of a warp
+        fall in a few rows instead of 32. The tile search first shares the rounds' query cells
+        (``partial``, free once the agents are binned). keys uint64[K]: the thread's K-nearest list."""
+        partial, listed, observer_of, found_of = shared
+        thread = cuda.threadIdx.x
+        threads = cuda.blockDim.x
+        n = loc_x.shape[1]
+        k = keys.shape[0]
+        count, side = bin_agents(e, 0, n, still_in_game, loc_x, loc_y, grid_length, agents_per_cell,
+                                 partial, xs, ys, cell_end, ids)
+        time = np.float32(t[e]) / np.float32(episode_length)
+        first = 0
+        while first < count:
+            place = first + thread
+            if tile_search:
+                partial[thread] = NO_CELL if place >= count else query_cell(xs[place], ys[place], side,
+                                                                            grid_length)
+                cuda.syncthreads()
+            if place < count:
+                i = np.int32(ids[place])
+                if tile_search:
+                    k_nearest_in_tile(xs[place], ys[place], i, group_tile(partial, side), side, grid_length, xs, ys,
+                                      cell_end, ids, keys)
+                else:
+                    k_nearest(xs[place], ys[place], i, INFINITY, side, grid_length, xs, ys, cell_end, ids, keys)
+                found = count_keys(keys)
+                for slot in range(k):  # every slot, so that the list stays in registers
+                    if slot < found:
+                        listed[slot * threads + thread] = key_id(keys[slot])
+                observer_of[thread] = i
+                found_of[thread] = found
+            cuda.syncthreads()
+            queries = min(threads, count - first)
+            pair = thread
+            while pair < queries * k:
+                query = quotient(pair, k)
+                slot = pair - query * k
+                j = -1
+                if slot < found_of[query]:
+                    j = listed[slot * threads + query]
+                write_observed_slot(observations, e, observer_of[query], k, slot, j, position_scale, speed_scale,
+                                    agent_type, loc_x, loc_y, speed, direction, acceleration)
+                pair += threads
+            query = thread
+            while query < queries:
+                observations[e, observer_of[query], 7 * k] = time
+                if own_state:
+                    write_own_state(observations, e, observer_of[query], 7 * k + 1, loc_x, loc_y, speed, direction,
+                                    grid_length, speed_scale, np.float32(1))
+                query += threads
+            cuda.syncthreads()
+            first += threads
+        clear_keys(keys)
+        i = thread
+        while i < n:
+            if still_in_game[e, i] != 1:
+                write_partial_observation(observations, e, i, keys, False, own_state, grid_length,
+                                          episode_length, position_scale, speed_scale, agent_type, t, loc_x, loc_y,
+                                          speed, direction, acceleration)
+            i += threads
+
+    return observe_environment
 
 
 @cuda.jit(device=True)

@@ -14,7 +14,7 @@ MAX_ACTION_LEVELS = 2**16
 """Most choices of an action component (its table is built on the host)."""
 MAX_OBSERVED = 64
 """Most neighbours a partial observation may hold (the kernels keep them in registers)."""
-NEIGHBOUR_SEARCHES = ("auto", "grid", "brute_force")
+NEIGHBOUR_SEARCHES = ("auto", "grid", "grid_tiles", "brute_force")
 """Values of TagContinuousParams.neighbour_search."""
 DRAWS_PER_AGENT = 3
 """Random draws of one agent at reset: x, y, direction."""
@@ -83,9 +83,11 @@ class TagContinuousParams:
     runner_exits_game_after_tagged: bool = True
     """A tagged runner leaves the game (else it stays and can be tagged again)."""
     neighbour_search: str = "auto"
-    """How the kernels find nearest agents: ``"grid"`` (a uniform grid per environment),
-    ``"brute_force"`` (every pair) or ``"auto"`` (the grid from a size on, see
-    envs/tag_continuous/env.py). The results are identical; the NumPy backend ignores it."""
+    """How the kernels find nearest agents: ``"grid"`` (a uniform grid per environment, each
+    query searching rings of cells around its own), ``"grid_tiles"`` (the same grid, the
+    observations searched a warp's tile of cells at a time), ``"brute_force"`` (every pair) or
+    ``"auto"`` (the grid from a size on, see envs/tag_continuous/env.py). The results are
+    identical; the NumPy backend ignores it."""
 
     def __post_init__(self):
         check_fields(self, require_int, ("num_taggers", "num_runners", "episode_length"), 1, MAX_INT32)

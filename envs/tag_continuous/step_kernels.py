@@ -11,9 +11,9 @@ re-reads of the state between them are gone, which is what small batches are bou
 
 What changes between configurations is fixed when a kernel compiles (``step_kernels``):
 full or partial observations with K, the observation grid in shared memory or global
-scratch, the taggers binned in shared memory or read from global memory. Partial
-observations always search a grid (grid_search.py); a grid of one cell is the search of
-every pair (``neighbour_search="brute_force"``).
+scratch, the taggers binned in shared memory or read from global memory, the observations'
+search by rings or by tiles. Partial observations always search a grid (grid_search.py); a
+grid of one cell is the search of every pair (``neighbour_search="brute_force"``).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numba import cuda, types
 
-from warpsim.envs.tag_continuous.grid_search import SHARED_WORDS_PER_QUERY, observe_environment, tag_environment
+from warpsim.envs.tag_continuous.grid_search import SHARED_WORDS_PER_QUERY, observation_phase, tag_environment
 from warpsim.envs.tag_continuous.kernels import finish_agent, move_agent, observe_full_agent, reset_agent, tag_runner
 from warpsim.kernels.neighbours import shared_grid
 
@@ -37,14 +37,17 @@ class StepKernels(NamedTuple):
 
 
 @functools.cache
-def step_kernels(num_observed: int, observation_grid_in_shared: bool, taggers_in_shared: bool) -> StepKernels:
+def step_kernels(num_observed: int, observation_grid_in_shared: bool, taggers_in_shared: bool,
+                 tile_search: bool) -> StepKernels:
     """The step and reset kernels for K = ``num_observed`` nearest (0: full observations), the grid of
     the partial observations in dynamic shared memory or (``observation_grid_in_shared`` False) in
-    the global scratch grid_*, and the taggers binned in shared memory for the tag or not
-    (``taggers_in_shared`` False: every runner reads every tagger from global memory). One
+    the global scratch grid_*, the taggers binned in shared memory for the tag or not
+    (``taggers_in_shared`` False: every runner reads every tagger from global memory), and the
+    observations' search by tiles of a warp (``tile_search``) or by rings of each query. One
     compilation per configuration, so that no variant holds another's registers; the K-nearest
     list is sized when the kernel compiles and lives in registers."""
     list_size = max(num_observed, 1)
+    observe_environment = observation_phase(tile_search)
 
     @cuda.jit(device=True)
     def observe(e, observe_own_state, grid_length, episode_length, position_scale, speed_scale,
