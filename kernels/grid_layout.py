@@ -68,6 +68,15 @@ class GridLayout:
         """Dynamic shared memory of a launch: the words per thread, and the grid when it fits."""
         return self.per_thread_bytes + (self.grid_bytes if self.in_shared else 0)
 
+    def shared_bytes_with(self, extra_bytes: int) -> int:
+        """Dynamic shared memory of a launch that keeps ``extra_bytes`` after a grid in shared memory
+        (from the first whole int32 word after it, as ``neighbours.words_after_grid`` places them)."""
+        return 4 * -(-self.shared_bytes // 4) + extra_bytes
+
+    def fits_in_shared_with(self, extra_bytes: int) -> bool:
+        """Whether the grid is in shared memory and ``extra_bytes`` fit after it."""
+        return self.in_shared and self.shared_bytes_with(extra_bytes) <= SHARED_MEMORY_BYTES
+
     def kernel_constants(self, prefix: str) -> dict[str, Any]:
         """What the kernels read of the layout, for ``Environment.add_constants``:
         ``<prefix>_agents_per_cell`` and ``_cells_capacity`` (int32). Whether the grid is in shared

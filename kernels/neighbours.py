@@ -111,6 +111,12 @@ def shared_grid(words, floats, halves, num_agents, cells_capacity, start):
 
 
 @cuda.jit(device=True)
+def words_after_grid(num_agents, cells_capacity, start):
+    """The first whole int32 word after the arrays :func:`shared_grid` places from word ``start``."""
+    return start + 2 * num_agents + cells_capacity + ((num_agents + 1) >> 1)
+
+
+@cuda.jit(device=True)
 def bin_agents(e, first, end, member, loc_x, loc_y, length, agents_per_cell,
                partial, xs, ys, cell_end, ids):
     """Counting sort of agents ``first .. end-1`` of environment ``e`` with ``member[e, j] == 1``.

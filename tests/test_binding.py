@@ -38,7 +38,7 @@ def factory_kernels(env_id: str) -> set:
         return set()
     from warpsim.envs.tag_continuous.step_kernels import step_kernels
 
-    return {*step_kernels(0, True, True, False), *step_kernels(2, True, True, False)}
+    return {*step_kernels(0, True, True, False, False), *step_kernels(2, True, True, False, True)}
 
 
 def is_kernel(value) -> bool:
@@ -179,7 +179,7 @@ def test_a_constant_that_would_shadow_an_array_or_is_a_python_number_is_refused(
 def test_a_docstring_declares_lists_and_ranges_of_parameters():
     from warpsim.envs.tag_continuous.step_kernels import step_kernels
 
-    declared = {name: str(value) for name, value in declarations(step_kernels(0, True, True, False).step).items()}
+    declared = {name: str(value) for name, value in declarations(step_kernels(0, True, True, False, False).step).items()}
     assert declared["mask"] == "bool[E]" and declared["observe_own_state"] == "bool"
     assert [declared[name] for name in ("loc_x", "loc_y", "speed", "direction", "acceleration")] == \
         ["float32[E, N]"] * 5

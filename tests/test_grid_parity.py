@@ -100,6 +100,24 @@ def test_grid_in_global_scratch_matches_the_reference(monkeypatch):
                                    use_full_observation=False, num_other_agents_observed=5, tagging_distance=0.3)
 
 
+def test_state_left_in_global_memory_beside_a_grid_in_shared_memory_matches_the_reference(monkeypatch):
+    """Shared memory for the grid but not for the staged state: the observations read the state from
+    global memory and are written slot by slot; by default (more room) the state is staged."""
+    require_target("simulator")
+    from warpsim.envs.tag_continuous.grid_search import observation_words_per_thread, staged_state_bytes
+    from warpsim.kernels.grid_layout import GridLayout, agents_per_cell
+
+    params = dict(num_taggers=4, num_runners=16, use_full_observation=False, num_other_agents_observed=5,
+                  tagging_distance=0.3)
+    assert twin_envs(1, neighbour_search="grid", **params)[1]._state_in_shared
+    layout = GridLayout(20, agents_per_cell(5), words_per_thread=observation_words_per_thread(5))
+    monkeypatch.setattr("warpsim.kernels.grid_layout.SHARED_MEMORY_BYTES",
+                        layout.shared_bytes_with(staged_state_bytes(20)) - 4)
+    kernels = twin_envs(1, neighbour_search="grid", **params)[1]
+    assert kernels._observation_grid.in_shared and not kernels._state_in_shared
+    assert_layout_then_steps_agree(3, "lattice", 0.3, steps=3, seed=6, observe_own_state=True, **params)
+
+
 @pytest.mark.parametrize("search, agent_cells, tagger_cells", [("brute_force", 1, 1), ("grid", 8, 4)])
 def test_every_pair_is_searched_in_a_grid_of_one_cell(search, agent_cells, tagger_cells):
     """brute_force bins every agent (every tagger) into one cell; the scratch is a placeholder either way."""

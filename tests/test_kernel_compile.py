@@ -79,7 +79,7 @@ def test_a_new_parameter_value_reuses_the_compiled_kernels():
     import warpsim
     from warpsim.envs.tag_continuous.step_kernels import step_kernels
 
-    configurations = [(0, True, True, False), (3, True, True, False)]
+    configurations = [(0, True, True, False, False), (3, True, True, False, True)]
 
     def overloads():
         return [len(kernel.overloads) for configuration in configurations for kernel in step_kernels(*configuration)]

@@ -1,7 +1,8 @@
 """tag_continuous's step and reset kernels stay within the resource budgets of docs/design.md on sm_90.
 
 NVVM compiles them and ptxas assembles them on the CPU (tests/compile_kernels.py --resources),
-at K = 10 with each neighbour search, the grid in shared memory and in global scratch, with
+at K = 10 with each neighbour search, the grid (and the state it reads) in shared memory and in
+global memory, with
 full observations, and at K = 32. Budgets: no local stack and no spills in any of them (a
 K-nearest list indexed at run time would put it in local memory), no 64-bit integer division
 (``div.s64``, a long subroutine), and at most MAX_REGISTERS registers where the kernel
@@ -25,6 +26,8 @@ CONFIGS = {
     "brute force": dict(use_full_observation=False, num_other_agents_observed=10, neighbour_search="brute_force"),
     "grid": dict(use_full_observation=False, num_other_agents_observed=10, neighbour_search="grid"),
     "grid tiles": dict(use_full_observation=False, num_other_agents_observed=10, neighbour_search="grid_tiles"),
+    "grid, state in global memory": dict(use_full_observation=False, num_other_agents_observed=10,
+                                         neighbour_search="grid", num_taggers=100, num_runners=1900),
     "grid in global memory": dict(use_full_observation=False, num_other_agents_observed=10, neighbour_search="grid",
                                   num_taggers=50, num_runners=3950),
 }

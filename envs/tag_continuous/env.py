@@ -10,7 +10,7 @@ import torch
 
 from warpsim.environment import EnvSpec, Environment, Frame, StateArray
 from warpsim.envs.tag_continuous import reference
-from warpsim.envs.tag_continuous.grid_search import observation_words_per_thread
+from warpsim.envs.tag_continuous.grid_search import observation_words_per_thread, staged_state_bytes
 from warpsim.envs.tag_continuous.nearest import KEYS_PER_CHUNK
 from warpsim.envs.tag_continuous.params import TWO_PI, Constants, TagContinuousParams
 from warpsim.envs.tag_continuous.step_kernels import StepKernels, step_kernels
@@ -102,12 +102,20 @@ class TagContinuous(Environment):
         p = self.params
         num_observed = 0 if p.use_full_observation else p.num_other_agents_observed
         return step_kernels(num_observed, self._observation_grid.in_shared, self._tagger_grid.in_shared,
-                            p.neighbour_search == "grid_tiles")
+                            p.neighbour_search == "grid_tiles", self._state_in_shared)
+
+    @functools.cached_property
+    def _state_in_shared(self) -> bool:
+        """Whether the partial observations read the state staged in shared memory after their grid."""
+        return (not self.params.use_full_observation
+                and self._observation_grid.fits_in_shared_with(staged_state_bytes(self.params.num_agents)))
 
     @functools.cached_property
     def _shared_bytes(self) -> int:
         """Dynamic shared memory of a launch: the observation's grid and the tag's take turns."""
         observing = 0 if self.params.use_full_observation else self._observation_grid.shared_bytes
+        if self._state_in_shared:
+            observing = self._observation_grid.shared_bytes_with(staged_state_bytes(self.params.num_agents))
         tagging = self._tagger_grid.shared_bytes if self._tagger_grid.in_shared else 0
         return max(observing, tagging)
 

@@ -12,8 +12,9 @@ re-reads of the state between them are gone, which is what small batches are bou
 What changes between configurations is fixed when a kernel compiles (``step_kernels``):
 full or partial observations with K, the observation grid in shared memory or global
 scratch, the taggers binned in shared memory or read from global memory, the observations'
-search by rings or by tiles. Partial observations always search a grid (grid_search.py); a
-grid of one cell is the search of every pair (``neighbour_search="brute_force"``).
+search by rings or by tiles, the state they read staged in shared memory or not. Partial
+observations always search a grid (grid_search.py); a grid of one cell is the search of every
+pair (``neighbour_search="brute_force"``).
 """
 
 from __future__ import annotations
@@ -24,9 +25,14 @@ from typing import Any, NamedTuple
 import numpy as np
 from numba import cuda, types
 
-from warpsim.envs.tag_continuous.grid_search import SHARED_WORDS_PER_QUERY, observation_phase, tag_environment
+from warpsim.envs.tag_continuous.grid_search import (
+    SHARED_WORDS_PER_QUERY,
+    STAGED_FEATURES,
+    observation_phase,
+    tag_environment,
+)
 from warpsim.envs.tag_continuous.kernels import finish_agent, move_agent, observe_full_agent, reset_agent, tag_runner
-from warpsim.kernels.neighbours import shared_grid
+from warpsim.kernels.neighbours import shared_grid, words_after_grid
 
 
 class StepKernels(NamedTuple):
@@ -38,16 +44,18 @@ class StepKernels(NamedTuple):
 
 @functools.cache
 def step_kernels(num_observed: int, observation_grid_in_shared: bool, taggers_in_shared: bool,
-                 tile_search: bool) -> StepKernels:
+                 tile_search: bool, state_in_shared: bool) -> StepKernels:
     """The step and reset kernels for K = ``num_observed`` nearest (0: full observations), the grid of
     the partial observations in dynamic shared memory or (``observation_grid_in_shared`` False) in
     the global scratch grid_*, the taggers binned in shared memory for the tag or not
     (``taggers_in_shared`` False: every runner reads every tagger from global memory), and the
-    observations' search by tiles of a warp (``tile_search``) or by rings of each query. One
-    compilation per configuration, so that no variant holds another's registers; the K-nearest
-    list is sized when the kernel compiles and lives in registers."""
+    observations' search by tiles of a warp (``tile_search``) or by rings of each query, and the state
+    the observations read staged in shared memory after the grid (``state_in_shared``, which needs
+    the grid there) or read from global memory. One compilation per configuration, so that no
+    variant holds another's registers; the K-nearest list is sized when the kernel compiles and
+    lives in registers."""
     list_size = max(num_observed, 1)
-    observe_environment = observation_phase(tile_search)
+    observe_environment = observation_phase(tile_search, state_in_shared)
 
     @cuda.jit(device=True)
     def observe(e, observe_own_state, grid_length, episode_length, position_scale, speed_scale,
@@ -69,17 +77,21 @@ def step_kernels(num_observed: int, observation_grid_in_shared: bool, taggers_in
                   words[(k + 2) * threads:(k + 3) * threads])
         keys = cuda.local.array(list_size, np.uint64)
         if observation_grid_in_shared:
-            xs, ys, cell_end, ids = shared_grid(words, cuda.shared.array(0, types.float32),
-                                                cuda.shared.array(0, types.int16), loc_x.shape[1],
-                                                observation_grid_cells_capacity,
-                                                (k + SHARED_WORDS_PER_QUERY) * threads)
+            n = loc_x.shape[1]
+            floats = cuda.shared.array(0, types.float32)
+            start = (k + SHARED_WORDS_PER_QUERY) * threads
+            xs, ys, cell_end, ids = shared_grid(words, floats, cuda.shared.array(0, types.int16), n,
+                                                observation_grid_cells_capacity, start)
+            staged_start = words_after_grid(n, observation_grid_cells_capacity, start)
             observe_environment(e, keys, observation_grid_agents_per_cell, observe_own_state, grid_length,
                                 episode_length, position_scale, speed_scale, agent_type, t, loc_x, loc_y, speed,
-                                direction, acceleration, still_in_game, shared, xs, ys, cell_end, ids, observations)
-        else:
+                                direction, acceleration, still_in_game, shared,
+                                floats[staged_start:staged_start + STAGED_FEATURES * n], xs, ys, cell_end, ids,
+                                observations)
+        else:  # nothing staged (``grid_x[e]`` stands in, unread)
             observe_environment(e, keys, observation_grid_agents_per_cell, observe_own_state, grid_length,
                                 episode_length, position_scale, speed_scale, agent_type, t, loc_x, loc_y, speed,
-                                direction, acceleration, still_in_game, shared, grid_x[e], grid_y[e],
+                                direction, acceleration, still_in_game, shared, grid_x[e], grid_x[e], grid_y[e],
                                 grid_cells[e], grid_ids[e], observations)
 
     @cuda.jit(device=True)
