@@ -17,6 +17,7 @@ from warpsim.envs.tag_continuous.kernels import (
     write_own_state,
     write_partial_observation,
 )
+from warpsim.kernels.bfloat16 import store_observation
 from warpsim.kernels.indexing import quotient
 from warpsim.kernels.nearest_keys import EMPTY_KEY, clear_keys, count_keys, key_id
 from warpsim.kernels.neighbours import bin_agents, k_nearest
@@ -77,7 +78,7 @@ def observe_environment(e, keys, agents_per_cell, own_state, grid_length, episod
             pair += threads
         query = thread
         while query < queries:
-            observations[e, observer_of[query], 7 * k] = time
+            store_observation(observations, e, observer_of[query], 7 * k, time)
             if own_state:
                 write_own_state(observations, e, observer_of[query], 7 * k + 1, loc_x, loc_y, speed, direction,
                                 grid_length, speed_scale, np.float32(1))
