@@ -2,9 +2,10 @@
 # Everything warpsim owes a GPU, in stages that each fit one 10-minute command:
 #   benchmarks/gpu_session.sh OUT_DIR STAGE...
 # Stages: tests (pytest -m gpu over 4 pytest-xdist workers; it includes `warpsim check` at
-# scale), bench (the targets of docs/benchmarks.md), train-speed (the train tier with the update
-# captured, against its targets), neighbour-search (each search forced: sweep-N, and the headline
-# with each grid search), placement, profile (Nsight Compute), and the
+# scale), bench (the targets of docs/benchmarks.md), bf16 (headline with bfloat16 observations, to
+# set beside bench's headline), train-speed (the train tier with the update captured, against its
+# targets), neighbour-search (each search forced: sweep-N, and the headline with each grid search),
+# placement, profile (Nsight Compute), and the
 # reference learning tasks: grid-chase, tag-chase, tag-evade (needs tag-chase's run, in the same
 # OUT_DIR) and self-play (train-ref, both roles learn), each one call of at most 10 minutes;
 # learning runs all four in turn; peers-jaxmarl and peers-jaxmarl-headline (JaxMARL's simple_tag at
@@ -67,6 +68,8 @@ for stage in "$@"; do
             bench train-ref-sim 60 --config train-ref --tier sim --tier sim+policy --graphs both
             bench sweep-N 120 --config sweep-N
             bench headline-train 90 --config headline --tier sim+policy --tier train ;;
+        bf16)
+            bench headline-bf16 90 --config headline-bf16 --graphs both ;;
         train-speed)  # rollout and update as graphs; each train record has rollout_ms and update_ms
             bench train-ref-speed 150 --config train-ref --tier sim+policy --tier train --precision bf16 \
                 --graphs on --compile-loss
@@ -112,7 +115,7 @@ for stage in "$@"; do
                     --warmup 1 --no-save --no-baseline
             done ;;
         *)
-            echo "unknown stage $stage (tests, bench, train-speed, grid-chase, tag-chase, tag-evade, self-play," \
+            echo "unknown stage $stage (tests, bench, bf16, train-speed, grid-chase, tag-chase, tag-evade, self-play," \
                 "learning, neighbour-search, placement, peers-jaxmarl, peers-jaxmarl-headline, profile)" >&2; exit 2 ;;
     esac
 done

@@ -184,3 +184,4 @@ def test_a_docstring_declares_lists_and_ranges_of_parameters():
     assert [declared[name] for name in ("loc_x", "loc_y", "speed", "direction", "acceleration")] == \
         ["float32[E, N]"] * 5
     assert declared["position_scale"] == declared["speed_scale"] == "float32"
+    assert declared["observations"] == "float32 or int16[E, N, D]"

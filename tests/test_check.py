@@ -31,8 +31,8 @@ SMALL = dict(num_taggers=1, num_runners=3)
 STANDING_STILL = dict(min_acceleration=0.0, max_acceleration=0.0)
 """Nobody moves (speeds start at 0), so the random actions cannot change where tags happen."""
 TAG_PENALTY_LINE = "    rewards[e, i] += tag_penalty_for_runner\n"
-TIME_FEATURE_LINE = ("    observations[e, i, 7 * stride] = np.float32(t[e]) / np.float32(episode_length)"
-                     " * observer\n")
+TIME_FEATURE_LINE = ("    store_observation(observations, e, i, 7 * stride, np.float32(t[e]) / np.float32(episode_length)"
+                     " * observer)\n")
 END_OF_GAME_LINE = "    if i >= num_taggers and t[e] == episode_length and still_in_game[e, i] == 1:\n"
 
 

@@ -45,6 +45,9 @@ def test_tag_continuous_kernels_compile_to_float32_ptx():
                                               "num_other_agents_observed": 3})
     results += compile_all("tag_continuous", {"use_full_observation": False, "num_other_agents_observed": 3,
                                               "neighbour_search": "grid"})
+    for full in (True, False):  # bfloat16 observations: every store rounds
+        results += compile_all("tag_continuous", {"use_full_observation": full, "num_other_agents_observed": 3,
+                                                  "observe_own_state": True, "observation_dtype": "bfloat16"})
     assert {r["kernel"] for r in results} == TAG_CONTINUOUS_KERNELS
     assert_compiled_as_numpy_rounds(results)
 

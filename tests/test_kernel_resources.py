@@ -2,8 +2,8 @@
 
 NVVM compiles them and ptxas assembles them on the CPU (tests/compile_kernels.py --resources),
 at K = 10 with each neighbour search, the grid (and the state it reads) in shared memory and in
-global memory, with
-full observations, and at K = 32. Budgets: no local stack and no spills in any of them (a
+global memory (and with bfloat16 observations), with full observations, and at K = 32. Budgets: no
+local stack and no spills in any of them (a
 K-nearest list indexed at run time would put it in local memory), no 64-bit integer division
 (``div.s64``, a long subroutine), and at most MAX_REGISTERS registers where the kernel
 already meets it; the partial observations' register target is in docs/design.md.
@@ -30,6 +30,8 @@ CONFIGS = {
                                          neighbour_search="grid", num_taggers=100, num_runners=1900),
     "grid in global memory": dict(use_full_observation=False, num_other_agents_observed=10, neighbour_search="grid",
                                   num_taggers=50, num_runners=3950),
+    "grid, bfloat16": dict(use_full_observation=False, num_other_agents_observed=10, neighbour_search="grid",
+                           observation_dtype="bfloat16"),
 }
 WITHIN_REGISTER_BUDGET = {"reset_environments (full)"}
 """The kernels held to MAX_REGISTERS today; the partial observations' are a target."""

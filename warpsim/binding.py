@@ -5,7 +5,8 @@ each parameter name is looked up among the values an environment offers (its arr
 scratch, constants, ``Params`` fields and the runtime's ``mask`` and ``seed``) and checked
 against the kernel's docstring, which declares every parameter as ``name dtype`` or
 ``name dtype[dims]`` (``a, b float32[E, N]``; ``a .. c`` names the parameters from ``a`` to
-``c`` in signature order). The bound values are then launched positionally, as they always were.
+``c`` in signature order; ``float32 or int16[E, N, D]`` allows either dtype). The bound values are
+then launched positionally, as they always were.
 """
 
 from __future__ import annotations
@@ -25,7 +26,10 @@ from warpsim.spec import StateArray
 MASK = "mask"
 """The parameter that receives the mask given to ``run`` (bool[E])."""
 KERNEL_DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64", "uint64", "float16", "float32", "float64")
-_DECLARATION = re.compile(r"(\w+(?:\s*(?:,|\.\.)\s*\w+)*)\s*:?\s+(" + "|".join(KERNEL_DTYPES) + r")\b(\[[^\]]*\])?")
+_DTYPE = "(?:" + "|".join(KERNEL_DTYPES) + r")\b"
+_DECLARATION = re.compile(r"(\w+(?:\s*(?:,|\.\.)\s*\w+)*)\s*:?\s+(" + _DTYPE + r"(?:\s+or\s+" + _DTYPE + r")*)"
+                          r"(\[[^\]]*\])?")
+_ALTERNATIVES = re.compile(r"\s+or\s+")
 _PARAMS_TYPES: dict[Any, Any] = {int: np.int32, float: np.float32, bool: bool}
 """How a ``Params`` field reaches a kernel, by its declared type (a bool stays a bool)."""
 
@@ -34,12 +38,14 @@ _PARAMS_TYPES: dict[Any, Any] = {int: np.int32, float: np.float32, bool: bool}
 class Declared:
     """A kernel parameter as its docstring declares it."""
 
-    dtype: str
+    dtypes: tuple[str, ...]
+    """The dtypes allowed: one, or the alternatives of ``float32 or int16``."""
     dims: tuple[str, ...] | None
     """The dims between brackets, None for a scalar."""
 
     def __str__(self) -> str:
-        return self.dtype if self.dims is None else f"{self.dtype}[{', '.join(self.dims)}]"
+        dtype = " or ".join(self.dtypes)
+        return dtype if self.dims is None else f"{dtype}[{', '.join(self.dims)}]"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,7 +81,8 @@ def declarations(kernel: Any) -> dict[str, Declared]:
     found: dict[str, Declared] = {}
     for match in _DECLARATION.finditer(inspect.getdoc(python_function(kernel)) or ""):
         listed, dtype, dims = match.groups()
-        declared = Declared(dtype, None if dims is None else tuple(d.strip() for d in dims[1:-1].split(",")))
+        declared = Declared(tuple(_ALTERNATIVES.split(dtype)),
+                            None if dims is None else tuple(d.strip() for d in dims[1:-1].split(",")))
         for name in _expand(re.split(r"\s*,\s*", listed), names):
             found.setdefault(name, declared)
     return found
@@ -137,7 +144,7 @@ def _check(kernel: str, parameter: str, value: Any, declared: Declared, array: S
     given = f"{dtype}{list(value.shape) if is_array else ''}"
     if array is not None:
         given = f"{dtype}[{', '.join(map(str, array.dims))}] (its declaration)"
-    if dtype != declared.dtype or is_array != (declared.dims is not None):
+    if dtype not in declared.dtypes or is_array != (declared.dims is not None):
         raise InvalidTypeError(f"kernel {kernel}: parameter {parameter!r} is declared {declared} in its "
                                f"docstring, but the environment's {parameter} is {given}")
     if array is not None and declared.dims is not None and not _same_dims(array.dims, declared.dims):

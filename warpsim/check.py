@@ -270,10 +270,12 @@ def _check_options(steps, rtol, atol, params) -> None:
 
 
 def _arrays(env: Environment) -> dict[str, np.ndarray]:
-    """Every compared array of ``env`` as a host NumPy array (a copy only when on a GPU)."""
+    """Every compared array of ``env`` as a host NumPy array (a copy only when on a GPU, or of
+    bfloat16 observations, which NumPy lacks: as float32, exactly)."""
     tensors = {name: tensor for name, tensor in env.state.items()}
     tensors.update(observations=env.observations, rewards=env.rewards, done=env.done, terminated=env.terminated)
-    return {name: tensor.detach().cpu().numpy() for name, tensor in tensors.items()}
+    return {name: (tensor.float() if tensor.dtype == torch.bfloat16 else tensor).detach().cpu().numpy()
+            for name, tensor in tensors.items()}
 
 
 def _differs(expected: np.ndarray, got: np.ndarray, rtol: float, atol: float) -> np.ndarray:
@@ -290,7 +292,8 @@ def _in_write_order(names: list[str], write_order: tuple[str, ...]) -> list[str]
 
 
 def _load(env: Environment, arrays: dict[str, np.ndarray]) -> None:
-    """Overwrites ``env``'s state, observations, rewards, done and terminated with ``arrays`` (host arrays)."""
+    """Overwrites ``env``'s state, observations, rewards, done and terminated with ``arrays`` (host
+    arrays; bfloat16 observations as float32 from ``_arrays``, which convert back exactly)."""
     tensors = dict(env.state.items())
     tensors.update(observations=env.observations, rewards=env.rewards, done=env.done, terminated=env.terminated)
     for name, tensor in tensors.items():

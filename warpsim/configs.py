@@ -36,9 +36,12 @@ _TRAINING_RULES = dict(grid_length=20.0, episode_length=500, min_acceleration=-0
 NAMED_CONFIGS = {
     "headline": BenchConfig("tag_continuous", 2000, dict(num_taggers=50, num_runners=950, **_PARTIAL_K10),
                             "headline"),
+    "headline-bf16": BenchConfig("tag_continuous", 2000, dict(num_taggers=50, num_runners=950, **_PARTIAL_K10,
+                                                              observation_dtype="bfloat16"), "headline-bf16"),
     "train-ref": BenchConfig("tag_continuous", 2000,
                              dict(num_taggers=10, num_runners=100, **_PARTIAL_K10, **_TRAINING_RULES), "train-ref"),
     "grid": BenchConfig("tag_gridworld", 2000, dict(num_taggers=4, grid_length=100, episode_length=100,
                                                     tag_penalty_for_runner=5.0, use_full_observation=True), "grid"),
 }
-"""The fixed-size named configs of docs/benchmarks.md (train-ref and grid use the reference training rules)."""
+"""The fixed-size named configs of docs/benchmarks.md (train-ref and grid use the reference training rules;
+headline-bf16 is headline with bfloat16 observations)."""

@@ -100,7 +100,10 @@ def resolve_placement(backend: str, device: str | int | None = None) -> Placemen
 
 
 def kernel_view(tensor: torch.Tensor):
-    """The array a kernel (or the NumPy reference) reads: same bytes, no copy."""
+    """The array a kernel (or the NumPy reference) reads: same bytes, no copy. Numba and NumPy
+    have no bfloat16: a bfloat16 tensor is seen as int16, its bits (``warpsim.kernels.bfloat16``)."""
+    if tensor.dtype == torch.bfloat16:
+        tensor = tensor.view(torch.int16)
     if tensor.device.type == "cpu":
         return tensor.numpy()
     return cuda.as_cuda_array(tensor.detach(), sync=False)

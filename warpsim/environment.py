@@ -3,7 +3,7 @@
 An environment holds E copies of one multi-agent world with N agents each. It owns
 its arrays as torch tensors on its device and overwrites them in place:
 
-* ``observations``  float32[E, N, D]
+* ``observations``  float32[E, N, D]  (or bfloat16: ``EnvSpec.observation_dtype``)
 * ``actions``       int32[E, N, A]   (the caller writes here, or passes ``step(actions)``)
 * ``rewards``       float32[E, N]
 * ``done``          bool[E]          (the episode ended on the last step)
@@ -389,7 +389,8 @@ class Environment(CheckedMode):
             return 0
         size = getattr(self.params, "observation_size", 1)
         size = int(size) if isinstance(size, (int, np.integer)) and size >= 1 else 1
-        return self.num_envs * int(agents) * (4 * size + 4 + 4)
+        observation_bytes = 2 if getattr(self.params, "observation_dtype", None) == "bfloat16" else 4
+        return self.num_envs * int(agents) * (observation_bytes * size + 4 + 4)
 
     def _check_fits_in_memory(self, needed: int, what: str) -> None:
         free = available_bytes(self.placement)

@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from warpsim.errors import InvalidValueError
-from warpsim.spec import STATE_DTYPES, EnvSpec, StateArray
+from warpsim.spec import OBSERVATION_DTYPES, STATE_DTYPES, EnvSpec, StateArray
 
 Shapes = dict[str, tuple[tuple[int, ...], torch.dtype]]
 """Array name -> (shape, torch dtype)."""
@@ -28,8 +28,11 @@ def array_shapes(owner: str, spec: EnvSpec, num_envs: int) -> Shapes:
     """The buffers every environment has and the state arrays ``spec`` declares, for ``num_envs``
     environments; a declaration that cannot be allocated raises InvalidValueError naming ``owner``."""
     e, n = num_envs, spec.num_agents
+    if spec.observation_dtype not in OBSERVATION_DTYPES:
+        raise InvalidValueError(f"{owner} declares observation_dtype={spec.observation_dtype!r}; "
+                                f"allowed: {', '.join(OBSERVATION_DTYPES)}")
     shapes: Shapes = {
-        "observations": ((e, n, spec.observation_size), torch.float32),
+        "observations": ((e, n, spec.observation_size), getattr(torch, spec.observation_dtype)),
         "actions": ((e, n, len(spec.action_levels)), torch.int32),
         "rewards": ((e, n), torch.float32),
         "done": ((e,), torch.bool),

@@ -9,6 +9,8 @@ from typing import Any
 import numpy as np
 
 STATE_DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64")
+OBSERVATION_DTYPES = ("float32", "bfloat16")
+"""Values of ``EnvSpec.observation_dtype``."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,9 @@ class EnvSpec:
     ``scratch`` declares working arrays of the kernels (e.g. a neighbour grid in global
     memory): allocated once with the environment and counted in its memory check, but
     neither state nor compared; kernels reach them as ``env.scratch.<name>``.
+    ``observation_dtype`` is the dtype of ``env.observations``, one of OBSERVATION_DTYPES. NumPy
+    and Numba have no bfloat16: the reference and the kernels see a bfloat16 buffer as int16 and
+    store the rounded bits (``warpsim.kernels.bfloat16``).
     """
 
     num_agents: int
@@ -65,6 +70,7 @@ class EnvSpec:
     observation_label: str | None = None
     distance_evaluations_per_step: int | None = None
     scratch: tuple[StateArray, ...] = ()
+    observation_dtype: str = "float32"
 
 
 @dataclass(frozen=True)

@@ -66,11 +66,13 @@ class TagContinuous(Environment):
             write_order=("t", "acceleration", "direction", "speed", "loc_x", "loc_y", "observations", "rewards",
                          "still_in_game", "num_runners_left", "tags", "done", "episode"),
             observation_label=("full" if p.use_full_observation else f"partial K={p.num_other_agents_observed}")
-            + (" + own state" if p.observe_own_state else ""),
+            + (" + own state" if p.observe_own_state else "")
+            + (" in bfloat16" if p.observation_dtype == "bfloat16" else ""),
             # Partial: every agent measures all N for its K nearest; always: every runner its nearest tagger.
             distance_evaluations_per_step=(0 if p.use_full_observation else p.num_agents ** 2)
             + p.num_runners * p.num_taggers,
             scratch=self._observation_grid.scratch("grid"),
+            observation_dtype=p.observation_dtype,
         )
 
     @functools.cached_property

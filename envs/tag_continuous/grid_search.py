@@ -21,6 +21,7 @@ from warpsim.envs.tag_continuous.kernels import (
     write_partial_observation,
 )
 from warpsim.envs.tag_continuous.params import OWN_STATE_SIZE, TWO_PI
+from warpsim.kernels.bfloat16 import store_observation
 from warpsim.kernels.indexing import quotient
 from warpsim.kernels.nearest_keys import EMPTY_KEY, clear_keys, count_keys, key_id
 from warpsim.kernels.neighbours import NO_CELL, bin_agents, group_tile, k_nearest, k_nearest_in_tile, query_cell
@@ -125,7 +126,7 @@ def observation_phase(tile_search: bool, state_in_shared: bool):
                     pair += threads
                 query = thread
                 while query < queries:
-                    observations[e, observer_of[query], 7 * k] = time
+                    store_observation(observations, e, observer_of[query], 7 * k, time)
                     if own_state:
                         write_own_state(observations, e, observer_of[query], 7 * k + 1, loc_x, loc_y, speed,
                                         direction, grid_length, speed_scale, ONE)
@@ -183,7 +184,7 @@ def write_rows(e, queries, k, own_state, grid_length, position_scale, speed_scal
                 value = staged[2 * n + i] / speed_scale
             else:
                 value = staged[(own - 3) * n + i] / grid_length
-        observations[e, i, entry] = value
+        store_observation(observations, e, i, entry, value)
         entry_of_pair += threads
 
 

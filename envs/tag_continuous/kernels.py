@@ -1,7 +1,9 @@
 """The rules of tag_continuous for one agent (docs/tag_rules.md section 1), as device functions.
 
 The step and reset kernels (step_kernels.py) call them for agent i of environment e.
-All arithmetic is float32 with the same order of operations as the NumPy reference.
+All arithmetic is float32 with the same order of operations as the NumPy reference; every
+observation is written with ``store_observation``, which rounds it to bfloat16 where the
+observations are (TagContinuousParams.observation_dtype).
 """
 
 import math
@@ -10,6 +12,7 @@ import numpy as np
 from numba import cuda
 
 from warpsim.envs.tag_continuous.params import DRAWS_PER_AGENT, HALF_PI, TWO_PI, ZERO
+from warpsim.kernels.bfloat16 import store_observation
 from warpsim.kernels.nearest_keys import EMPTY_KEY, key_id, pop_nearest
 from warpsim.kernels.random import reset_uniform_device
 from warpsim.kernels.rounding import add, mul, squared_distance
@@ -71,22 +74,23 @@ def move_agent(e, i, actions, acceleration_table, turn_table, max_speed_by_type,
 def write_relative(observations, e, i, j, slot, stride, loc_x, loc_y, speed, acceleration, direction,
                    position_scale, speed_scale, scale):
     """Features 1-5 of agent j seen from agent i, into ``slot`` of each feature block."""
-    observations[e, i, slot] = (loc_x[e, j] - loc_x[e, i]) / position_scale * scale
-    observations[e, i, stride + slot] = (loc_y[e, j] - loc_y[e, i]) / position_scale * scale
-    observations[e, i, 2 * stride + slot] = (speed[e, j] - speed[e, i]) / speed_scale * scale
-    observations[e, i, 3 * stride + slot] = (acceleration[e, j] - acceleration[e, i]) / speed_scale * scale
-    observations[e, i, 4 * stride + slot] = (direction[e, j] - direction[e, i]) / TWO_PI * scale
+    store_observation(observations, e, i, slot, (loc_x[e, j] - loc_x[e, i]) / position_scale * scale)
+    store_observation(observations, e, i, stride + slot, (loc_y[e, j] - loc_y[e, i]) / position_scale * scale)
+    store_observation(observations, e, i, 2 * stride + slot, (speed[e, j] - speed[e, i]) / speed_scale * scale)
+    store_observation(observations, e, i, 3 * stride + slot,
+                      (acceleration[e, j] - acceleration[e, i]) / speed_scale * scale)
+    store_observation(observations, e, i, 4 * stride + slot, (direction[e, j] - direction[e, i]) / TWO_PI * scale)
 
 
 @cuda.jit(device=True)
 def write_own_state(observations, e, i, start, loc_x, loc_y, speed, direction, grid_length, speed_scale, scale):
     """Agent i's own state (TagContinuousParams.observe_own_state), times ``scale``, from entry ``start``."""
     sine, cosine = sin_cos_device(direction[e, i])
-    observations[e, i, start] = cosine * scale
-    observations[e, i, start + 1] = sine * scale
-    observations[e, i, start + 2] = speed[e, i] / speed_scale * scale
-    observations[e, i, start + 3] = loc_x[e, i] / grid_length * scale
-    observations[e, i, start + 4] = loc_y[e, i] / grid_length * scale
+    store_observation(observations, e, i, start, cosine * scale)
+    store_observation(observations, e, i, start + 1, sine * scale)
+    store_observation(observations, e, i, start + 2, speed[e, i] / speed_scale * scale)
+    store_observation(observations, e, i, start + 3, loc_x[e, i] / grid_length * scale)
+    store_observation(observations, e, i, start + 4, loc_y[e, i] / grid_length * scale)
 
 
 @cuda.jit(device=True)
@@ -102,9 +106,9 @@ def observe_full_agent(e, i, own_state, grid_length, episode_length, position_sc
         slot = j if j < i else j - 1
         write_relative(observations, e, i, j, slot, stride, loc_x, loc_y, speed, acceleration,
                        direction, position_scale, speed_scale, observer)
-        observations[e, i, 5 * stride + slot] = np.float32(agent_type[j])
-        observations[e, i, 6 * stride + slot] = np.float32(still_in_game[e, j])
-    observations[e, i, 7 * stride] = np.float32(t[e]) / np.float32(episode_length) * observer
+        store_observation(observations, e, i, 5 * stride + slot, np.float32(agent_type[j]))
+        store_observation(observations, e, i, 6 * stride + slot, np.float32(still_in_game[e, j]))
+    store_observation(observations, e, i, 7 * stride, np.float32(t[e]) / np.float32(episode_length) * observer)
     if own_state:
         write_own_state(observations, e, i, 7 * stride + 1, loc_x, loc_y, speed, direction, grid_length,
                         speed_scale, observer)
@@ -127,7 +131,7 @@ def write_partial_observation(observations, e, i, keys, observer_alive, own_stat
     time = ZERO
     if observer_alive:
         time = np.float32(t[e]) / np.float32(episode_length)
-    observations[e, i, 7 * k] = time
+    store_observation(observations, e, i, 7 * k, time)
     if own_state:
         write_own_state(observations, e, i, 7 * k + 1, loc_x, loc_y, speed, direction, grid_length, speed_scale,
                         np.float32(observer_alive))
@@ -141,11 +145,11 @@ def write_observed_slot(observations, e, i, k, slot, j, position_scale, speed_sc
         one = np.float32(1)
         write_relative(observations, e, i, j, slot, k, loc_x, loc_y, speed, acceleration,
                        direction, position_scale, speed_scale, one)
-        observations[e, i, 5 * k + slot] = np.float32(agent_type[j])
-        observations[e, i, 6 * k + slot] = one
+        store_observation(observations, e, i, 5 * k + slot, np.float32(agent_type[j]))
+        store_observation(observations, e, i, 6 * k + slot, one)
     else:
         for feature in range(7):
-            observations[e, i, feature * k + slot] = ZERO
+            store_observation(observations, e, i, feature * k + slot, ZERO)
 
 
 @cuda.jit(device=True)

@@ -16,6 +16,8 @@ MAX_OBSERVED = 64
 """Most neighbours a partial observation may hold (the kernels keep them in registers)."""
 NEIGHBOUR_SEARCHES = ("auto", "grid", "grid_tiles", "brute_force")
 """Values of TagContinuousParams.neighbour_search."""
+OBSERVATION_DTYPES = ("float32", "bfloat16")
+"""Values of TagContinuousParams.observation_dtype."""
 DRAWS_PER_AGENT = 3
 """Random draws of one agent at reset: x, y, direction."""
 OWN_STATE_SIZE = 5
@@ -88,6 +90,11 @@ class TagContinuousParams:
     observations searched a warp's tile of cells at a time), ``"brute_force"`` (every pair) or
     ``"auto"`` (the grid from a size on, see envs/tag_continuous/env.py). The results are
     identical; the NumPy backend ignores it."""
+    observation_dtype: str = "float32"
+    """The dtype of ``env.observations``: ``"float32"``, or ``"bfloat16"``, which halves the memory
+    of the largest array a step writes. Observations are computed in float32 either way and, in
+    bfloat16, rounded to nearest (ties to even) as they are stored, as torch's
+    ``.to(torch.bfloat16)`` rounds (docs/tag_rules.md section 1)."""
 
     def __post_init__(self):
         check_fields(self, require_int, ("num_taggers", "num_runners", "episode_length"), 1, MAX_INT32)
@@ -114,6 +121,9 @@ class TagContinuousParams:
         if self.neighbour_search not in NEIGHBOUR_SEARCHES:
             raise not_allowed("neighbour_search", self.neighbour_search,
                               f"allowed: {', '.join(repr(choice) for choice in NEIGHBOUR_SEARCHES)}")
+        if self.observation_dtype not in OBSERVATION_DTYPES:
+            raise not_allowed("observation_dtype", self.observation_dtype,
+                              f"allowed: {', '.join(repr(choice) for choice in OBSERVATION_DTYPES)}")
         if not self.num_other_agents_observed < self.num_agents or self.num_other_agents_observed > MAX_OBSERVED:
             raise not_allowed("num_other_agents_observed", self.num_other_agents_observed,
                               f"give an integer K with 1 <= K < N={self.num_agents} (num_taggers + num_runners) "

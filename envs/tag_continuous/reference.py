@@ -3,8 +3,10 @@
 Every function works in place on ``v``, the environment's views namespace (NumPy
 arrays sharing memory with its tensors), in float32 with the operations in the same
 order as the kernels. The kernels round every operation as NumPy does and share the
-sin/cos formula (``warpsim.kernels.trig``), so both backends agree bit for bit. Large
-batches are processed in chunks of environments to bound the pairwise temporaries.
+sin/cos formula (``warpsim.kernels.trig``), so both backends agree bit for bit. Bfloat16
+observations are computed in float32 all the same and rounded as they are stored, with the
+kernels' arithmetic (``warpsim.kernels.bfloat16``). Large batches are processed in chunks of
+environments to bound the pairwise temporaries.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import numpy as np
 
 from warpsim.envs.tag_continuous.nearest import nearest_in_game
 from warpsim.envs.tag_continuous.params import DRAWS_PER_AGENT, HALF_PI, TWO_PI, ZERO, Constants, TagContinuousParams
+from warpsim.kernels.bfloat16 import bfloat16_bits
 from warpsim.kernels.random import reset_uniform
 from warpsim.kernels.trig import sin_cos
 
@@ -112,14 +115,15 @@ def tag(v, p: TagContinuousParams, c: Constants) -> None:
 
 
 def observe(v, p: TagContinuousParams, c: Constants, envs: np.ndarray) -> None:
-    """Writes the observations of environments ``envs`` from the current state."""
+    """Writes the observations of environments ``envs`` from the current state (in bfloat16, the
+    bits of the float32 observations rounded: ``v.observations`` is then int16)."""
     n = v.loc_x.shape[1]
     fill = _full_observation if p.use_full_observation else _partial_observation
     for chunk in env_chunks(envs, n, n):
         observation = fill(v, p, c, chunk)
         if p.observe_own_state:
             observation = np.concatenate([observation, _own_state(v, c, chunk)], axis=2)
-        v.observations[chunk] = observation
+        v.observations[chunk] = bfloat16_bits(observation) if p.observation_dtype == "bfloat16" else observation
 
 
 def _relative_features(v, c: Constants, envs, others):

@@ -14,7 +14,8 @@ full or partial observations with K, the observation grid in shared memory or gl
 scratch, the taggers binned in shared memory or read from global memory, the observations'
 search by rings or by tiles, the state they read staged in shared memory or not. Partial
 observations always search a grid (grid_search.py); a grid of one cell is the search of every
-pair (``neighbour_search="brute_force"``).
+pair (``neighbour_search="brute_force"``). Numba compiles a kernel once more for bfloat16
+observations (an int16 array: ``warpsim.kernels.bfloat16.store_observation``).
 """
 
 from __future__ import annotations
@@ -158,7 +159,8 @@ def step_kernels(num_observed: int, observation_grid_in_shared: bool, taggers_in
         still_in_game int32[E, N]; num_runners_left, tags, episode int32[E]; rewards float32[E, N];
         done, terminated bool[E] (written); grid_x, grid_y float32[E, N], grid_ids int32[E, N] and
         grid_cells int32[E, C] (global scratch; 1 x 1 when the grid is in shared memory);
-        observations float32[E, N, D] (written). Dynamic shared memory: what the observation's and the
+        observations float32 or int16[E, N, D] (written; int16: the bits of bfloat16 observations,
+        TagContinuousParams.observation_dtype). Dynamic shared memory: what the observation's and the
         tag's grids need, the larger of the two (they take turns).
         """
         e = cuda.blockIdx.x
@@ -215,7 +217,7 @@ def step_kernels(num_observed: int, observation_grid_in_shared: bool, taggers_in
         observation_grid_cells_capacity int32; agent_type int32[N]; t int32[E]; loc_x .. acceleration
         float32[E, N]; still_in_game int32[E, N]; num_runners_left, episode int32[E]; grid_x, grid_y
         float32[E, N], grid_ids int32[E, N], grid_cells int32[E, C] (as step_environments);
-        observations float32[E, N, D] (written).
+        observations float32 or int16[E, N, D] (written, as step_environments).
         """
         e = cuda.blockIdx.x
         if e >= loc_x.shape[0] or not mask[e]:

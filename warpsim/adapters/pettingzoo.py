@@ -189,8 +189,9 @@ class WarpsimParallelEnv(ParallelEnv):
         return rows
 
     def _observations(self, names: list[str]) -> dict[str, np.ndarray]:
-        # a copy: the next step overwrites the environment's buffer in place
-        rows = self.env.observations[self.index].cpu().numpy().copy()
+        # a copy: the next step overwrites the environment's buffer in place; float32, as the
+        # observation spaces say (bfloat16 observations convert exactly)
+        rows = self.env.observations[self.index].float().cpu().numpy().copy()
         return {name: rows[self._agent_ids[name]] for name in names}
 
     def _in_game(self) -> np.ndarray:

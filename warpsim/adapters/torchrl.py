@@ -3,7 +3,7 @@
 Agents are grouped by role, as TorchRL's multi-agent environments do; with G a role
 name, n_G its number of agents, D the observation size and A the action components:
 
-* ``(G, "observation")``  float32[E, n_G, D]
+* ``(G, "observation")``  float32[E, n_G, D] (bfloat16 where ``EnvSpec.observation_dtype`` says so)
 * ``(G, "action")``       int32[E, n_G] (``Categorical``) when A == 1, else
   int32[E, n_G, A] (``MultiCategorical``, one index per component)
 * ``(G, "reward")``       float32[E, n_G, 1]
@@ -73,7 +73,7 @@ class TorchRLEnv(EnvBase):
 
         self.full_observation_spec = Composite(
             {r.name: group(r.count, observation=Unbounded((e, r.count, spec.observation_size),
-                                                          dtype=torch.float32, device=device))
+                                                          dtype=self.env.observations.dtype, device=device))
              for r in self.roles}, shape=(e,), device=device)
         self.full_action_spec = Composite(
             {r.name: group(r.count, action=action(r.count)) for r in self.roles}, shape=(e,), device=device)

@@ -14,13 +14,21 @@ from warpsim.environment import Environment
 
 
 class ObservationStack:
-    """float32[E, N, k*D] inputs built from ``env.observations`` without host synchronisation."""
+    """float[E, N, k*D] inputs built from ``env.observations`` without host synchronisation.
 
-    def __init__(self, env: Environment, depth: int):
+    They keep the observations' dtype where the networks take it as it is: float32, or
+    ``network_dtype`` (bfloat16 observations for networks under bf16 autocast); bfloat16
+    observations are converted to float32 for any other networks.
+    """
+
+    def __init__(self, env: Environment, depth: int, network_dtype: torch.dtype = torch.float32):
         self.env = env
         self.depth = depth
         self.size = env.spec.observation_size
-        self.history = torch.zeros(env.num_envs, env.num_agents, depth * self.size, device=env.device)
+        observed = env.observations.dtype
+        self.dtype = observed if observed in (torch.float32, network_dtype) else torch.float32
+        self.history = torch.zeros(env.num_envs, env.num_agents, depth * self.size, dtype=self.dtype,
+                                   device=env.device)
         self.fresh = torch.ones(env.num_envs, dtype=torch.bool, device=env.device)
 
     @property
@@ -29,7 +37,7 @@ class ObservationStack:
 
     def peek(self) -> torch.Tensor:
         """The input for the current observations, without moving the history on."""
-        observations = self.env.observations
+        observations = self.env.observations.to(self.dtype)
         if self.depth == 1:
             return observations
         shifted = torch.cat([observations, self.history[..., :-self.size]], dim=-1)

@@ -137,7 +137,7 @@ class Trainer:
     def _set_up_networks(self, load_opponents: bool) -> None:
         """Every role's network; the opponents' frozen (loaded from their runs when ``load_opponents``)."""
         config = self.config
-        self.inputs = ObservationStack(self.env, config.stack_observations)
+        self.inputs = ObservationStack(self.env, config.stack_observations, NETWORK_DTYPES[self.precision])
         torch.manual_seed(config.seed)  # the same initial networks on every rank
         self.policies = RolePolicies.for_config(config, self.env.spec, [role.name for role in self.roles],
                                                 self.inputs.input_size).to(self.device)
