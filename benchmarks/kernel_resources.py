@@ -23,6 +23,10 @@ CONFIGS = (
     ("tag_continuous", "partial K=10, brute force", dict(PARTIAL, neighbour_search="brute_force")),
     ("tag_continuous", "partial K=10, grid", dict(PARTIAL, neighbour_search="grid")),
     ("tag_continuous", "partial K=10, grid tiles", dict(PARTIAL, neighbour_search="grid_tiles")),
+    ("tag_continuous", "partial K=10, grid, bfloat16 observations",
+     dict(PARTIAL, neighbour_search="grid", observation_dtype="bfloat16")),
+    ("tag_continuous", "partial K=10, grid, state in global memory",
+     dict(PARTIAL, neighbour_search="grid", num_taggers=100, num_runners=1900)),
     ("tag_continuous", "partial K=10, grid in global memory",
      dict(PARTIAL, neighbour_search="grid", num_taggers=50, num_runners=3950)),
     ("tag_continuous", "full", dict(use_full_observation=True)),
@@ -31,7 +35,8 @@ CONFIGS = (
     ("beacon", "default", {}),
 )
 """(environment, label, params): the headline's and train-ref's K = 10 with each search (the
-grid in shared memory, and in global scratch at N = 4000), and every other kernel of the
+grid and the state the observations read in shared memory; bfloat16 observations; the state
+in global memory at N = 2000, and the grid too at N = 4000), and every other kernel of the
 shipped environments once."""
 COLUMNS = ("registers", "stack", "spill_stores", "spill_loads", "shared", "instructions", "div_s64", "div_rn_f32")
 
