@@ -49,10 +49,10 @@ def step_kernels(num_observed: int, observation_grid_in_shared: bool, taggers_in
     """The step and reset kernels for K = ``num_observed`` nearest (0: full observations), the grid of
     the partial observations in dynamic shared memory or (``observation_grid_in_shared`` False) in
     the global scratch grid_*, the taggers binned in shared memory for the tag or not
-    (``taggers_in_shared`` False: every runner reads every tagger from global memory), and the
-    observations' search by tiles of a warp (``tile_search``) or by rings of each query, and the state
-    the observations read staged in shared memory after the grid (``state_in_shared``, which needs
-    the grid there) or read from global memory. One compilation per configuration, so that no
+    (``taggers_in_shared`` False: every runner reads every tagger from global memory), the
+    observations' search by tiles of a warp (``tile_search``) or by rings of each query, and the
+    state they read staged in shared memory after the grid (``state_in_shared``, which needs the
+    grid there) or read from global memory. One compilation per configuration, so that no
     variant holds another's registers; the K-nearest list is sized when the kernel compiles and
     lives in registers."""
     list_size = max(num_observed, 1)
