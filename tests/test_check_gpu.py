@@ -39,6 +39,15 @@ def test_kernels_agree_bit_for_bit_on_the_gpu(name):
     assert report.consistent, str(report)
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("option", [dict(neighbour_search="grid_tiles"), dict(observation_dtype="bfloat16")],
+                         ids=["tile search", "bfloat16 observations"])
+def test_the_step_kernels_other_variants_agree_bit_for_bit_at_n_1000(option):
+    env_id, num_envs, _, params = AT_SCALE["tag_continuous E=8 N=1000 K=10"]
+    report = check(env_id, num_envs=num_envs, steps=100, rtol=0.0, atol=0.0, **params, **option)
+    assert report.consistent, str(report)
+
+
 def test_the_guides_check_commands_are_these_checks():
     """docs/guide.md lists the command lines of AT_SCALE; they must parse to the same checks."""
     import re
