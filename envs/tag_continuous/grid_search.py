@@ -20,7 +20,7 @@ from warpsim.envs.tag_continuous.kernels import (
     write_own_state,
     write_partial_observation,
 )
-from warpsim.envs.tag_continuous.params import OWN_STATE_SIZE, TWO_PI
+from warpsim.envs.tag_continuous.params import OWN_STATE_SIZE, TWO_PI, ZERO
 from warpsim.kernels.bfloat16 import store_observation
 from warpsim.kernels.indexing import quotient
 from warpsim.kernels.nearest_keys import EMPTY_KEY, clear_keys, count_keys, key_id
@@ -28,7 +28,6 @@ from warpsim.kernels.neighbours import NO_CELL, bin_agents, group_tile, k_neares
 from warpsim.kernels.trig import sin_cos_device
 
 INFINITY = np.float32(np.inf)
-ZERO = np.float32(0)
 ONE = np.float32(1)
 
 
