@@ -112,7 +112,7 @@ for stage in "$@"; do
                     --launch-skip 2 --launch-count 1 --section SpeedOfLight --section Occupancy --section LaunchStats \
                     --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis --section WarpStateStats \
                     warpsim bench --config "$config" --set "neighbour_search=$search" --steps 5 --repeats 1 \
-                    --warmup 1 --no-save --no-baseline
+                    --warmup 1 --no-baseline
             done ;;
         *)
             echo "unknown stage $stage (tests, bench, bf16, train-speed, grid-chase, tag-chase, tag-evade, self-play," \

@@ -4,6 +4,7 @@ import dataclasses
 import json
 import math
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -96,7 +97,7 @@ def test_command_line_runs_and_saves(tmp_path, capsys):
     (["--backend", "cuda"], "--backend cuda runs the kernels on the CUDA simulator here"),
 ])
 def test_command_line_errors_are_clear(argv, message, capsys):
-    assert main(["bench", "--num-envs", "2", "--no-save", *argv]) == 2
+    assert main(["bench", "--num-envs", "2", *argv]) == 2
     assert message in capsys.readouterr().err
 
 
@@ -160,7 +161,7 @@ def test_a_named_config_keeps_its_name_unless_its_parameters_change(tmp_path):
     (["--max-seconds", "0"], "max_seconds=0.0 is not allowed"),
 ])
 def test_sweep_and_scaling_errors_are_clear(argv, message, capsys):
-    assert main(["bench", "--backend", "numpy", "--no-save", *argv]) == 2
+    assert main(["bench", "--backend", "numpy", *argv]) == 2
     assert message in capsys.readouterr().err
 
 
@@ -373,13 +374,27 @@ def test_graphs_on_where_none_can_be_captured_is_a_clear_error(graphs, tier, tmp
     assert not any(tmp_path.iterdir())
 
 
-def test_bench_outside_the_checkout_saves_nothing_unless_told_where(tmp_path, monkeypatch, capsys):
-    monkeypatch.chdir(tmp_path)
+@pytest.mark.parametrize("where", ["elsewhere", "checkout"])
+def test_bench_saves_nothing_unless_told_where(where, tmp_path, monkeypatch, capsys):
+    """The README's bench run from the checkout's root must not change the committed records."""
+    folder = tmp_path if where == "elsewhere" else Path(__file__).resolve().parent.parent
+    results = folder / "benchmarks" / "results"
+    before = {path: path.read_bytes() for path in results.glob("*.json")}
+    monkeypatch.chdir(folder)
     assert main(["bench", "--env", "tag_gridworld", "--num-envs", "1", "--backend", "numpy", "--steps", "1",
                  "--repeats", "1", "--warmup", "1"]) == 0
-    assert not any(tmp_path.iterdir())
-    err = capsys.readouterr().err
-    assert "records are not saved outside the warpsim checkout" in err and "--results-dir" in err
-    assert runner.default_results_dir() is None
-    monkeypatch.chdir(runner.CHECKOUT)
-    assert runner.default_results_dir() == runner.RESULTS_DIR
+    assert {path: path.read_bytes() for path in results.glob("*.json")} == before
+    assert where == "checkout" or not any(tmp_path.iterdir())
+    assert "records were printed only; give --results-dir DIR" in capsys.readouterr().err
+    assert main(["bench", "--env", "tag_gridworld", "--num-envs", "1", "--backend", "numpy", "--steps", "1",
+                 "--repeats", "1", "--warmup", "1", "--results-dir", str(tmp_path / "mine")]) == 0
+    assert "appended to " + str(tmp_path / "mine") in capsys.readouterr().out
+
+
+def test_the_removed_no_save_option_names_what_replaced_it(capsys):
+    with pytest.raises(SystemExit) as stopped:
+        main(["bench", "--no-save"])
+    assert stopped.value.code == 2
+    error = capsys.readouterr().err.strip()
+    assert error == ("warpsim bench: error: --no-save was removed in warpsim 0.2.0: bench saves nothing unless "
+                     "--results-dir DIR is given; drop --no-save")

@@ -96,7 +96,7 @@ def test_an_exception_in_the_users_environment_code_is_one_line_naming_where(use
         "from warpsim.envs.template import Beacon\n\n\nclass Divides(Beacon):\n"
         "    def step_numpy(self):\n        1 / 0\n")
     command = ["bench", "--env", "divides:Divides", "--backend", "numpy", "--num-envs", "1", "--steps", "1",
-               "--repeats", "1", "--warmup", "1", "--no-save"]
+               "--repeats", "1", "--warmup", "1"]
     assert main(command) == 2
     line = one_line_error(capsys, "bench")
     assert "ZeroDivisionError: division by zero, raised by your code at " in line and "divides.py:6" in line

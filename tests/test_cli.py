@@ -13,7 +13,7 @@ SUBCOMMANDS = ("bench", "check", "train", "evaluate", "render")
 
 @pytest.mark.parametrize("num_envs", ["0", "-3"])
 def test_bench_refuses_a_non_positive_num_envs_like_every_command(num_envs, capsys):
-    assert main(["bench", "--num-envs", num_envs, "--backend", "numpy", "--no-save", "--steps", "1"]) == 2
+    assert main(["bench", "--num-envs", num_envs, "--backend", "numpy", "--steps", "1"]) == 2
     assert f"num_envs={num_envs} is not allowed; give an integer >= 1" in capsys.readouterr().err
 
 

@@ -141,25 +141,42 @@ def test_evaluate_run_refuses_plays_it_does_not_know(run, plays):
         evaluate_run(run, 8, num_envs=4, backend="numpy", plays=plays)
 
 
-@pytest.mark.parametrize("where", ["a directory", "a missing directory", "under a file"])
+@pytest.mark.parametrize("where", ["a directory", "under a file", "not json", "empty", "the checkpoint",
+                                   "the metrics", "in the run", "beside the checkpoint given"])
 def test_a_json_path_that_cannot_be_written_is_refused_before_evaluating(run, tmp_path, capsys, monkeypatch, where):
     afile = tmp_path / "afile"
     afile.write_text("x")
+    source = run / "checkpoint.pt" if where == "beside the checkpoint given" else run
     path, expected = {
-        "a directory": (tmp_path, f"evaluation file {tmp_path} is a directory; give a file name"),
-        "a missing directory": (tmp_path / "missing" / "e.json",
-                                f"its directory {tmp_path / 'missing'} does not exist; give a file in an existing "
-                                f"directory"),
-        "under a file": (afile / "e.json", f"its directory {afile} is a file"),
+        "a directory": (tmp_path, f"evaluation file {tmp_path} is a directory; give a file name ending in .json"),
+        "under a file": (afile / "e.json", f"directory of the evaluation file {afile} is a file, not a directory"),
+        "not json": (tmp_path / "e.txt", f"evaluation file {tmp_path / 'e.txt'} must end in .json"),
+        "empty": ("", "argument --json: an empty path is not allowed; give a file name"),
+        "the checkpoint": (run / "checkpoint.pt", f"evaluation file {run / 'checkpoint.pt'} must end in .json"),
+        "the metrics": (run / "metrics.jsonl", "must end in .json"),
+        "in the run": (run / "evaluation.json", f"evaluation file {run / 'evaluation.json'} lies in {run}, which "
+                                                f"it was made from and must not overwrite; give a file outside it"),
+        "beside the checkpoint given": (run / "config.json", f"lies in {run}, which it was made from"),
     }[where]
     evaluated = []
     monkeypatch.setattr(commands, "evaluate_run", lambda *args, **kwargs: evaluated.append(args))
-    before = sorted(tmp_path.rglob("*"))
-    assert main(["evaluate", str(run), *EVALUATE, "--json", str(path)]) == 2
+    before = {path: path.read_bytes() for path in [*tmp_path.rglob("*"), *run.rglob("*")] if path.is_file()}
+    try:
+        assert main(["evaluate", str(source), *EVALUATE, "--json", str(path)]) == 2
+    except SystemExit as usage_error:
+        assert where == "empty" and usage_error.code == 2
     captured = capsys.readouterr()
     lines = captured.err.strip().splitlines()
-    assert len(lines) == 1 and expected in lines[0], lines
-    assert not evaluated and not captured.out and sorted(tmp_path.rglob("*")) == before
+    assert expected in lines[-1] and len(lines) == (1 if where != "empty" else len(lines)), lines
+    assert not evaluated and not captured.out
+    assert {path: path.read_bytes() for path in [*tmp_path.rglob("*"), *run.rglob("*")] if path.is_file()} == before
+
+
+def test_the_evaluation_file_goes_into_a_new_directory_whole(run, tmp_path, capsys):
+    out = tmp_path / "new" / "evaluation.json"
+    assert main(["evaluate", str(run), *EVALUATE, "--greedy", "--no-compare-random", "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["plays"].keys() == {"greedy"}
+    assert sorted(path.name for path in out.parent.iterdir()) == ["evaluation.json"], "no partial file is left"
 
 
 def test_the_commit_is_none_without_git_or_outside_a_checkout(tmp_path, monkeypatch):

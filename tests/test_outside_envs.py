@@ -90,7 +90,7 @@ def test_the_command_line_trains_benches_and_evaluates_a_module_colon_class(tmp_
                  "--run-dir", str(run), "--quiet"]) == 0
     assert main(["evaluate", str(run), "--episodes", "2", "--num-envs", "2", "--backend", "numpy"]) == 0
     assert main(["bench", "--env", "walkers_c:Beacon", "--num-envs", "2", "--backend", "numpy", "--steps", "2",
-                 "--repeats", "1", "--warmup", "1", "--no-save"]) == 0
+                 "--repeats", "1", "--warmup", "1"]) == 0
     assert "beacon E=2 N=4" in capsys.readouterr().out
 
 

@@ -130,13 +130,24 @@ def test_corrupt_config_json_on_resume_names_the_file(finished_run, tmp_path, ca
 
 
 # ----- command-line values ---------------------------------------------------------------------
-@pytest.mark.parametrize("argv", [["--fps", "0"], ["--fps", "-1"], ["--max-steps", "0"], ["--out", "x.png"]])
+@pytest.mark.parametrize("argv", [["--fps", "0"], ["--fps", "-1"], ["--max-steps", "0"], ["--out", ""]])
 def test_render_refuses_bad_values_as_usage_errors(finished_run, tmp_path, capsys, argv):
     out = ["--out", str(tmp_path / "a.gif")] if "--out" not in argv else []
     with pytest.raises(SystemExit) as stop:
         main(["render", str(finished_run), *out, *argv])
     assert stop.value.code == 2
     assert argv[1] in capsys.readouterr().err
+
+
+def test_render_to_a_file_that_is_no_gif_fails_before_playing(finished_run, tmp_path, capsys):
+    line = cli_error(capsys, ["render", str(finished_run), "--out", str(tmp_path / "x.png")])
+    assert line.endswith(f"output {tmp_path / 'x.png'} must end in .gif") and not any(tmp_path.iterdir())
+
+
+def test_render_draws_into_the_run_directory_by_default(finished_run, capsys):
+    assert main(["render", str(finished_run), "--max-steps", "2"]) == 0
+    assert f"to {finished_run / 'episode.gif'}" in capsys.readouterr().out
+    (finished_run / "episode.gif").unlink()
 
 
 def test_render_to_a_path_under_a_file_fails_before_playing(finished_run, tmp_path, capsys):

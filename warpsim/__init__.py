@@ -9,6 +9,7 @@ from warpsim.errors import WarpsimError
 from warpsim.registry import make, register, registered
 from warpsim.train.evaluate import evaluate_run as evaluate
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
+"""The one place the version is written (setup.cfg reads it)."""
 __all__ = ["Beacon", "EnvSpec", "Environment", "Frame", "StateArray", "TagContinuous", "TagGridworld", "check",
            "evaluate", "WarpsimError", "make", "register", "registered"]

@@ -23,6 +23,8 @@ from warpsim.device import gpu_available, resolve_placement, simulator_enabled
 from warpsim.errors import InvalidValueError, WarpsimError
 from warpsim.files import usable_directory
 from warpsim.registry import parse_env_settings, portable_id, registered
+from warpsim.removed import RemovedOption
+from warpsim.source_commit import source_commit
 from warpsim.train import commands as train_commands
 from warpsim.train import loop as train_loop
 from warpsim.train.config import PRECISIONS
@@ -77,6 +79,8 @@ def users_frame(error: BaseException) -> traceback.FrameSummary | None:
 def build_parser() -> argparse.ArgumentParser:
     """The whole command line: one subparser per subcommand (the docs test parses the docs' commands)."""
     parser = argparse.ArgumentParser(prog="warpsim", description=__doc__)
+    parser.add_argument("--version", action=PrintVersion,
+                        help="print warpsim's version and the commit it runs from, and exit")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--debug", action="store_true",
                         help="with an error, also print its traceback (e.g. of your environment's own code)")
@@ -100,6 +104,26 @@ def build_parser() -> argparse.ArgumentParser:
         "plot", help="draw runs' learning curves (a metric against steps and wall time, vs random play) into a PNG",
         parents=[common]))
     return parser
+
+
+class PrintVersion(argparse.Action):
+    """``--version``: asks git for the commit only when given."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        print(version_line())
+        parser.exit()
+
+
+def version_line() -> str:
+    """``warpsim 0.2.0``, then the git commit of a checkout it runs from (with "modified" when files differ)."""
+    commit = source_commit()
+    if commit is None:
+        return f"warpsim {warpsim.__version__}"
+    return (f"warpsim {warpsim.__version__} (commit {commit['commit'][:12]}"
+            f"{'' if commit['clean'] else ', modified'})")
 
 
 def plain_text(docstring: str | None) -> str:
@@ -146,9 +170,9 @@ def _add_bench(parser: argparse.ArgumentParser) -> None:
                              "no limit on cuda; inf: no limit)")
     parser.add_argument("--seed", type=int, default=0, help="seeds the starts and the random actions (default 0)")
     parser.add_argument("--results-dir", type=train_commands.directory_path,
-                        help="where <device>.json is appended (default: benchmarks/results when run from the "
-                             "root of the warpsim checkout; elsewhere nothing is saved unless this is given)")
-    parser.add_argument("--no-save", action="store_true", help="print only; write no JSON")
+                        help="append every record to DIR/<device>.json (default: print only, save nothing)")
+    parser.add_argument("--no-save", action=RemovedOption, version="0.2.0",
+                        replacement="bench saves nothing unless --results-dir DIR is given; drop --no-save")
     parser.set_defaults(run=_run_bench)
 
 
@@ -160,12 +184,9 @@ def _run_bench(args) -> int:
         runner.check_graphs(True, args.backend)  # before the eager run of --graphs both
     if args.compile_loss and "train" not in (args.tier or []):
         raise InvalidValueError("--compile-loss compiles the train tier's loss; give it with --tier train")
-    results_dir = None if args.no_save else args.results_dir or runner.default_results_dir()
+    results_dir = args.results_dir
     if results_dir is not None:
         usable_directory(results_dir, "results directory")  # before the timing, not after it
-    elif not args.no_save:
-        print(f"records are not saved outside the warpsim checkout ({runner.CHECKOUT}); give --results-dir DIR to "
-              f"append them to DIR/<device>.json", file=sys.stderr, flush=True)
     options = dict(backend=args.backend, steps=args.steps, repeats=args.repeats, warmup_steps=args.warmup,
                    seed=args.seed, max_seconds=args.max_seconds, progress=runner.print_progress)
     if args.config in NAMED_SWEEPS:
@@ -184,6 +205,9 @@ def _run_bench(args) -> int:
         print(runner.summary(record), flush=True)
         if results_dir is not None:
             print(f"appended to {runner.append_result(record, results_dir)}", flush=True)
+    if results_dir is None:
+        print("records were printed only; give --results-dir DIR to append them to DIR/<device>.json",
+              file=sys.stderr, flush=True)
     return 0
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from warpsim.errors import RunFileError
+from warpsim.errors import InvalidValueError, RunFileError
 
 
 def describe_os_error(error: OSError) -> str:
@@ -61,6 +61,14 @@ def replace_atomically(path: Path | str, data: bytes, what: str, kept: str | Non
     fsync_directory(path.parent)
 
 
+def write_output(path: Path | str, data: bytes, what: str) -> Path:
+    """Creates the directory of an output file (checked by ``output_file``) and replaces the file atomically."""
+    path = Path(path)
+    make_directory(path.parent, f"directory of the {what}")
+    replace_atomically(path, data, what)
+    return path
+
+
 def usable_directory(path: Path | str, what: str) -> Path:
     """Checks that ``path`` is, or can be made, a writable directory; creates nothing."""
     text = str(path)
@@ -89,17 +97,21 @@ def make_directory(path: Path, what: str) -> None:
         raise RunFileError(f"cannot create {what} {path}: {describe_os_error(error)}") from None
 
 
-def writable_file(path: Path | str, what: str) -> Path:
-    """Checks, creating nothing, that ``path`` names a file that can be written: not a
-    directory, in a directory that exists and is writable (a file there is replaced)."""
+def output_file(path: Path | str, what: str, suffix: str, *, outside: tuple[Path, ...] = ()) -> Path:
+    """Checks, creating nothing, a file a command is about to write: its name ends in ``suffix``,
+    it is not a directory, its directory is or can be made writable, and it lies outside every
+    path of ``outside`` (a run directory or checkpoint it was made from, which it must not overwrite)."""
+    if not str(path).strip():
+        raise RunFileError(f"the {what} is an empty path; give a file name ending in {suffix}")
     path = Path(path)
     if path.is_dir():
-        raise RunFileError(f"{what} {path} is a directory; give a file name")
-    folder = path.parent
-    if not folder.is_dir():
-        state = "is a file" if folder.exists() else "does not exist"
-        raise RunFileError(f"{what} {path} cannot be written: its directory {folder} {state}; "
-                           f"give a file in an existing directory")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise RunFileError(f"{what} {path} cannot be written: {folder} is read-only for this user")
+        raise RunFileError(f"{what} {path} is a directory; give a file name ending in {suffix}")
+    if path.suffix.lower() != suffix:
+        raise InvalidValueError(f"{what} {path} must end in {suffix}")
+    resolved = path.resolve()
+    for kept in outside:
+        if resolved == kept.resolve() or resolved.is_relative_to(kept.resolve()):
+            raise RunFileError(f"{what} {path} lies in {kept}, which it was made from and must not overwrite; "
+                               f"give a file outside it")
+    usable_directory(path.parent, f"directory of the {what}")
     return path

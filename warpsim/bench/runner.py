@@ -46,8 +46,8 @@ Progress = Callable[[str], None]
 """Receives one line of progress, e.g. :func:`print_progress`."""
 
 RESULTS_DIR = Path("benchmarks") / "results"
-CHECKOUT = Path(__file__).resolve().parents[2]
-"""The folder warpsim's package sits in: a checkout of warpsim when it is installed from one."""
+"""The checkout's committed records, where the scripts of benchmarks/ append by default (``warpsim
+bench`` appends only to the ``--results-dir`` it is given)."""
 DEFAULT_MAX_SECONDS = {"numpy": 60.0}
 """Time budget of one run per backend when none is given: the CPU baseline is scaled
 down to about a minute (docs/benchmarks.md); GPU runs take the E they are given."""
@@ -99,13 +99,6 @@ def run_sim(config: BenchConfig, backend: str = "auto", steps: int = 100, repeat
             progress(f"repeat {repeat + 1}/{repeats}: {rates[-1] * env.num_agents:.3e} agent-steps/s")
     return make_record(config, env, rates, startup, steps, repeats, warmup_steps, max_seconds,
                        launches=graph.launches if graph else EAGER, host_seconds=host_seconds)
-
-
-def default_results_dir() -> Path | None:
-    """Where records go when no folder is given: benchmarks/results when run from the root of the
-    warpsim checkout the package was installed from (the records docs/benchmarks.md is drawn
-    from), None elsewhere: another project's folders are not written unless asked."""
-    return RESULTS_DIR if Path.cwd().resolve() == CHECKOUT and (CHECKOUT / "benchmarks").is_dir() else None
 
 
 def check_graphs(graphs: bool, backend: str) -> None:
@@ -239,7 +232,7 @@ def device_slug(record: dict) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
 
 
-def append_result(record: dict, results_dir: Path = RESULTS_DIR) -> Path:
+def append_result(record: dict, results_dir: Path) -> Path:
     """Appends ``record`` to ``<results_dir>/<device-slug>.json`` (a JSON list), atomically."""
     path = usable_directory(results_dir, "results directory") / f"{device_slug(record)}.json"
     make_directory(path.parent, "results directory")

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from warpsim.errors import InvalidValueError
-from warpsim.files import writable_file
+from warpsim.files import output_file
 from warpsim.registry import parse_env_settings
 from warpsim.train import checkpoint, opponents
 from warpsim.train.config import TrainConfig, build_config, field_docs, read_config_file, saved_config
@@ -16,7 +16,8 @@ from warpsim.train.evaluate import PLAYS, Player, evaluate_run, load_run
 from warpsim.train.loop import train
 from warpsim.train.plot import plot_runs
 from warpsim.train.presets import PRESETS
-from warpsim.train.render import check_output_file, play_episode, write_gif
+from warpsim.train.render import EPISODE_FILE, play_episode, write_gif
+from warpsim.train.run_dir import made_from
 
 NOT_FLAGS = ("env_params", "opponents")
 
@@ -95,7 +96,7 @@ def add_evaluate(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--compare-random", action=argparse.BooleanOptionalAction, default=True,
                         help="also play every role uniformly at random on the same seeds, and print each play's "
                              "ratios to it (default: on)")
-    parser.add_argument("--json", type=Path, metavar="FILE",
+    parser.add_argument("--json", type=file_path, metavar="FILE",
                         help="also write every figure, the run's config, these settings, the device and the "
                              "warpsim commit to FILE")
     _add_playing_options(parser)
@@ -103,8 +104,8 @@ def add_evaluate(parser: argparse.ArgumentParser) -> None:
 
 
 def run_evaluate(args) -> int:
-    if args.json is not None:
-        writable_file(args.json, "evaluation file")  # before the episodes are played
+    if args.json is not None:  # before the episodes are played
+        output_file(args.json, "evaluation file", ".json", outside=made_from(args.source))
     result = evaluate_run(args.source, args.episodes, num_envs=args.num_envs, random_roles=tuple(args.random),
                           plays=args.plays, compare_random=args.compare_random, seed=args.seed,
                           backend=args.backend, env_params=_env_changes(args))
@@ -116,7 +117,8 @@ def run_evaluate(args) -> int:
 
 def add_render(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("source", type=Path, help="a run directory or a checkpoint file")
-    parser.add_argument("--out", type=_gif_path, required=True, help="the .gif to write")
+    parser.add_argument("--out", type=file_path,
+                        help=f"the .gif to write (default RUN_DIR/{EPISODE_FILE}, beside a checkpoint file given)")
     parser.add_argument("--fps", type=positive_int, default=10, help="frames per second (default 10)")
     parser.add_argument("--max-steps", type=positive_int, default=1000, help="longest episode drawn (default 1000)")
     parser.add_argument("--sample", action="store_true", help="sample actions instead of taking the most likely")
@@ -125,13 +127,15 @@ def add_render(parser: argparse.ArgumentParser) -> None:
 
 
 def run_render(args) -> int:
-    check_output_file(args.out)  # before the episode is played
+    source = Path(args.source)
+    out = output_file(args.out or (source if source.is_dir() else source.parent) / EPISODE_FILE, "output",
+                      ".gif")  # before the episode is played
     env, policies, config = load_run(args.source, 1, backend=args.backend, seed=args.seed,
                                      env_params=_env_changes(args))
     player = Player(env, policies, greedy=not args.sample, random_roles=opponents.random_roles(config.opponents),
                     stack_observations=config.stack_observations, seed=args.seed)
     frames = play_episode(player, max_steps=args.max_steps)
-    print(f"wrote {len(frames)} frames to {write_gif(frames, env, args.out, fps=args.fps)}")
+    print(f"wrote {len(frames)} frames to {write_gif(frames, env, out, fps=args.fps)}")
     return 0
 
 
@@ -139,7 +143,7 @@ def add_plot(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR", help="training runs to draw")
     parser.add_argument("--metric", help="a metrics.jsonl key, e.g. episode_length (default: the first counter "
                                          "per episode, e.g. tags_per_episode)")
-    parser.add_argument("--out", type=Path, help="the .png to write (default RUN_DIR/<metric>.png of the first run)")
+    parser.add_argument("--out", type=file_path, help="the .png to write (default RUN_DIR/<metric>.png of the first run)")
     parser.add_argument("--baseline-episodes", type=int, default=64,
                         help="episodes of uniformly random play for the dashed baseline (0: none; default 64)")
     parser.set_defaults(run=run_plot)
@@ -162,16 +166,17 @@ def positive_int(text: str) -> int:
     return value
 
 
+def file_path(text: str) -> Path:
+    """An argparse type: a file path, not empty (which would mean the current directory)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path is not allowed; give a file name")
+    return Path(text)
+
+
 def directory_path(text: str) -> Path:
     """An argparse type: a directory path, not empty (which would mean the current directory)."""
     if not text.strip():
         raise argparse.ArgumentTypeError("an empty path is not allowed; give a directory, e.g. runs/my-run")
-    return Path(text)
-
-
-def _gif_path(text: str) -> Path:
-    if not text.strip() or not text.lower().endswith(".gif"):
-        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; give a file name ending in .gif")
     return Path(text)
 
 

@@ -18,7 +18,7 @@ import torch
 from warpsim.device import device_name
 from warpsim.environment import Environment
 from warpsim.errors import InvalidValueError, WarpsimError
-from warpsim.files import replace_atomically
+from warpsim.files import write_output
 from warpsim.registry import env_class, make
 from warpsim.roles import roles_of
 from warpsim.source_commit import source_commit
@@ -159,8 +159,7 @@ class RunEvaluation:
         """Writes ``record()`` to ``path`` atomically; NaN and infinite figures become null
         (JSON has no such numbers)."""
         text = json.dumps(_finite_or_none(self.record()), indent=1, allow_nan=False) + "\n"
-        replace_atomically(path, text.encode(), "evaluation file")
-        return Path(path)
+        return write_output(path, text.encode(), "evaluation file")
 
 
 def _counts(result: Evaluation) -> str:

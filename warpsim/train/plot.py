@@ -7,12 +7,14 @@ uniformly random play of the run's environment (every role random, played here f
 
 from __future__ import annotations
 
+import io
 import json
 import math
 from pathlib import Path
 
 from warpsim.errors import InvalidValueError, RunFileError, UnavailableError, WarpsimError
 from warpsim.extras import install_hint
+from warpsim.files import output_file, write_output
 from warpsim.registry import make
 from warpsim.train.config import TrainConfig, build_saved_config
 from warpsim.train.evaluate import Player, evaluate
@@ -73,8 +75,7 @@ def plot_runs(run_dirs: list[Path | str], out: Path | str, metric: str | None = 
     ``metric`` defaults to the first counter per episode (e.g. tags_per_episode);
     ``baseline_episodes=0`` leaves the random-play lines out.
     """
-    if Path(out).suffix.lower() != ".png":
-        raise InvalidValueError(f"output {out} must end in .png (the plot is written as PNG)")
+    out = output_file(out, "plot", ".png")
     if not isinstance(baseline_episodes, int) or not 0 <= baseline_episodes <= MAX_BASELINE_EPISODES:
         raise InvalidValueError(f"baseline_episodes={baseline_episodes!r} is not allowed; give an integer in "
                                 f"[0, {MAX_BASELINE_EPISODES}] (0: no random-play line)")
@@ -114,11 +115,10 @@ def plot_runs(run_dirs: list[Path | str], out: Path | str, metric: str | None = 
     for axis in axes:
         axis.grid(alpha=0.3)
     figure.tight_layout()
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(out, dpi=100)
+    image = io.BytesIO()
+    figure.savefig(image, format="png", dpi=100)
     plt.close(figure)
-    return out
+    return write_output(out, image.getvalue(), "plot")
 
 
 def curve_points(records: list[dict], metric: str) -> list[dict]:

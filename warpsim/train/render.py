@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 from warpsim.environment import Environment, Frame
-from warpsim.errors import InvalidValueError, RunFileError
-from warpsim.files import make_directory, usable_directory
+from warpsim.errors import InvalidValueError
+from warpsim.files import output_file, write_output
 from warpsim.render import FrameCanvas
 from warpsim.train.evaluate import Player
 from warpsim.validation import require_int
+
+EPISODE_FILE = "episode.gif"
+"""Where ``warpsim render`` draws a run's episode when no ``--out`` is given."""
 
 
 def play_episode(player: Player, max_steps: int = 10_000) -> list[Frame]:
@@ -25,21 +29,9 @@ def play_episode(player: Player, max_steps: int = 10_000) -> list[Frame]:
     return frames
 
 
-def check_output_file(path: Path | str) -> None:
-    """Refuses an output path that cannot be written, before any work: not a .gif, a directory,
-    or under a file or a read-only directory."""
-    path = Path(path)
-    if path.suffix.lower() != ".gif":
-        raise InvalidValueError(f"output {path} must end in .gif")
-    if path.is_dir():
-        raise RunFileError(f"output {path} is a directory; give a .gif file name")
-    usable_directory(path.parent, "output directory")
-
-
 def write_gif(frames: list[Frame], env: Environment, path: Path | str, fps: int = 10) -> Path:
     """Renders ``frames`` to ``path`` (.gif); agents are coloured by role."""
-    path = Path(path)
-    check_output_file(path)
+    path = output_file(path, "output", ".gif")
     fps = require_int("fps", fps, 1)
     if not frames:
         raise InvalidValueError("no frames to render")
@@ -48,6 +40,7 @@ def write_gif(frames: list[Frame], env: Environment, path: Path | str, fps: int 
 
     animation = FuncAnimation(canvas.figure, lambda index: canvas.show(frames[index]), frames=len(frames),
                               blit=False)
-    make_directory(path.parent, "output directory")
-    animation.save(str(path), writer=PillowWriter(fps=fps))
-    return path
+    with tempfile.TemporaryDirectory() as folder:  # Pillow writes a file: whole, it replaces the old one
+        drawn = Path(folder) / path.name
+        animation.save(str(drawn), writer=PillowWriter(fps=fps))
+        return write_output(path, drawn.read_bytes(), "output")

@@ -118,6 +118,17 @@ class RunDirectory:
             self._tensorboard.close()
 
 
+def made_from(source: Path | str) -> tuple[Path, ...]:
+    """What a command reading ``source`` (a run directory or a checkpoint file) must not write into:
+    the run directory, or the checkpoint and the run directory that holds it."""
+    source = Path(source)
+    if source.is_dir():
+        return (source,)
+    if (source.parent / CONFIG_FILE).is_file() or (source.parent / METRICS_FILE).is_file():
+        return source, source.parent
+    return (source,)
+
+
 def append_line(path: Path, line: str) -> None:
     """Appends ``line`` and a newline in one write; a failed or short write is cut back off,
     so the file only ever holds whole lines. Raises a RunFileError naming the path."""
