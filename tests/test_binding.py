@@ -5,16 +5,21 @@ of every registered environment binds, and a kernel asking for what the environm
 import dataclasses
 import importlib
 import pkgutil
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from numba import cuda
 
 import warpsim
 from warpsim.binding import declarations, python_function
 from warpsim.errors import InvalidTypeError, InvalidValueError
+from warpsim.envs.template import Beacon
 from warpsim.kernels.indexing import agent_of_thread
 from warpsim.registry import env_class
+from warpsim.removed import RemovedError
 
 CONFIGURATIONS = {
     "beacon": [dict(num_agents=3, episode_length=2)],
@@ -169,7 +174,16 @@ def test_a_mask_for_a_kernel_without_one_and_an_unknown_launch_shape_are_refused
 @pytest.mark.parametrize("constants, error, message", [
     (dict(pos_x=np.zeros(3, np.float32)), InvalidValueError, "adds the constant 'pos_x', the name of one of its"),
     (dict(seed=np.uint64(1)), InvalidValueError, "adds the constant 'seed'"),
-    (dict(scale=0.5), InvalidTypeError, r"adds the constant scale=0.5; give a NumPy array or scalar"),
+    (dict(scale=0.5), InvalidTypeError, r"Beacon.add_constants\(scale=...\) got float 0.5; give a NumPy array or "
+                                        r"scalar of a kernel dtype \(bool, .*float64\), e.g. np.float32\(0.5\)$"),
+    (dict(scale=None), InvalidTypeError, r"add_constants\(scale=...\) got NoneType None; give a NumPy array or "
+                                         r"scalar of a kernel dtype \([^)]*\)$"),
+    (dict(scale=object()), InvalidTypeError, r"add_constants\(scale=...\) got object <object object"),
+    (dict(scale="fast"), InvalidTypeError, r"add_constants\(scale=...\) got str 'fast'"),
+    (dict(scale=np.array(["a", "b"])), InvalidTypeError, r"add_constants\(scale=...\) got ndarray"),
+    (dict(scale=np.array(["2026-01-01"], "datetime64[D]")), InvalidTypeError, r"add_constants\(scale=...\) got "),
+    (dict(scale=np.array([1, None])), InvalidTypeError, r"add_constants\(scale=...\) got ndarray"),
+    (dict(scale=[1.0, 2.0]), InvalidTypeError, r"e.g. np.array\(\[...\], dtype=np.float32\)$"),
 ])
 def test_a_constant_that_would_shadow_an_array_or_is_a_python_number_is_refused(constants, error, message):
     with pytest.raises(error, match=message):
@@ -185,3 +199,124 @@ def test_a_docstring_declares_lists_and_ranges_of_parameters():
         ["float32[E, N]"] * 5
     assert declared["position_scale"] == declared["speed_scale"] == "float32"
     assert declared["observations"] == "float32 or int16[E, N, D]"
+
+
+@cuda.jit
+def scaled(scale, pos_x):
+    """scale float32[5]; pos_x float32[E, N]."""
+
+
+@cuda.jit
+def scaled_column(scale, pos_x):
+    """scale float32[5, 1]; pos_x float32[E, N]."""
+
+
+@pytest.mark.parametrize("kernel, shape, message", [
+    (scaled, (1, 5), r"kernel scaled: parameter 'scale' is declared float32\[5\] in its docstring, but the "
+                     r"constant scale has shape \[1, 5\]; give it 1 dimension\(s\) as declared, or declare it "
+                     r"float32\[1, 5\]"),
+    (scaled_column, (5,), r"declared float32\[5, 1\] in its docstring, but the constant scale has shape \[5\]"),
+    (scaled, (4,), r"declared float32\[5\] in its docstring, but the constant scale has shape \[4\]"),
+])
+def test_a_constant_of_other_dims_than_declared_is_refused_at_the_first_launch(kernel, shape, message):
+    env = beacon()
+    env.add_constants(scale=np.ones(shape, np.float32))
+    with pytest.raises(InvalidValueError, match=message):
+        env.run(kernel, per="agent")
+    assert kernel not in env._bindings
+
+
+def test_a_constant_of_the_declared_dims_binds():
+    env = beacon()
+    env.add_constants(scale=np.ones(5, np.float32))
+    env.run(scaled, per="agent")
+    assert scaled in env._bindings
+
+
+@cuda.jit
+def uses_an_undeclared_scalar(step_size, pos_x):
+    """pos_x float32[E, N]."""
+
+
+@cuda.jit
+def uses_an_undeclared_constant(moves_x, pos_x):
+    """pos_x float32[E, N]."""
+
+
+@pytest.mark.parametrize("kernel, hint", [
+    (uses_an_undeclared_scalar, "write 'step_size float32' there"),
+    (uses_an_undeclared_constant, "write 'moves_x float32[5]' there"),
+    (undeclared, "write 'pos_x float32[E, N]' there"),
+])
+def test_the_hint_for_an_undeclared_parameter_is_what_it_would_bind(kernel, hint):
+    with pytest.raises(InvalidValueError, match=re.escape(hint)):
+        beacon().run(kernel, per="agent")
+
+
+def plain_function(pos_x):
+    """pos_x float32[E, N]."""
+
+
+@pytest.mark.parametrize("kernel, given", [
+    ("reset_agents", "str 'reset_agents'"), (None, "NoneType None"), (plain_function, "function <function"),
+])
+def test_run_refuses_what_is_not_a_kernel_in_one_line(kernel, given):
+    with pytest.raises(InvalidTypeError, match=re.escape(f"Beacon.run() got {given}") + r".*; give a function "
+                                               r"decorated with @cuda.jit \(from numba import cuda\)$"):
+        beacon().run(kernel, per="agent")
+
+
+@cuda.jit
+def masked(mask, pos_x):
+    """mask bool[E]; pos_x float32[E, N]."""
+
+
+@pytest.mark.parametrize("mask, given", [
+    (np.ones(1, np.bool_), "a ndarray of shape (1,) and dtype bool"),
+    (np.ones(3, np.bool_), "a ndarray of shape (3,) and dtype bool"),
+    (np.ones((2, 1), np.bool_), "a ndarray of shape (2, 1) and dtype bool"),
+    (np.ones(2, np.int32), "a ndarray of shape (2,) and dtype int32"),
+    ([True, True], "list [True, True]"),
+    ("all", "str 'all'"),
+    (torch.ones(2, dtype=torch.bool), "a Tensor of shape (2,) and dtype torch.bool"),
+])
+def test_a_mask_given_to_run_is_bool_of_e_on_the_environments_device(mask, given):
+    env = beacon()
+    with pytest.raises(InvalidValueError, match=re.escape(f"Beacon.run(masked, mask=...) got {given}; give bool[2] "
+                                                          f"on the environment's device")):
+        env.run(masked, per="agent", mask=mask)
+
+
+def test_a_mask_of_the_right_form_runs():
+    env = beacon()
+    env.run(masked, per="agent", mask=np.array([True, False]))
+    env.run(masked, per="agent", mask=env.every_env)
+
+
+def test_the_removed_launch_and_constant_name_their_replacements():
+    env = beacon()
+    with pytest.raises(RemovedError, match=r"^Environment.launch\(kernel, num_items, \*arguments\) was removed in "
+                                           r"warpsim 0.2.0: write self.run\(kernel, per="):
+        env.launch(shift, 6, env.views.pos_x)
+    with pytest.raises(RemovedError, match=r"^Environment.constant\(values\) was removed in warpsim 0.2.0: write "
+                                           r"self.add_constants\(name=values\)"):
+        env.constant(np.zeros(3, np.float32))
+    assert "### Porting from `launch`" in (Path(__file__).parent.parent / "docs" / "custom_envs.md").read_text()
+
+
+class NotASpec(Beacon):
+    def describe(self):
+        return {"num_agents": 3}
+
+
+class NoResetKernel(Beacon):
+    reset_cuda = None
+
+
+@pytest.mark.parametrize("cls, message", [
+    (NotASpec, r"NotASpec.describe\(\) returned dict \{'num_agents': 3\}; it must return an EnvSpec"),
+    (NoResetKernel, r"NoResetKernel.reset_cuda is None, not a method; define it with 'def reset_cuda\(self, ...\)'"),
+])
+def test_hooks_that_are_not_methods_or_do_not_describe_are_one_line_errors(cls, message):
+    with pytest.raises(InvalidTypeError, match=message):
+        cls(2, backend="cuda")

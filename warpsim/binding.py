@@ -62,6 +62,22 @@ class Binding:
         return (*self.arguments[:position], mask, *self.arguments[position + 1:])
 
 
+def is_kernel(kernel: Any) -> bool:
+    """Whether ``kernel`` was made with ``@cuda.jit`` (or is the simulator's stand-in for one)."""
+    return callable(getattr(kernel, "py_func", None) or getattr(kernel, "fn", None)) and hasattr(kernel, "__getitem__")
+
+
+def declaration_of(value: Any, array: StateArray | None = None) -> str:
+    """How a kernel's docstring declares ``value``: ``float32`` for a scalar, ``float32[E, N]`` for
+    a state array (its declared dims), ``float32[5]`` for another array (its shape)."""
+    dtype = np.dtype(type(value) if isinstance(value, bool) else value.dtype).name
+    if array is not None:
+        return f"{dtype}[{', '.join(map(str, array.dims))}]"
+    if isinstance(getattr(value, "shape", None), tuple) and not isinstance(value, np.generic):
+        return f"{dtype}[{', '.join(map(str, value.shape))}]"
+    return dtype
+
+
 def kernel_name(kernel: Any) -> str:
     return getattr(python_function(kernel), "__name__", repr(kernel))
 
@@ -130,8 +146,9 @@ def bind(kernel: Any, lookup: Mapping[str, Any], declared_arrays: Mapping[str, S
             raise InvalidValueError(f"kernel {name}: parameter {parameter!r} names nothing the environment "
                                     f"offers; available: {', '.join(sorted([*lookup, MASK]))}")
         if parameter not in declared:
-            raise InvalidValueError(f"kernel {name}: parameter {parameter!r} is not declared in its docstring; "
-                                    f"write e.g. '{parameter} float32[E, N]' or '{parameter} int32'")
+            raise InvalidValueError(
+                f"kernel {name}: parameter {parameter!r} is not declared in its docstring; write "
+                f"'{parameter} {declaration_of(lookup[parameter], declared_arrays.get(parameter))}' there")
         value = lookup[parameter]
         _check(name, parameter, value, declared[parameter], declared_arrays.get(parameter))
         arguments.append(value)
@@ -150,10 +167,16 @@ def _check(kernel: str, parameter: str, value: Any, declared: Declared, array: S
     if array is not None and declared.dims is not None and not _same_dims(array.dims, declared.dims):
         raise InvalidValueError(f"kernel {kernel}: parameter {parameter!r} is declared {declared} in its "
                                 f"docstring, but the environment's {parameter} is {given}")
+    if array is None and declared.dims is not None and not _same_dims(value.shape, declared.dims, sizes_only=True):
+        raise InvalidValueError(f"kernel {kernel}: parameter {parameter!r} is declared {declared} in its "
+                                f"docstring, but the constant {parameter} has shape {list(value.shape)}; give it "
+                                f"{len(declared.dims)} dimension(s) as declared, or declare it {declaration_of(value)}")
 
 
-def _same_dims(dims: tuple[str | int, ...], declared: tuple[str, ...]) -> bool:
+def _same_dims(dims: tuple[str | int, ...], declared: tuple[str, ...], sizes_only: bool = False) -> bool:
     """Same number of dims, and ``E`` and ``N`` where the array has them; a fixed size may be
-    written with any symbol (``K``, ``N - 1``)."""
+    written with any symbol (``K``, ``N - 1``), or as a number, which it must then equal
+    (``sizes_only``: ``dims`` is a constant's shape, all numbers)."""
     return len(dims) == len(declared) and all(
-        not isinstance(dim, str) or dim == written for dim, written in zip(dims, declared))
+        (not written.isdigit() or int(written) == dim) if sizes_only else (not isinstance(dim, str) or dim == written)
+        for dim, written in zip(dims, declared))

@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from warpsim.binding import MASK, Binding, bind, kernel_name, params_values
+from warpsim.binding import KERNEL_DTYPES, MASK, Binding, bind, is_kernel, kernel_name, params_values
 from warpsim.checked_mode import CHECK_EVERY, CheckedMode
 from warpsim.device import Launcher, available_bytes, kernel_view, resolve_placement
 from warpsim.errors import DoesNotFitError, InvalidTypeError, InvalidValueError, MissingHookError
@@ -35,6 +35,7 @@ from warpsim.inputs import as_input_tensor
 from warpsim.kernels.random import seed_to_uint64
 from warpsim.kernels.reset import count_resets
 from warpsim.layout import Layout, array_shapes, scratch_shapes, shapes_bytes
+from warpsim.removed import removed
 from warpsim.spec import ArrayNamespace, EnvSpec, Frame, StateArray
 from warpsim.validation import require_int
 
@@ -110,9 +111,10 @@ class Environment(CheckedMode):
         self.seed = seed_to_uint64(seed)
         self.checked = bool(checked)
         self.placement = resolve_placement(backend, device)
+        self._check_hooks()
         # Before describe(), which builds per-agent tuples: a size far too large is refused at once.
         self._check_fits_in_memory(self._least_bytes_from_params(), what="its arrays at least")
-        self.spec = self.describe()
+        self.spec = self._described()
         self.num_agents = self.spec.num_agents
         shapes = array_shapes(type(self).__name__, self.spec, self.num_envs)
         scratch_sizes = scratch_shapes(type(self).__name__, self.spec, self.num_envs, taken=shapes)
@@ -207,6 +209,24 @@ class Environment(CheckedMode):
         """Launches the kernels of one step of every environment."""
         raise self._missing_hook("step_cuda", "the cuda backend", "3. The kernels")
 
+    HOOKS: ClassVar[tuple[str, ...]] = ("describe", "setup", "workspace_bytes", "frame", "game_over", "reset_numpy",
+                                        "step_numpy", "reset_cuda", "step_cuda")
+    """The methods a subclass may write (above)."""
+
+    def _check_hooks(self) -> None:
+        for hook in self.HOOKS:
+            value = getattr(type(self), hook, None)
+            if not callable(value):
+                raise InvalidTypeError(f"{type(self).__name__}.{hook} is {value!r}, not a method; define it with "
+                                       f"'def {hook}(self, ...)' or leave it out (see docs/custom_envs.md)")
+
+    def _described(self) -> EnvSpec:
+        spec = self.describe()
+        if not isinstance(spec, EnvSpec):
+            raise InvalidTypeError(f"{type(self).__name__}.describe() returned {type(spec).__name__} {spec!r:.60}; it "
+                                   f"must return an EnvSpec (see docs/custom_envs.md, section '4. The glue')")
+        return spec
+
     def _missing_hook(self, hook: str, needed_by: str, section: str) -> MissingHookError:
         return MissingHookError(f"{type(self).__name__} does not define {hook}(), which {needed_by} needs; "
                                    f"see docs/custom_envs.md, section '{section}'")
@@ -228,13 +248,15 @@ class Environment(CheckedMode):
             if name in self.views or name in self.scratch or name in RUNTIME_ARGUMENTS:
                 raise InvalidValueError(f"{type(self).__name__} adds the constant {name!r}, the name of one of its "
                                         f"arrays or of {', '.join(RUNTIME_ARGUMENTS)}; give it another name")
+            kind = np.dtype(type(value) if isinstance(value, bool) else getattr(value, "dtype", object)).name
+            if not isinstance(value, (np.ndarray, np.generic, bool)) or kind not in KERNEL_DTYPES:
+                raise InvalidTypeError(
+                    f"{type(self).__name__}.add_constants({name}=...) got {type(value).__name__} {value!r:.60}; give a "
+                    f"NumPy array or scalar of a kernel dtype ({', '.join(KERNEL_DTYPES)}){_constant_hint(value)}")
             if isinstance(value, np.ndarray):
                 tensor = torch.as_tensor(np.ascontiguousarray(value), device=self.device)
                 self._constant_tensors.append(tensor)
                 value = kernel_view(tensor)
-            elif not isinstance(value, (np.generic, bool)):
-                raise InvalidTypeError(f"{type(self).__name__} adds the constant {name}={value!r}; give a NumPy "
-                                       f"array or scalar (e.g. np.float32({value!r})), which a GPU types as declared")
             self._constants[name] = value
         self._bindings.clear()
 
@@ -248,6 +270,11 @@ class Environment(CheckedMode):
         shared memory; 128 threads on a GPU, fewer whole warps where N is smaller). The binding is
         made and checked against the kernel's docstring at its first launch (see ``warpsim.binding``);
         later launches reuse it."""
+        if not is_kernel(kernel):
+            raise InvalidTypeError(f"{type(self).__name__}.run() got {type(kernel).__name__} {kernel!r:.60} as its "
+                                   f"kernel; give a function decorated with @cuda.jit (from numba import cuda)")
+        if mask is not None and not any(mask is known for known in self._known_masks):
+            self._check_mask(kernel, mask)
         if self.params is not self._bound_params:
             self._bindings.clear()
             self._bound_params = self.params
@@ -266,6 +293,36 @@ class Environment(CheckedMode):
             self._launch.per_block(kernel, self.num_envs, self.num_agents, shared_bytes, *arguments)
         else:
             raise InvalidValueError(f"per={per!r} is not allowed; allowed: 'agent', 'env', 'block'")
+
+    @functools.cached_property
+    def _known_masks(self) -> tuple:
+        """The runtime's own bool[E] views, passed to ``run`` every step: checked once, here."""
+        return self.every_env, self._no_env, self._reset_mask_view, self.views.done
+
+    def _check_mask(self, kernel: Any, mask: Any) -> None:
+        """A mask given to ``run``: bool[E] on the environment's device, as the runtime's masks are."""
+        shape, dtype = getattr(mask, "shape", None), getattr(mask, "dtype", None)
+        on_device = (isinstance(mask, np.ndarray) if self.device.type == "cpu"
+                     else hasattr(mask, "__cuda_array_interface__") and not isinstance(mask, torch.Tensor))
+        if on_device and shape == (self.num_envs,) and dtype == np.bool_:
+            return
+        given = (f"a {type(mask).__name__} of shape {tuple(shape)} and dtype {dtype}" if isinstance(shape, tuple)
+                 else f"{type(mask).__name__} {mask!r:.40}")
+        raise InvalidValueError(f"{type(self).__name__}.run({kernel_name(kernel)}, mask=...) got {given}; give "
+                                f"bool[{self.num_envs}] on the environment's device, e.g. the mask reset_cuda "
+                                f"receives, or no mask for every environment")
+
+    def launch(self, *args: Any, **kwargs: Any) -> None:
+        """Removed in 0.2.0 (see ``run``)."""
+        raise removed("Environment.launch(kernel, num_items, *arguments)", "0.2.0",
+                      "write self.run(kernel, per='agent', 'env' or 'block'), which binds the kernel's arguments by "
+                      "their names (docs/custom_envs.md, 'Porting from launch')")
+
+    def constant(self, *args: Any, **kwargs: Any) -> None:
+        """Removed in 0.2.0 (see ``add_constants``)."""
+        raise removed("Environment.constant(values)", "0.2.0",
+                      "write self.add_constants(name=values) in setup(), and give the kernel a parameter of that "
+                      "name (docs/custom_envs.md, 'Porting from launch')")
 
     def _kernel_values(self) -> dict[str, Any]:
         """What ``run`` binds kernel parameters from, by name."""
@@ -377,7 +434,7 @@ class Environment(CheckedMode):
             raise InvalidTypeError(f"params must be a {cls.Params.__name__}, got {type(params).__name__}")
         unmade = cls.__new__(cls)  # only what describe() and the shapes read is set
         unmade.params, unmade.num_envs = params, require_int("num_envs", num_envs, 1)
-        unmade.spec = unmade.describe()
+        unmade.spec = unmade._described()
         unmade.num_agents = unmade.spec.num_agents
         return Layout(unmade.spec, unmade.array_bytes())
 
@@ -417,3 +474,14 @@ class Environment(CheckedMode):
         if self.checked and actions.device.type != "cpu":
             self._check_device_actions(actions)
         self.actions.copy_(actions)
+
+
+def _constant_hint(value: Any) -> str:
+    """An example of what ``add_constants`` takes, for a Python number or list given instead."""
+    if isinstance(value, int):
+        return f", e.g. np.int32({value!r})"
+    if isinstance(value, float):
+        return f", e.g. np.float32({value!r})"
+    if isinstance(value, (list, tuple)):
+        return ", e.g. np.array([...], dtype=np.float32)"
+    return ""

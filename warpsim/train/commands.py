@@ -143,7 +143,8 @@ def add_plot(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR", help="training runs to draw")
     parser.add_argument("--metric", help="a metrics.jsonl key, e.g. episode_length (default: the first counter "
                                          "per episode, e.g. tags_per_episode)")
-    parser.add_argument("--out", type=file_path, help="the .png to write (default RUN_DIR/<metric>.png of the first run)")
+    parser.add_argument("--out", type=file_path,
+                        help="the .png to write (default RUN_DIR/<metric>.png of the first run)")
     parser.add_argument("--baseline-episodes", type=int, default=64,
                         help="episodes of uniformly random play for the dashed baseline (0: none; default 64)")
     parser.set_defaults(run=run_plot)
