@@ -73,3 +73,33 @@ def test_the_random_play_line_lies_inside_the_axes(tmp_path, monkeypatch):
     span = max(values) - min(values) or abs(max(values))
     # matplotlib's own 5% margin leaves a dashed line at the extreme hard to tell from the frame.
     assert min(values) - low > 0.075 * span and high - max(values) > 0.075 * span
+
+
+@pytest.fixture(scope="module")
+def one_run(tmp_path_factory):
+    run = tmp_path_factory.mktemp("plotted")
+    train(TrainConfig(**GRID, iterations=2), run, progress=None)
+    return run
+
+
+@pytest.mark.parametrize("content, expected", [
+    (b"\x00\xff\xfe binary\n", "line 1 is not UTF-8 text"),
+    ('{"env_steps": 8}\n'.encode("utf-16"), "line 1 is not UTF-8 text"),
+    (b'[1, 2, 3]\n', "line 1 is a JSON list, not an object of metrics"),
+    (b'{"env_steps": 8, "episode_length": 3.0}\n{"episode_length": 4.0}\n',
+     "line 2 has env_steps=None; a metrics record has a number >= 0 there"),
+    (b'{"env_steps": "ten", "episode_length": 3.0}\n', "line 1 has env_steps='ten'; a metrics record has a number"),
+    (b'{"env_steps": 8, "episode_length": 1e308}\n', "line 1 has episode_length=1e+308, beyond what a plot can draw"),
+    (b'{"env_steps": 8, "elapsed_seconds": "soon"}\n', "line 1 has elapsed_seconds='soon'"),
+    (b'{"env_steps": 8}\n{"env_steps": 16\n', "line 2 is not JSON"),
+])
+def test_a_corrupt_metrics_file_is_one_line_naming_the_file_and_line(one_run, tmp_path, capsys, content, expected):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.json").write_bytes((one_run / "config.json").read_bytes())
+    (run / "metrics.jsonl").write_bytes(content)
+    assert main(["plot", str(run), "--metric", "episode_length", "--baseline-episodes", "0"]) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and f"{run / 'metrics.jsonl'} {expected}" in lines[0], lines
+    assert not captured.out and sorted(run.iterdir()) == [run / "config.json", run / "metrics.jsonl"]

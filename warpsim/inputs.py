@@ -31,8 +31,8 @@ def as_input_tensor(value: Any, what: str) -> torch.Tensor:
                                f"(integers for actions, bools for a mask)")
     if array.dtype.kind == "u" and array.dtype.itemsize > 1:  # torch compares no wide unsigned ints
         # The bound in the array's own dtype: a Python int above uint32's range overflows NumPy's cast.
-        array = np.minimum(array, array.dtype.type(min(np.iinfo(array.dtype).max, np.iinfo(np.int64).max)))
-        array = array.astype(np.int64)
+        bound = array.dtype.type(min(np.iinfo(array.dtype).max, np.iinfo(np.int64).max))
+        array = np.asarray(np.minimum(array, bound), dtype=np.int64)  # a 0-d array stays an array
     if any(stride < 0 for stride in array.strides):  # a reversed view, which torch cannot wrap
         array = array.copy()
     return torch.from_numpy(array)

@@ -182,10 +182,12 @@ def _class_and_params(env: str | type[Environment], kwargs: dict) -> tuple[type[
 
 
 def parse_env_settings(env_id: str | type[Environment], settings: list[str]) -> dict:
-    """``NAME=VALUE`` pairs into parameters; values are Python literals (10, 0.5, False), and
-    true/false in any case are booleans."""
-    fields = {f.name for f in dataclasses.fields(env_class(env_id).Params)}
-    params = {}
+    """``NAME=VALUE`` pairs into parameters; values are Python literals (10, 0.5, False),
+    true/false in any case are booleans, and a bare word is a string parameter's value."""
+    declared = dataclasses.fields(env_class(env_id).Params)
+    fields = {f.name for f in declared}
+    strings = {f.name for f in declared if f.type in (str, "str")}
+    params: dict[str, Any] = {}
     for setting in settings:
         name, sep, text = setting.partition("=")
         if not sep or name not in fields:
@@ -197,6 +199,9 @@ def parse_env_settings(env_id: str | type[Environment], settings: list[str]) -> 
         try:
             params[name] = ast.literal_eval(text)
         except (ValueError, SyntaxError):
+            if name in strings:
+                params[name] = text.strip()
+                continue
             raise InvalidValueError(
                 f"--set {setting!r}: {text!r} is not a number, true/false or a quoted string") from None
     return params

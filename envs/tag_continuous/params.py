@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from warpsim.limits import MAX_INT32, MAX_MAGNITUDE, MIN_POSITIVE
-from warpsim.validation import check_fields, not_allowed, require_bool, require_int, require_real
+from warpsim.validation import check_fields, not_allowed, require_bool, require_choice, require_int, require_real
 
 MAX_ACTION_LEVELS = 2**16
 """Most choices of an action component (its table is built on the host)."""
@@ -118,12 +118,8 @@ class TagContinuousParams:
                               f"it must be >= min_acceleration={self.min_acceleration!r}")
         if self.max_turn < self.min_turn:
             raise not_allowed("max_turn", self.max_turn, f"it must be >= min_turn={self.min_turn!r}")
-        if self.neighbour_search not in NEIGHBOUR_SEARCHES:
-            raise not_allowed("neighbour_search", self.neighbour_search,
-                              f"allowed: {', '.join(repr(choice) for choice in NEIGHBOUR_SEARCHES)}")
-        if self.observation_dtype not in OBSERVATION_DTYPES:
-            raise not_allowed("observation_dtype", self.observation_dtype,
-                              f"allowed: {', '.join(repr(choice) for choice in OBSERVATION_DTYPES)}")
+        require_choice("neighbour_search", self.neighbour_search, NEIGHBOUR_SEARCHES)
+        require_choice("observation_dtype", self.observation_dtype, OBSERVATION_DTYPES)
         if not self.num_other_agents_observed < self.num_agents or self.num_other_agents_observed > MAX_OBSERVED:
             raise not_allowed("num_other_agents_observed", self.num_other_agents_observed,
                               f"give an integer K with 1 <= K < N={self.num_agents} (num_taggers + num_runners) "

@@ -13,7 +13,7 @@ from warpsim.registry import parse_env_settings
 from warpsim.train import checkpoint, opponents
 from warpsim.train.config import TrainConfig, build_config, field_docs, read_config_file, saved_config
 from warpsim.train.evaluate import PLAYS, Player, evaluate_run, load_run
-from warpsim.train.loop import train
+from warpsim.train.loop import default_run_dir, train
 from warpsim.train.plot import plot_runs
 from warpsim.train.presets import PRESETS
 from warpsim.train.render import EPISODE_FILE, play_episode, write_gif
@@ -34,7 +34,11 @@ def add_train(parser: argparse.ArgumentParser) -> None:
                         help="where the run is written (default runs/<env>-<date>-<time>)")
     parser.add_argument("--resume", action="store_true",
                         help="continue the run in --run-dir from its checkpoint (its config is reused)")
-    parser.add_argument("--quiet", action="store_true", help="no progress display")
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress display (the run directory is still printed at the end)")
+    parser.add_argument("--wandb", metavar="PROJECT",
+                        help="also log the metrics and the config to this Weights & Biases project (needs the "
+                             "wandb extra; WANDB_MODE=offline logs without an account)")
     fields = parser.add_argument_group("config fields (override the config and the file)")
     docs = field_docs()
     for item in dataclasses.fields(TrainConfig):
@@ -66,8 +70,9 @@ def run_train(args) -> int:
         if args.config or args.config_file or ignored:
             raise InvalidValueError("--resume continues a run with its saved config; only --iterations may be "
                              f"given with it (got {', '.join(ignored) or '--config/--config-file'})")
-        train(None, args.run_dir, resume=True, iterations=flags.get("iterations"),
-              progress=None if args.quiet else sys.stderr)
+        trainer = train(None, args.run_dir, resume=True, iterations=flags.get("iterations"),
+                        progress=None if args.quiet else sys.stderr, wandb=args.wandb)
+        print_next_steps(trainer.world.is_writer, args.run_dir)
         return 0
     layers = [PRESETS[args.config]] if args.config else []
     if args.config_file:
@@ -77,8 +82,17 @@ def run_train(args) -> int:
     env_id = next((layer["env"] for layer in reversed(layers) if "env" in layer), TrainConfig.env)
     layers.append({"env_params": parse_env_settings(env_id, args.set)})
     config = build_config(*layers)
-    train(config, args.run_dir, progress=None if args.quiet else sys.stderr)
+    run_dir = args.run_dir or default_run_dir(config)
+    trainer = train(config, run_dir, progress=None if args.quiet else sys.stderr, wandb=args.wandb)
+    print_next_steps(trainer.world.is_writer, run_dir)
     return 0
+
+
+def print_next_steps(is_writer: bool, run_dir: Path) -> None:
+    """Where the run is, and the commands that look at it (on stdout, with --quiet too; once under torchrun)."""
+    if is_writer:
+        print(f"run directory: {run_dir}\n"
+              f"next: warpsim evaluate {run_dir}  |  warpsim plot {run_dir}  |  warpsim render {run_dir}")
 
 
 def add_evaluate(parser: argparse.ArgumentParser) -> None:

@@ -32,6 +32,8 @@ LR_SCHEDULES = ("kl", "linear", "constant")
 MAX_ENV_STEPS = 10**12
 """Most environment steps one run may ask for (iterations x rollout_steps x num_envs): more would
 take days on any device, so such a figure is a mistake, refused rather than run until killed."""
+WORK_FIELDS = ("num_envs", "iterations", "rollout_steps", "stagger_steps")
+"""The fields whose product with each other is a run's environment steps."""
 MAX_DEVICE_INDEX = 127
 """Largest N of cuda:N that torch can hold (its device index is 8 bits)."""
 CONFIG_FIELD = "config field {}"
@@ -131,8 +133,11 @@ class TrainConfig:
                                          "stack_observations", "hidden_size", "hidden_layers", "log_every",
                                          "checkpoint_every"), 1, what=CONFIG_FIELD)
         check_fields(self, require_int, ("seed", "stagger_steps", "minibatch_size"), 0, what=CONFIG_FIELD)
-        need(self.iterations * self.rollout_steps * self.num_envs <= MAX_ENV_STEPS, "iterations",
-             f"a run's iterations x rollout_steps x num_envs environment steps must be at most {MAX_ENV_STEPS:.0e}")
+        work = (self.iterations * self.rollout_steps + self.stagger_steps) * self.num_envs
+        if work > MAX_ENV_STEPS:  # named after the field furthest above its default, the likely slip
+            largest = max(WORK_FIELDS, key=lambda name: getattr(self, name) / max(1, getattr(TrainConfig, name)))
+            need(False, largest, f"a run's (iterations x rollout_steps + stagger_steps) x num_envs environment steps "
+                                 f"must be at most {MAX_ENV_STEPS:.0e}, and these settings make {work:.3g}")
         check_fields(self, require_real, ("learning_rate", "max_grad_norm", "clip_coef"), 0, low_exclusive=True,
                      what=CONFIG_FIELD)
         check_fields(self, require_real, ("target_kl", "max_learning_rate"), 0, low_exclusive=True, what=CONFIG_FIELD)
@@ -233,6 +238,8 @@ def build_config(*layers: dict) -> TrainConfig:
 def read_config_file(path: Path) -> dict:
     """Settings from a JSON or TOML file (by its suffix)."""
     path = Path(path)
+    if path.is_dir():
+        raise RunFileError(f"config file {path} is a directory; give a .json or .toml file")
     if not path.is_file():
         raise RunFileError(f"config file {path} does not exist")
     try:

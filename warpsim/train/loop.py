@@ -15,6 +15,7 @@ from warpsim.errors import InvalidValueError
 from warpsim.train import checkpoint
 from warpsim.train.config import TrainConfig
 from warpsim.train.distributed import World
+from warpsim.train.loggers import MetricLog, import_wandb, open_logs
 from warpsim.train.placement import environment_placement
 from warpsim.train.progress import ProgressBar
 from warpsim.train.run_dir import RunDirectory
@@ -28,13 +29,16 @@ def default_run_dir(config: TrainConfig) -> Path:
 
 def train(config: TrainConfig | None, run_dir: Path | str | None = None, *, resume: bool = False,
           iterations: int | None = None, world: World | None = None, stop_after: int | None = None,
-          progress=sys.stderr) -> Trainer:
+          progress=sys.stderr, wandb: str | None = None) -> Trainer:
     """Trains to ``config.iterations`` (or ``iterations`` when resuming), writing ``run_dir``.
 
     With ``resume``, the config comes from ``run_dir`` and training continues from its
     checkpoint exactly where it was. ``stop_after`` ends this call after that many
     iterations (a checkpoint is written then). ``progress`` is a text stream, or None.
+    ``wandb`` names a Weights & Biases project that the metrics also go to.
     """
+    if wandb is not None:
+        import_wandb()  # before anything is made or written
     if resume:
         if run_dir is None:
             raise InvalidValueError("--resume needs the run directory to continue")
@@ -69,22 +73,25 @@ def train(config: TrainConfig | None, run_dir: Path | str | None = None, *, resu
             directory.keep_metrics_up_to(trainer.iteration)
             if saved["config"]["iterations"] != config.iterations:
                 directory.write_config(config)
-        directory.open_tensorboard()
+    logs, log_lines = open_logs(directory.path, config, wandb) if world.is_writer else ([], [])
     bar = ProgressBar(config.iterations, progress, trainer.iteration) if world.is_writer and progress else None
     if bar:
         bar.message(start_line(trainer, directory.path, resumed=saved is not None))
+        for line in log_lines:
+            bar.message(line)
     if bar and trainer.loss.compiled:
         bar.message(f"compiled the loss in {trainer.loss.compile_seconds:.1f} s, before the first iteration "
                     f"(not counted in steps/s)")
     try:
-        _iterate(trainer, directory, bar, stop_after)
+        _iterate(trainer, directory, logs, bar, stop_after)
     except KeyboardInterrupt:
         if bar:
             bar.message(f"interrupted; the last checkpoint is in {directory.path}: continue with "
                         f"warpsim train --resume --run-dir {directory.path}")
         raise
     finally:
-        directory.close()
+        for log in logs:
+            log.close()
     return trainer
 
 
@@ -99,7 +106,7 @@ def start_line(trainer: Trainer, run_dir: Path, resumed: bool) -> str:
             f"epochs")
 
 
-def _iterate(trainer: Trainer, directory: RunDirectory, bar, stop_after: int | None) -> None:
+def _iterate(trainer: Trainer, directory: RunDirectory, logs: list[MetricLog], bar, stop_after: int | None) -> None:
     config, world = trainer.config, trainer.world
     last = config.iterations if stop_after is None else min(config.iterations, trainer.iteration + stop_after)
     started, steps_at_start = time.perf_counter(), trainer.env_steps
@@ -116,7 +123,9 @@ def _iterate(trainer: Trainer, directory: RunDirectory, bar, stop_after: int | N
             window_start, window_steps = now, trainer.env_steps
             _stop_if_diverged(trainer, directory)
             if world.is_writer:
-                directory.log(metrics)
+                numbers = directory.log(metrics)
+                for log in logs:
+                    log.log(numbers, metrics["env_steps"])
                 if bar:
                     bar.update(trainer.iteration, metrics)
         if trainer.iteration % config.checkpoint_every == 0 or at_end:

@@ -11,15 +11,18 @@ import io
 import json
 import math
 from pathlib import Path
+from typing import TypeGuard
 
 from warpsim.errors import InvalidValueError, RunFileError, UnavailableError, WarpsimError
 from warpsim.extras import install_hint
-from warpsim.files import output_file, write_output
+from warpsim.files import describe_os_error, output_file, write_output
 from warpsim.registry import make
 from warpsim.train.config import TrainConfig, build_saved_config
 from warpsim.train.evaluate import Player, evaluate
 from warpsim.train.run_dir import CONFIG_FILE, METRICS_FILE
 
+MAX_VALUE = 1e300
+"""Largest magnitude of a metric that is drawn: axis limits around larger ones overflow."""
 MAX_BASELINE_EPISODES = 10_000
 """Most episodes of random play for a baseline: far more is a mistake that would play until killed."""
 
@@ -32,14 +35,21 @@ def read_metrics(run_dir: Path | str) -> list[dict]:
     path = Path(run_dir) / METRICS_FILE
     if not path.is_file():
         raise RunFileError(f"{run_dir} holds no {METRICS_FILE}; give the directory of a training run")
+    try:
+        lines = path.read_bytes().split(b"\n")[:-1]
+    except OSError as error:
+        raise RunFileError(f"cannot read {path}: {describe_os_error(error)}") from None
     records, offset, previous = [], 0.0, 0.0
-    for number, line in enumerate(path.read_text().split("\n")[:-1], 1):
+    for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = json.loads(line.decode())
+        except UnicodeDecodeError:
+            raise RunFileError(f"{path} line {number} is not UTF-8 text; is it a warpsim metrics file?") from None
         except json.JSONDecodeError as error:
             raise RunFileError(f"{path} line {number} is not JSON: {error}") from None
+        _check_record(record, f"{path} line {number}")
         elapsed = record.get("elapsed_seconds") or 0.0
         if elapsed < previous:  # a resumed run counts its time from its own start
             offset += previous
@@ -47,6 +57,25 @@ def read_metrics(run_dir: Path | str) -> list[dict]:
         record["elapsed_seconds"] = offset + elapsed
         records.append(record)
     return records
+
+
+def _check_record(record, where: str) -> None:
+    """A metrics record as a run writes it: an object with env_steps, numbers a plot can draw."""
+    if not isinstance(record, dict):
+        raise RunFileError(f"{where} is a JSON {type(record).__name__}, not an object of metrics")
+    for key in ("env_steps", "elapsed_seconds"):
+        value = record.get(key)
+        if value is None and key == "elapsed_seconds":
+            continue
+        if not (_is_number(value) and 0 <= value < math.inf):
+            raise RunFileError(f"{where} has {key}={value!r}; a metrics record has a number >= 0 there")
+    for key, value in record.items():
+        if _is_number(value) and math.isfinite(value) and abs(value) > MAX_VALUE:
+            raise RunFileError(f"{where} has {key}={value!r}, beyond what a plot can draw (|value| <= {MAX_VALUE:g})")
+
+
+def _is_number(value) -> TypeGuard[int | float]:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def read_config(run_dir: Path | str) -> TrainConfig:
@@ -124,7 +153,7 @@ def plot_runs(run_dirs: list[Path | str], out: Path | str, metric: str | None = 
 def curve_points(records: list[dict], metric: str) -> list[dict]:
     """The records that hold ``metric``, less a fresh run's iteration 1 when later ones follow: it
     counts only the episodes short enough to end within the first rollout, a biased mean."""
-    points = [r for r in records if isinstance(r.get(metric), (int, float))]
+    points = [r for r in records if _is_number(r.get(metric))]
     if len(points) > 1 and points[0].get("iteration") == 1:
         return points[1:]
     return points

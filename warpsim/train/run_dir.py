@@ -3,7 +3,8 @@
     runs/<name>/config.json      the full resolved TrainConfig
     runs/<name>/metrics.jsonl    one JSON object per metrics read
     runs/<name>/checkpoint.pt    the latest checkpoint (replaced atomically)
-    runs/<name>/tensorboard/     event files, when the tensorboard package is installed
+    runs/<name>/tensorboard/     event files, when the tensorboard package is installed (loggers.py)
+    runs/<name>/wandb-run-id     the Weights & Biases run it logs to, with --wandb
 
 A run starts by writing its checkpoint of iteration 0 and then ``config.json``: a
 directory with a ``config.json`` always has a checkpoint to resume from, and one
@@ -16,15 +17,11 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from warpsim.errors import RunFileError, WarpsimError
 from warpsim.files import describe_os_error, make_directory, replace_atomically, usable_directory
 from warpsim.train.checkpoint import FILE_NAME
 from warpsim.train.config import TrainConfig, build_saved_config
-
-if TYPE_CHECKING:
-    from torch.utils.tensorboard import SummaryWriter
 
 CONFIG_FILE = "config.json"
 METRICS_FILE = "metrics.jsonl"
@@ -46,7 +43,6 @@ class RunDirectory:
         if not resume and self.config_path.exists():
             raise RunFileError(f"{self.path} already holds a run; continue it with --resume, or "
                              f"choose another run directory (nothing was written)")
-        self._tensorboard: SummaryWriter | None = None
 
     def saved_config(self) -> TrainConfig:
         """The run's config.json; a RunFileError naming the file when it cannot be used."""
@@ -74,13 +70,6 @@ class RunDirectory:
         text = json.dumps(config.to_dict(), indent=2) + "\n"
         replace_atomically(self.config_path, text.encode(), "config")
 
-    def open_tensorboard(self) -> None:
-        try:
-            from torch.utils.tensorboard import SummaryWriter
-        except ImportError:  # TensorBoard is optional; metrics.jsonl has everything.
-            return
-        self._tensorboard = SummaryWriter(str(self.path / "tensorboard"))
-
     def keep_metrics_up_to(self, iteration: int) -> None:
         """On resume: drops a trailing partial line and the records past ``iteration`` (the
         checkpoint's), which the resumed run writes again."""
@@ -102,20 +91,14 @@ class RunDirectory:
         if len(kept) != len(lines) - 1 or lines[-1]:
             replace_atomically(self.metrics_path, b"".join(kept), "metrics file")
 
-    def log(self, metrics: dict) -> None:
-        """Appends one metrics record whole, or not at all (NaN, from no finished episode, is written as null)."""
+    def log(self, metrics: dict) -> dict:
+        """Appends one metrics record whole, or not at all (NaN, from no finished episode, is written as null);
+        returns its numbers but the iteration, for the other logs."""
         clean = {key: (None if isinstance(value, float) and math.isnan(value) else value)
                  for key, value in metrics.items()}
         append_line(self.metrics_path, json.dumps(clean))
-        if self._tensorboard is not None:
-            for key, value in clean.items():
-                if isinstance(value, (int, float)) and not isinstance(value, bool) and key != "iteration":
-                    self._tensorboard.add_scalar(key, value, metrics["env_steps"])
-            self._tensorboard.flush()
-
-    def close(self) -> None:
-        if self._tensorboard is not None:
-            self._tensorboard.close()
+        return {key: value for key, value in clean.items()
+                if isinstance(value, (int, float)) and not isinstance(value, bool) and key != "iteration"}
 
 
 def made_from(source: Path | str) -> tuple[Path, ...]:

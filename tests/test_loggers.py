@@ -1,0 +1,98 @@
+"""Where a run's metrics go besides metrics.jsonl: TensorBoard when installed, W&B when asked; each run says
+where at its start."""
+
+import json
+import sys
+import types
+
+import pytest
+
+from warpsim.cli import main
+
+GRID = ["--config", "grid-small", "--iterations", "2", "--num-envs", "4", "--rollout-steps", "8", "--set",
+        "grid_length=5", "--set", "episode_length=10", "--backend", "numpy", "--log-every", "1"]
+
+
+class FakeRun:
+    def __init__(self, calls):
+        self.calls = calls
+
+    def log(self, numbers, step):
+        self.calls.append(("log", numbers, step))
+
+    def finish(self):
+        self.calls.append(("finish",))
+
+
+@pytest.fixture
+def fake_wandb(monkeypatch):
+    """A stand-in for the wandb package that records what a run hands it."""
+    calls = []
+    module = types.ModuleType("wandb")
+    module.init = lambda **kwargs: calls.append(("init", kwargs)) or FakeRun(calls)
+    monkeypatch.setitem(sys.modules, "wandb", module)
+    return calls
+
+
+def test_wandb_receives_the_config_and_every_metrics_record_at_its_env_steps(fake_wandb, tmp_path, capsys):
+    run = tmp_path / "run"
+    assert main(["train", *GRID, "--run-dir", str(run), "--wandb", "tag-study"]) == 0
+    (_, init), *logged, finish = fake_wandb
+    assert init["project"] == "tag-study" and init["name"] == "run" and init["group"] == "tag_gridworld"
+    assert init["config"] == json.loads((run / "config.json").read_text()) and init["resume"] == "allow"
+    assert init["id"] == (run / "wandb-run-id").read_text()
+    records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [step for _, _, step in logged] == [record["env_steps"] for record in records] == [32, 64]
+    assert all("iteration" not in numbers and numbers["env_steps"] == step for _, numbers, step in logged)
+    assert finish == ("finish",)
+    assert "Weights & Biases: logging to project tag-study, run run" in capsys.readouterr().err
+
+    fake_wandb.clear()
+    assert main(["train", "--resume", "--run-dir", str(run), "--iterations", "3", "--wandb", "tag-study"]) == 0
+    assert fake_wandb[0][1]["id"] == init["id"], "a resumed run goes on logging to the same W&B run"
+
+
+def test_wandb_missing_is_one_line_before_anything_is_written(monkeypatch, tmp_path, capsys):
+    monkeypatch.setitem(sys.modules, "wandb", None)  # import wandb raises ImportError
+    assert main(["train", *GRID, "--run-dir", str(tmp_path / "run"), "--wandb", "p"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith("warpsim train: error: --wandb logs to Weights & Biases, which needs the wandb "
+                            "package: ") and "wandb" in error.rsplit(":", 1)[1] and "\n" not in error
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("installed", [True, False])
+def test_a_run_says_at_its_start_whether_and_where_tensorboard_logs(installed, monkeypatch, tmp_path, capsys):
+    if installed:
+        pytest.importorskip("tensorboard")
+    else:
+        monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", None)
+    run = tmp_path / "run"
+    assert main(["train", *GRID, "--run-dir", str(run)]) == 0
+    err = capsys.readouterr().err
+    if installed:
+        assert f"TensorBoard: logging to {run / 'tensorboard'} (tensorboard --logdir {tmp_path})" in err
+        assert any((run / "tensorboard").iterdir())
+    else:
+        assert "TensorBoard: off, the tensorboard package is not installed (" in err and "tensorboard" in err
+        assert not (run / "tensorboard").exists()
+
+
+def test_the_real_wandb_logs_offline(monkeypatch, tmp_path):
+    wandb = pytest.importorskip("wandb")
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    run = tmp_path / "run"
+    assert main(["train", *GRID, "--run-dir", str(run), "--wandb", "warpsim-test", "--quiet"]) == 0
+    (offline,) = (run / "wandb").glob("offline-run-*")
+    assert offline.name.endswith((run / "wandb-run-id").read_text()) and wandb is not None
+
+
+def test_quiet_training_still_prints_where_the_run_is_and_what_to_do_next(tmp_path, capsys):
+    run = tmp_path / "run"
+    assert main(["train", *GRID, "--run-dir", str(run), "--quiet"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.splitlines() == [
+        f"run directory: {run}", f"next: warpsim evaluate {run}  |  warpsim plot {run}  |  warpsim render {run}"]
+    assert not captured.err
+

@@ -1,0 +1,88 @@
+"""Where a run's metrics go besides its metrics.jsonl: TensorBoard when it is installed, and
+Weights & Biases when asked (``--wandb PROJECT``).
+
+Each log receives every metrics record as it is written, numbers only, at the run's env_steps.
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Protocol
+
+from warpsim.errors import UnavailableError
+from warpsim.extras import install_hint
+from warpsim.files import replace_atomically
+from warpsim.train.config import TrainConfig
+
+TENSORBOARD_FOLDER = "tensorboard"
+WANDB_ID_FILE = "wandb-run-id"
+"""The W&B run a run directory logs to: a resumed run continues the same W&B run."""
+
+
+class MetricLog(Protocol):
+    def log(self, numbers: dict, step: int) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class TensorBoardLog:
+    def __init__(self, folder: Path):
+        from torch.utils.tensorboard import SummaryWriter
+
+        self.writer = SummaryWriter(str(folder))
+
+    def log(self, numbers: dict, step: int) -> None:
+        for key, value in numbers.items():
+            self.writer.add_scalar(key, value, step)
+        self.writer.flush()
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+class WandbLog:
+    """One W&B run per run directory, named after it, its config the run's config (the keys W&B
+    filters on: env, seed, learning_rate, ...) and its group the environment."""
+
+    def __init__(self, project: str, run_dir: Path, config: TrainConfig):
+        wandb = import_wandb()
+        id_file = run_dir / WANDB_ID_FILE
+        if id_file.is_file():
+            run_id = id_file.read_text().strip()
+        else:
+            run_id = secrets.token_hex(4)  # W&B ids are short strings of lowercase letters and digits
+            replace_atomically(id_file, run_id.encode(), "W&B run id")
+        self.run = wandb.init(project=project, name=run_dir.name, id=run_id, resume="allow", dir=str(run_dir),
+                              config=config.to_dict(), group=config.env, job_type="train")
+
+    def log(self, numbers: dict, step: int) -> None:
+        self.run.log(numbers, step=step)
+
+    def close(self) -> None:
+        self.run.finish()
+
+
+def import_wandb():
+    """The wandb package; a one-line error saying how to install it (checked before a run starts)."""
+    try:
+        import wandb
+    except ImportError:
+        raise UnavailableError(f"--wandb logs to Weights & Biases, which needs the wandb package: "
+                               f"{install_hint('wandb')}") from None
+    return wandb
+
+
+def open_logs(run_dir: Path, config: TrainConfig, wandb_project: str | None) -> tuple[list[MetricLog], list[str]]:
+    """The logs a run writes to, and a line for each saying where it logs (or how to turn it on)."""
+    logs: list[MetricLog] = []
+    try:
+        logs.append(TensorBoardLog(run_dir / TENSORBOARD_FOLDER))
+        lines = [f"TensorBoard: logging to {run_dir / TENSORBOARD_FOLDER} (tensorboard --logdir {run_dir.parent})"]
+    except ImportError:
+        lines = [f"TensorBoard: off, the tensorboard package is not installed ({install_hint('tensorboard')}); "
+                 f"metrics.jsonl has every metric"]
+    if wandb_project is not None:
+        logs.append(WandbLog(wandb_project, run_dir, config))
+        lines.append(f"Weights & Biases: logging to project {wandb_project}, run {run_dir.name}")
+    return logs, lines
