@@ -208,3 +208,46 @@ def test_check_on_a_cpu_runs_an_id_registered_in_process(tmp_path):
     env = {key: value for key, value in os.environ.items() if key != "NUMBA_ENABLE_CUDASIM"}
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_zero_dimensional_unsigned_action_array_is_a_shape_error():
+    env = warpsim.make("tag_gridworld", 2, backend="numpy", num_taggers=1)
+    with pytest.raises(warpsim.WarpsimError, match=r"actions have shape \(\); expected \(2, 2, 1\)"):
+        env.step(np.array(3, np.uint32))
+
+
+@pytest.mark.parametrize("name", ["neighbour_search", "observation_dtype"])
+@pytest.mark.parametrize("value", [np.array(["grid", "grid"]), np.array(["float32"]), ["grid"]])
+def test_an_array_for_a_string_parameter_is_refused_as_a_value(name, value):
+    with pytest.raises(ValueError, match=rf"^{name}=.* is not allowed; choose one of "):
+        warpsim.make("tag_continuous", 1, backend="numpy", **{name: value})
+
+
+@pytest.mark.parametrize("field, value, flags", [
+    ("stagger_steps", 10**12, ["--stagger-steps", str(10**12)]),
+    ("num_envs", 10**9, ["--num-envs", str(10**9), "--iterations", "2000"]),
+    ("iterations", 10**11, ["--iterations", str(10**11)]),
+])
+def test_the_work_cap_counts_every_step_and_names_the_field_that_broke_it(field, value, flags, capsys):
+    assert main(["train", "--config", "grid-small", "--run-dir", "never", *flags]) == 2
+    line = one_line_error(capsys, "train")
+    assert f"{field}={value} is not allowed; a run's (iterations x rollout_steps + stagger_steps) x num_envs " \
+           f"environment steps must be at most 1e+12" in line
+    assert not os.path.exists("never")
+
+
+def test_a_string_parameter_takes_a_bare_word_on_the_command_line(tmp_path):
+    run = tmp_path / "run"
+    assert main(["train", "--env", "tag_continuous", "--set", "num_taggers=1", "--set", "num_runners=2", "--set",
+                 "observation_dtype=bfloat16", "--set", "neighbour_search=brute_force", "--set",
+                 "use_full_observation=false", "--set", "num_other_agents_observed=1", "--set", "episode_length=4",
+                 "--iterations", "1", "--num-envs", "2", "--rollout-steps", "4", "--backend", "numpy", "--quiet",
+                 "--run-dir", str(run)]) == 0
+    params = json.loads((run / "config.json").read_text())["env_params"]
+    assert params["observation_dtype"] == "bfloat16" and params["neighbour_search"] == "brute_force"
+
+
+def test_a_config_file_that_is_a_directory_is_called_one(tmp_path, capsys):
+    assert main(["train", "--config-file", str(tmp_path), "--run-dir", str(tmp_path / "run")]) == 2
+    assert one_line_error(capsys, "train").endswith(f"config file {tmp_path} is a directory; give a .json or "
+                                                    f".toml file")
