@@ -11,11 +11,11 @@ from warpsim.cli import main
 from warpsim.errors import InvalidValueError
 from warpsim.source_commit import source_commit
 from warpsim.train import commands
-from warpsim.train.evaluate import evaluate_run
+from warpsim.train.evaluate import article, evaluate_run
 
 PLAY_HEADER = re.compile(r"^(sampled|greedy|uniformly random) play \(.+\): (\d+) episodes, (\d+) steps of every "
                          r"environment$")
-RETURN = re.compile(r"^  mean return of a (\w+) \((?:policy|uniformly random)\): (\S+)$")
+RETURN = re.compile(r"^  mean return of an? (\w+) \((?:policy|uniformly random)\): (\S+)$")
 COUNTER = re.compile(r"^  (\w+) per episode: (\S+)$")
 LENGTH = re.compile(r"^  episode length: (\S+) steps \((\S+)% ended by the rules\)$")
 EVENTS = re.compile(r"^  steps to the first / last of the (\w+): (\S+) / (\S+)$")
@@ -203,3 +203,12 @@ def test_the_commit_is_none_without_git_or_outside_a_checkout(tmp_path, monkeypa
     (tmp_path / "package").mkdir()
     monkeypatch.setattr(commit_module, "SOURCE_ROOT", tmp_path / "package")
     assert source_commit() is None, "a package installed inside another repository is not that repository's"
+
+
+def test_the_header_says_how_the_episodes_are_counted_and_roles_take_their_article(run, capsys):
+    assert main(["evaluate", str(run), "--episodes", "5", "--num-envs", "4", "--backend", "numpy"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].endswith("at least 5 episodes of each play, as many in each of 4 environments, seed 1, "
+                             "numpy backend")
+    assert all(int(header[2]) == 8 for line in lines if (header := PLAY_HEADER.match(line)))
+    assert [article(noun) for noun in ("evader", "runner", "agent", "tagger")] == ["an", "a", "an", "a"]

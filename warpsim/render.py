@@ -36,7 +36,7 @@ def agent_colours(spec: EnvSpec) -> list[str]:
 class FrameCanvas:
     """A matplotlib figure (Agg, no window) that draws Frames of one environment.
 
-    Agents are coloured by role, with a legend of the roles that have agents; agents out
+    Agents are coloured by role, with a legend of the roles that have agents below the arena; agents out
     of the game are faded. ``show(frame)`` updates the figure, ``draw(frame)`` also renders
     it to uint8[H, W, 3].
     """
@@ -57,7 +57,9 @@ class FrameCanvas:
         for role, (role_name, colour) in enumerate(zip(spec.role_names, role_colours(spec.role_names))):
             if (roles == role).any():
                 self.axes.scatter([], [], c=colour, label=role_name, s=25)
-        self.axes.legend(loc="upper right", fontsize=7)
+        # Below the arena, not in it: a legend inside would hide the agents in its corner.
+        self.legend = self.axes.legend(loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=len(spec.role_names),
+                                       fontsize=7, frameon=False)
         self.points = self.axes.scatter(np.zeros(len(roles)), np.zeros(len(roles)), c=agent_colours(spec), s=25)
         self.title = self.axes.set_title("", fontsize=8)
         self.name = name

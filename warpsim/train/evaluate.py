@@ -84,7 +84,7 @@ class Evaluation:
         lines = []
         for role, value in self.returns.items():
             how = "uniformly random" if role in self.random_roles else "policy"
-            lines.append(f"  mean return of a {role} ({how}): {value:.3f}")
+            lines.append(f"  mean return of {article(role)} {role} ({how}): {value:.3f}")
         for name, value in self.counters.items():
             lines.append(f"  {name} per episode: {value:.3f}")
         lines.append(f"  episode length: {self.episode_length:.1f} steps "
@@ -137,8 +137,9 @@ class RunEvaluation:
 
     def __str__(self) -> str:
         settings = self.settings
-        lines = [f"{self.config['env']} from {self.source}: {settings['episodes']} episodes of each play, "
-                 f"{settings['num_envs']} environments, seed {settings['seed']}, {settings['backend']} backend"]
+        lines = [f"{self.config['env']} from {self.source}: at least {settings['episodes']} episodes of each play, "
+                 f"as many in each of {settings['num_envs']} environments, seed {settings['seed']}, "
+                 f"{settings['backend']} backend"]
         for play, result in self.plays.items():
             lines += [f"{play} play ({PLAYS[play]}): {_counts(result)}", *result.figure_lines()]
             if result.baseline is not None:
@@ -160,6 +161,11 @@ class RunEvaluation:
         (JSON has no such numbers)."""
         text = json.dumps(_finite_or_none(self.record()), indent=1, allow_nan=False) + "\n"
         return write_output(path, text.encode(), "evaluation file")
+
+
+def article(noun: str) -> str:
+    """"an" before a vowel (an evader), "a" otherwise (a tagger)."""
+    return "an" if noun[:1].lower() in "aeiou" else "a"
 
 
 def _counts(result: Evaluation) -> str:
