@@ -8,8 +8,9 @@ from warpsim.envs.template import Beacon
 from warpsim.errors import WarpsimError
 from warpsim.registry import make, register, registered
 from warpsim.train.evaluate import evaluate_run as evaluate
+from warpsim.train.trained_policy import TrainedPolicy, load_policy
 
 __version__ = "0.2.0"
 """The one place the version is written (setup.cfg reads it)."""
 __all__ = ["Beacon", "EnvSpec", "Environment", "Frame", "StateArray", "TagContinuous", "TagGridworld", "check",
-           "evaluate", "WarpsimError", "make", "register", "registered"]
+           "evaluate", "load_policy", "TrainedPolicy", "WarpsimError", "make", "register", "registered"]
