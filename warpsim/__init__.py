@@ -10,7 +10,7 @@ from warpsim.registry import make, register, registered
 from warpsim.train.evaluate import evaluate_run as evaluate
 from warpsim.train.trained_policy import TrainedPolicy, load_policy
 
-__version__ = "0.2.0"
-"""The one place the version is written (setup.cfg reads it)."""
+__version__ = "0.2.0.dev0"
+"""The one place the version is written (setup.cfg reads it): the coming 0.2.0 while it is unreleased."""
 __all__ = ["Beacon", "EnvSpec", "Environment", "Frame", "StateArray", "TagContinuous", "TagGridworld", "check",
            "evaluate", "load_policy", "TrainedPolicy", "WarpsimError", "make", "register", "registered"]
