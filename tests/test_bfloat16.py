@@ -91,7 +91,7 @@ def test_kernels_store_the_references_bits_which_are_float32_observations_rounde
 
 
 def test_an_unknown_observation_dtype_is_refused_naming_the_choices():
-    with pytest.raises(InvalidValueError, match="observation_dtype='float16' is not allowed.*'float32', 'bfloat16'"):
+    with pytest.raises(InvalidValueError, match="observation_dtype='float16' is not allowed; choose one of float32, bfloat16"):
         TagContinuousParams(observation_dtype="float16")
     assert warpsim.make("tag_continuous", 1, backend="numpy", **BFLOAT16).array_bytes() < \
         warpsim.make("tag_continuous", 1, backend="numpy").array_bytes()

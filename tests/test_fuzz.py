@@ -11,6 +11,8 @@ minute. ``pytest -s tests/test_fuzz.py`` prints how many inputs were tried and h
 import collections
 import contextlib
 import dataclasses
+import json
+import math
 import os
 import signal
 import sys
@@ -21,11 +23,13 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from numba import cuda
 
 import warpsim
 from warpsim.cli import main
 from warpsim.envs.template import Beacon
 from warpsim.errors import WarpsimError
+from warpsim.kernels.indexing import agent_of_thread
 from warpsim.registry import env_class
 from warpsim.train import TrainConfig
 from warpsim.train.config import build_config
@@ -411,6 +415,134 @@ def test_command_lines_end_in_success_or_one_line_and_exit_2(paths, user_modules
     assert err.rstrip().endswith(lines[0]), f"the error is not one line: {err!r}"
     tokens = [part.lstrip("-").replace("-", "_") for part in argv] + [part for part in argv if part]
     expect_clear_error(WarpsimError(lines[0]), [token for token in tokens if len(token) > 1] + ["empty path"])
+
+
+# ----- authoring a custom environment: run()'s kernel and mask, constants, describe() ----------------
+@cuda.jit
+def scaled_walk(mask, scale, pos_x):
+    """mask bool[E]; scale float32[5]; pos_x float32[E, N]."""
+    num_envs, n = pos_x.shape
+    e, i = agent_of_thread(n)
+    if e < num_envs and mask[e]:
+        pos_x[e, i] = pos_x[e, i] * scale[0]
+
+
+def plain_walk(mask, scale, pos_x):
+    """mask bool[E]; scale float32[5]; pos_x float32[E, N]."""
+
+
+KERNELS = {"the kernel": scaled_walk, "a string": "scaled_walk", "None": None, "a plain function": plain_walk,
+           "an int": 3, "a list": [scaled_walk], "a class": Beacon}
+CONSTANTS = {
+    "float32[5]": np.full(5, 0.5, np.float32), "float32[1, 5]": np.full((1, 5), 0.5, np.float32),
+    "float32[5, 1]": np.full((5, 1), 0.5, np.float32), "float32[4]": np.full(4, 0.5, np.float32),
+    "float64[5]": np.full(5, 0.5), "float32 scalar": np.float32(0.5), "python float": 0.5, "None": None,
+    "object[5]": np.full(5, 0.5, object), "str[5]": np.full(5, "a"), "datetime64[5]": np.zeros(5, "datetime64[D]"),
+    "an object": object(), "a str": "0.5", "a list": [0.5] * 5}
+RUN_MASKS = ["none", "bool[E]", "bool[E] flags", "short", "long", "list", "all", "bool[E, 1]", "int32[E]",
+             "tensor", "float32[E]"]
+
+
+def run_mask(env, kind: str, rng: np.random.Generator):
+    flags = rng.random(env.num_envs) < 0.5
+    return {"none": None, "bool[E]": env.every_env, "bool[E] flags": flags, "short": flags[:-1],
+            "long": np.append(flags, True), "list": flags.tolist(), "all": "all", "bool[E, 1]": flags[:, None],
+            "int32[E]": flags.astype(np.int32), "tensor": torch.from_numpy(flags),
+            "float32[E]": flags.astype(np.float32)}[kind]
+
+
+@settings(FUZZ, max_examples=120)
+@given(kernel=st.sampled_from(["the kernel"] * 6 + sorted(KERNELS)),
+       constant=st.sampled_from(["float32[5]"] * 8 + sorted(CONSTANTS)),
+       mask=st.sampled_from(RUN_MASKS[:3] * 2 + RUN_MASKS), per=st.sampled_from(["agent"] * 4 + ["thread", None, "all", 3]),
+       seed=st.integers(0, 2**16))
+def test_authoring_calls_either_run_as_the_reference_would_or_name_the_mistake(kernel, constant, mask, per, seed):
+    """Whatever reaches add_constants and run(), the kernel either runs with exactly what was meant (the
+    walk scales pos_x where the mask is set) or a one-line error names the call; never a raw exception."""
+    TALLY["inputs"] += 1
+    TALLY["authoring calls"] += 1
+    env = warpsim.make(Beacon, 2, backend="cuda", num_agents=3, seed=seed)
+    before = env.state.pos_x.clone()
+    try:
+        env.add_constants(scale=CONSTANTS[constant])
+        given = run_mask(env, mask, np.random.default_rng(seed))
+        with time_limit(EXAMPLE_SECONDS):
+            env.run(KERNELS[kernel], per=per, mask=given)
+    except WarpsimError as error:
+        expect_clear_error(error, ["add_constants", "run(", "per=", "kernel scaled_walk"])
+        assert torch.equal(env.state.pos_x, before), "a refused call changed the state"
+        return
+    assert (kernel, constant, per) == ("the kernel", "float32[5]", "agent"), "a mistake was accepted"
+    assert mask in ("none", "bool[E]", "bool[E] flags"), f"a {mask} mask was accepted"
+    TALLY["authoring calls run"] += 1
+    where = np.ones(2, bool) if not isinstance(given, np.ndarray) else given
+    expected = np.where(where[:, None], before.numpy() * np.float32(0.5), before.numpy())
+    assert np.array_equal(env.state.pos_x.numpy(), expected), "the kernel ran with something else than given"
+
+
+DESCRIBED = st.sampled_from([None, {}, {"num_agents": 3}, "spec", 3, [1], (1,), object(), np.zeros(2), Beacon])
+
+
+@settings(FUZZ, max_examples=12)
+@given(returned=DESCRIBED)
+def test_a_describe_that_returns_no_spec_names_the_environment(returned):
+    TALLY["inputs"] += 1
+    broken = type("Broken", (Beacon,), {"describe": lambda self: returned})
+    with pytest.raises(WarpsimError) as raised:
+        broken(1, backend="numpy")
+    expect_clear_error(raised.value, ["Broken.describe() returned"])
+
+
+METRIC_LINES = st.one_of(
+    st.builds(lambda steps, length: json.dumps({"iteration": 1, "env_steps": steps, "episode_length": length}),
+              st.integers(0, 10**6), st.floats(0, 100)),
+    st.sampled_from(['[1, 2]', '"text"', '3', 'null', '{"episode_length": 3}', '{"env_steps": "ten"}',
+                     '{"env_steps": true}', '{"env_steps": -1}', '{"env_steps": 8, "episode_length": 1e308}',
+                     '{"env_steps": 8, "episode_length": -1e301}', '{"env_steps": 8, "elapsed_seconds": "x"}',
+                     '{"env_steps": Infinity}', '{"env_steps": 8, "episode_length": NaN}', '{"env_steps": 8',
+                     '', '{"env_steps": 8, "episode_length": null}']),
+    st.binary(min_size=1, max_size=12).map(lambda raw: raw.decode("latin-1")))
+
+
+def plottable(line: str) -> bool:
+    """What a metrics line must be for plot to draw it, said independently of warpsim's reader."""
+    if not line.strip():
+        return True
+    try:
+        record = json.loads(line.encode("latin-1").decode("utf-8"))
+    except (UnicodeError, ValueError):
+        return False
+    if not isinstance(record, dict):
+        return False
+    number = lambda value: isinstance(value, (int, float)) and not isinstance(value, bool)  # noqa: E731
+    steps, elapsed = record.get("env_steps"), record.get("elapsed_seconds")
+    return (number(steps) and 0 <= steps < math.inf and (elapsed is None or number(elapsed) and 0 <= elapsed < math.inf)
+            and all(not number(value) or not math.isfinite(value) or abs(value) <= 1e300 for value in record.values()))
+
+
+@settings(FUZZ, max_examples=60)
+@given(lines=st.lists(METRIC_LINES, min_size=1, max_size=4), utf16=st.booleans())
+def test_plot_draws_a_metrics_file_or_names_its_first_bad_line(paths, capsys, lines, utf16):
+    TALLY["inputs"] += 1
+    TALLY["metrics files"] += 1
+    run = paths["root"] / f"metrics{TALLY['inputs']}"
+    run.mkdir()
+    (run / "config.json").write_bytes((paths["run"] / "config.json").read_bytes())
+    text = "".join(line.replace("\n", " ") + "\n" for line in lines)
+    (run / "metrics.jsonl").write_bytes(text.encode("utf-16") if utf16 else text.encode("latin-1"))
+    with time_limit(EXAMPLE_SECONDS):
+        code = main(["plot", str(run), "--metric", "episode_length", "--baseline-episodes", "0"])
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and code in (0, 2), err
+    bad = [number for number, line in enumerate(lines, 1) if utf16 or not plottable(line.replace("\n", " "))]
+    if bad:
+        assert code == 2 and f"metrics.jsonl line {bad[0]} " in err and len(err.strip().splitlines()) == 1, err
+        TALLY["clear errors"] += 1
+    elif code == 2:
+        assert "has no values of 'episode_length'" in err, err
+        TALLY["clear errors"] += 1
+    else:
+        assert (run / "episode_length.png").is_file()
 
 
 def test_zz_print_the_tally():

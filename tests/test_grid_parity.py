@@ -178,7 +178,7 @@ def test_an_unknown_neighbour_search_is_refused_with_the_choices():
     import warpsim
     from warpsim.errors import InvalidValueError
 
-    choices = "'auto', 'grid', 'grid_tiles', 'brute_force'"
+    choices = "choose one of auto, grid, grid_tiles, brute_force"
     with pytest.raises(InvalidValueError, match=f"neighbour_search='cells'.*{choices}"):
         warpsim.make("tag_continuous", 1, backend="numpy", neighbour_search="cells")
 

@@ -16,7 +16,7 @@ FACADE = "warpsim"
 
 LAYERS = (
     # (layer, the modules and packages of warpsim on it), from the ground up
-    ("helpers", {"errors", "files", "extras", "limits", "source_commit", "validation"}),
+    ("helpers", {"errors", "files", "extras", "limits", "removed", "source_commit", "validation"}),
     ("device and drawing", {"device", "spec", "layout", "inputs", "render"}),
     ("the environment", {"binding", "environment", "checked_mode", "graph", "kernels"}),
     ("what environments are", {"roles", "configs", "registry", "envs"}),

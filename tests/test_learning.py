@@ -2,10 +2,8 @@
 against the same uniformly random runners do better than uniformly random taggers, on the
 same seeds. tag-small: at least twice the tags per episode. tag-chase-small and grid-small,
 the CPU-sized versions of the reference learning tasks tag-chase and grid-chase: games over
-at least 1.5x sooner. Each test trains for a minute or more on two cores: its progress lines
-show as it goes, even under ``pytest -q``."""
-
-import sys
+at least 1.5x sooner. Each test trains for a minute or more on two cores, with no progress
+output: the test log keeps pytest's own lines (``warpsim train --config PRESET`` shows the progress)."""
 
 import pytest
 
@@ -23,24 +21,18 @@ def play(config, policies) -> warpsim.train.evaluate.Evaluation:
     return evaluate(player, episodes=400)
 
 
-def train_showing_progress(config, run_dir, capsys):
-    """Trains ``config``, its progress written past pytest's capture: minutes are not one silent dot."""
-    with capsys.disabled():
-        return train(config, run_dir, progress=sys.stderr)
-
-
-def test_tag_small_taggers_tag_at_least_twice_as_often_as_random_ones(tmp_path, capsys):
+def test_tag_small_taggers_tag_at_least_twice_as_often_as_random_ones(tmp_path):
     config = build_config(PRESETS["tag-small"], {"backend": "numpy"})
-    trainer = train_showing_progress(config, tmp_path, capsys)
+    trainer = train(config, tmp_path, progress=None)
     trained, random = play(config, trainer.policies), play(config, None)
     assert random.counters["tags"] > 0.1, "the config lets random taggers tag now and then"
     assert trained.counters["tags"] >= 2 * random.counters["tags"], f"trained: {trained}\nrandom: {random}"
 
 
 @pytest.mark.parametrize("preset", ["tag-chase-small", "grid-small"])
-def test_taggers_end_games_at_least_one_and_a_half_times_sooner_than_random_ones(preset, tmp_path, capsys):
+def test_taggers_end_games_at_least_one_and_a_half_times_sooner_than_random_ones(preset, tmp_path):
     config = build_config(PRESETS[preset], {"backend": "numpy"})
-    trainer = train_showing_progress(config, tmp_path, capsys)
+    trainer = train(config, tmp_path, progress=None)
     trained, random = play(config, trainer.policies), play(config, None)
     assert random.terminated_fraction < 0.9, "random taggers often run out of time"
     assert 1.5 * trained.episode_length <= random.episode_length, f"trained: {trained}\nrandom: {random}"
