@@ -1,6 +1,7 @@
 """Sim-tier benchmark (docs/benchmarks.md): ``python benchmarks/sim_tier.py --config headline``.
 
-Same options as ``warpsim bench``; results are appended to benchmarks/results/<device>.json.
+Same options as ``warpsim bench``: records are printed, and appended to DIR/<device>.json with
+``--results-dir DIR`` (``--results-dir benchmarks/results`` for the committed ones).
 """
 
 import sys

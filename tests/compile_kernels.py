@@ -32,7 +32,6 @@ from types import SimpleNamespace
 import numba.cuda.compiler
 import numba.cuda.dispatcher
 from numba import cuda, typeof, types
-from numba.cuda.compiler import compile_cuda
 
 import warpsim
 from warpsim.kernels.reset import count_resets
@@ -122,9 +121,9 @@ def main(env_id: str, params: dict, report) -> None:
 
 def inspect(function, signature) -> dict:
     """What the compiled kernel ``function`` does that the simulator cannot show."""
-    typed = compile_cuda(function, types.void, signature, cc=TARGET).fndesc.typemap
+    with typing_kept() as typed:  # the types of the default compile, not of a compile of their own
+        fused = cuda.compile_ptx(function, signature, cc=TARGET)[0].count(FUSED_MULTIPLY_ADD)
     float64 = sorted(name for name, kind in typed.items() if types.float64 in _leaf_types(kind))
-    fused = cuda.compile_ptx(function, signature, cc=TARGET)[0].count(FUSED_MULTIPLY_ADD)
     with nvvm_fma_disabled():
         written = cuda.compile_ptx(function, signature, cc=TARGET)[0].count(FUSED_MULTIPLY_ADD)
     return {"float64": float64, "contracted": fused - written}
@@ -160,6 +159,24 @@ def ptxas_path() -> Path:
     print("ptxas not found: the nvidia-cuda-nvcc-cu12 wheel is not installed (pip install -e '.[test]')",
           file=sys.stderr)
     sys.exit(PTXAS_MISSING)
+
+
+@contextmanager
+def typing_kept():
+    """Yields a dict that holds, once the block has compiled a kernel, the type of each of its variables."""
+    original = numba.cuda.compiler.compile_cuda
+    typemap: dict = {}
+
+    def keeping(*args, **kwargs):
+        result = original(*args, **kwargs)
+        typemap.update(result.fndesc.typemap)
+        return result
+
+    numba.cuda.compiler.compile_cuda = keeping
+    try:
+        yield typemap
+    finally:
+        numba.cuda.compiler.compile_cuda = original
 
 
 @contextmanager
