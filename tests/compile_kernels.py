@@ -12,7 +12,8 @@ PTX through NVVM and prints one JSON line per kernel with
   PTX NVVM makes by default minus the number when it compiles with ``-fma=0``, which
   keeps only the fused multiply-adds written explicitly (libdevice's internals).
 
-With ``--resources`` it prints instead what each kernel costs on an sm_90 GPU: ``ptxas -v``
+With ``--resources`` it prints instead what each kernel costs on an sm_90 GPU (``--both``: both
+reports in one line, the default compile made once for the two): ``ptxas -v``
 (from the ``nvidia-cuda-nvcc`` wheel) assembles the PTX and reports its ``registers``,
 ``stack`` (local stack frame bytes), ``spill_stores`` and ``spill_loads`` (bytes) and
 static ``shared`` bytes; ``instructions`` counts the PTX instructions, ``div_s64`` and
@@ -119,19 +120,31 @@ def main(env_id: str, params: dict, report) -> None:
         print(json.dumps({"kernel": kernel.py_func.__name__, **report(kernel.py_func, signature)}), flush=True)
 
 
-def inspect(function, signature) -> dict:
+def default_compile(function, signature) -> tuple[str, dict]:
+    """The PTX NVVM makes of ``function`` by default, and the type of each of its variables."""
+    with typing_kept() as typed:
+        ptx = cuda.compile_ptx(function, signature, cc=TARGET)[0]
+    return ptx, typed
+
+
+def inspect(function, signature, compiled: tuple[str, dict] | None = None) -> dict:
     """What the compiled kernel ``function`` does that the simulator cannot show."""
-    with typing_kept() as typed:  # the types of the default compile, not of a compile of their own
-        fused = cuda.compile_ptx(function, signature, cc=TARGET)[0].count(FUSED_MULTIPLY_ADD)
+    ptx, typed = compiled or default_compile(function, signature)
     float64 = sorted(name for name, kind in typed.items() if types.float64 in _leaf_types(kind))
     with nvvm_fma_disabled():
         written = cuda.compile_ptx(function, signature, cc=TARGET)[0].count(FUSED_MULTIPLY_ADD)
-    return {"float64": float64, "contracted": fused - written}
+    return {"float64": float64, "contracted": ptx.count(FUSED_MULTIPLY_ADD) - written}
 
 
-def resources(function, signature) -> dict:
+def both(function, signature) -> dict:
+    """``resources`` and ``inspect`` of one default compile."""
+    compiled = default_compile(function, signature)
+    return {**resources(function, signature, compiled), **inspect(function, signature, compiled)}
+
+
+def resources(function, signature, compiled: tuple[str, dict] | None = None) -> dict:
     """Registers, local memory, shared memory and PTX instruction counts of ``function`` on sm_90."""
-    ptx = cuda.compile_ptx(function, signature, cc=TARGET)[0]
+    ptx = (compiled or default_compile(function, signature))[0]
     with tempfile.TemporaryDirectory() as folder:
         source = Path(folder, "kernel.ptx")
         source.write_text(ptx)
@@ -206,7 +219,7 @@ if __name__ == "__main__":
         main_planted()
     elif sys.argv[1] == "--planted-resources":
         main_planted_resources()
-    elif sys.argv[1] == "--resources":
-        main(sys.argv[2], json.loads(sys.argv[3]), resources)
+    elif sys.argv[1] in ("--resources", "--both"):
+        main(sys.argv[2], json.loads(sys.argv[3]), resources if sys.argv[1] == "--resources" else both)
     else:
         main(sys.argv[1], json.loads(sys.argv[2]), inspect)

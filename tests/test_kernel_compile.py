@@ -2,7 +2,8 @@
 
 The simulator checks none of this. The rounding rule: the compiler fuses no product
 into a sum (no ``fma.rn.f32`` beyond those written explicitly, i.e. libdevice's own),
-because the NumPy reference rounds the product and the sum apart.
+because the NumPy reference rounds the product and the sum apart. tag_continuous's kernels are
+checked in test_kernel_resources.py, from the compile that measures their resources.
 """
 
 import json
@@ -14,7 +15,6 @@ from pathlib import Path
 import pytest
 
 SCRIPT = Path(__file__).with_name("compile_kernels.py")
-TAG_CONTINUOUS_KERNELS = {"step_environments", "reset_environments", "count_resets"}
 
 
 def compile_all(env_id: str, params: dict) -> list[dict]:
@@ -37,19 +37,6 @@ def test_contraction_is_caught_in_a_planted_kernel():
     assert results["rounded_squared_distance"]["contracted"] == 0
     with pytest.raises(AssertionError, match="planted_squared_distance fuses 1 multiply-add"):
         assert_compiled_as_numpy_rounds(list(results.values()))
-
-
-def test_tag_continuous_kernels_compile_to_float32_ptx():
-    results = compile_all("tag_continuous", {"use_full_observation": True})
-    results += compile_all("tag_continuous", {"use_full_observation": False,
-                                              "num_other_agents_observed": 3})
-    results += compile_all("tag_continuous", {"use_full_observation": False, "num_other_agents_observed": 3,
-                                              "neighbour_search": "grid"})
-    for full in (True, False):  # bfloat16 observations: every store rounds
-        results += compile_all("tag_continuous", {"use_full_observation": full, "num_other_agents_observed": 3,
-                                                  "observe_own_state": True, "observation_dtype": "bfloat16"})
-    assert {r["kernel"] for r in results} == TAG_CONTINUOUS_KERNELS
-    assert_compiled_as_numpy_rounds(results)
 
 
 def test_tag_gridworld_kernels_compile_to_float32_ptx():

@@ -7,7 +7,8 @@ local stack and no spills in any of them (a
 K-nearest list indexed at run time would put it in local memory), no 64-bit integer division
 (``div.s64``, a long subroutine), at most STEP_MAX_REGISTERS in the step kernel where the grid
 and the state are in shared memory, and at most MAX_REGISTERS where a kernel already meets it;
-the partial observations' register target is in docs/design.md.
+the partial observations' register target is in docs/design.md. The same compile shows that they
+compute in float32 and fuse no multiply-add (the rule of test_kernel_compile.py).
 """
 
 import json
@@ -31,36 +32,64 @@ CONFIGS = {
                                          neighbour_search="grid", num_taggers=100, num_runners=1900),
     "grid in global memory": dict(use_full_observation=False, num_other_agents_observed=10, neighbour_search="grid",
                                   num_taggers=50, num_runners=3950),
-    "grid, bfloat16": dict(use_full_observation=False, num_other_agents_observed=10, neighbour_search="grid",
-                           observation_dtype="bfloat16"),
+    "grid, bfloat16, own state": dict(use_full_observation=False, num_other_agents_observed=10,
+                                      neighbour_search="grid", observation_dtype="bfloat16", observe_own_state=True),
+    "full, bfloat16, own state": dict(use_full_observation=True, observation_dtype="bfloat16", observe_own_state=True),
 }
+"""Every kind of step and reset kernel tag_continuous compiles: its observations, searches and stores."""
 WITHIN_REGISTER_BUDGET = {"reset_environments (full)"}
 """The kernels held to MAX_REGISTERS today; the partial observations' are a target."""
 STEP_MAX_REGISTERS = 96
 """5 blocks of 128 threads an SM: the step kernel's budget where the grid and the state are in shared memory."""
-STAGED_CONFIGS = ("brute force", "grid", "grid tiles", "grid, bfloat16")
+STAGED_CONFIGS = ("brute force", "grid", "grid tiles", "grid, bfloat16, own state")
 PTXAS_MISSING = 3
 """compile_kernels.py's exit code where ptxas is not installed."""
 
 
 def resources(params: dict) -> dict[str, dict]:
+    """Each kernel's figures."""
     return run_script("--resources", "tag_continuous", json.dumps(params))
 
 
 def run_script(*args: str) -> dict[str, dict]:
+    return finished(started(*args))
+
+
+def started(*args: str) -> subprocess.Popen:
+    """compile_kernels.py running with ``args`` on the real CUDA target (the simulator off)."""
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
-    done = subprocess.run([sys.executable, str(SCRIPT), *args], env=env, capture_output=True, text=True, timeout=600)
-    if done.returncode == PTXAS_MISSING or "DynamicLibNotFoundError" in done.stderr:
-        pytest.skip(f"the CUDA compiler pieces are not installed: {done.stderr.strip().splitlines()[-1]}")
-    assert done.returncode == 0, done.stderr[-3000:]
-    return {r["kernel"]: r for r in map(json.loads, done.stdout.splitlines())}
+    return subprocess.Popen([sys.executable, str(SCRIPT), *args], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def finished(process: subprocess.Popen) -> dict[str, dict]:
+    """What a started compile_kernels.py printed, by kernel; a skip where the compiler pieces are missing."""
+    out, err = process.communicate(timeout=600)
+    if process.returncode == PTXAS_MISSING or "DynamicLibNotFoundError" in err:
+        pytest.skip(f"the CUDA compiler pieces are not installed: {err.strip().splitlines()[-1]}")
+    assert process.returncode == 0, err[-3000:]
+    return {r["kernel"]: r for r in map(json.loads, out.splitlines())}
 
 
 @pytest.fixture(scope="module")
 def observe_and_tag() -> dict[str, dict]:
-    """The step and reset kernels of every config, as ``<kernel> (<config>)``."""
-    return {f"{kernel} ({label})": result for label, params in CONFIGS.items()
-            for kernel, result in resources(params).items() if kernel != "count_resets"}
+    """The step and reset kernels of every config, as ``<kernel> (<config>)``, and the runtime's
+    count_resets: their resources, float64 variables and fused multiply-adds. The configs compile side
+    by side, one process each."""
+    running = {label: started("--both", "tag_continuous", json.dumps(params)) for label, params in CONFIGS.items()}
+    return {kernel if kernel == "count_resets" else f"{kernel} ({label})": result
+            for label, process in running.items() for kernel, result in finished(process).items()}
+
+
+def test_the_kernels_compute_in_float32_and_fuse_no_multiply_add(observe_and_tag):
+    """The rounding rule: the NumPy reference rounds each product and sum apart (see test_kernel_compile.py)."""
+    assert {name.split(" ")[0] for name in observe_and_tag} == {"step_environments", "reset_environments",
+                                                                 "count_resets"}
+    for name, result in observe_and_tag.items():
+        assert result["float64"] == [], f"{name} computes in float64: {result['float64']}"
+        assert result["contracted"] == 0, (
+            f"{name} fuses {result['contracted']} multiply-add(s) the NumPy reference rounds twice; write the "
+            f"products with warpsim.kernels.rounding.mul (or squared_distance)")
 
 
 def test_observe_and_tag_kernels_use_no_local_stack_and_spill_nothing(observe_and_tag):
@@ -103,7 +132,8 @@ def test_a_planted_list_indexed_at_run_time_shows_as_local_stack_and_a_64_bit_di
 def test_the_report_counts_what_ptxas_and_the_ptx_say(observe_and_tag):
     """The figures are read, not defaulted: every kernel has registers and instructions, and the
     observations' features divide in IEEE float32."""
-    assert len(observe_and_tag) == 2 * len(CONFIGS)
+    assert len(observe_and_tag) == 2 * len(CONFIGS) + 1
     for name, result in observe_and_tag.items():
-        assert result["registers"] > 0 and result["instructions"] > 100, f"{name}: {result}"
+        assert result["registers"] > 0 and result["instructions"] > (20 if name == "count_resets" else 100), \
+            f"{name}: {result}"
     assert observe_and_tag["step_environments (brute force)"]["div_rn_f32"] > 0

@@ -308,6 +308,25 @@ def test_a_failed_checkpoint_write_keeps_the_previous_one(tmp_path, monkeypatch)
     assert checkpoint.load(tmp_path)["iteration"] == 2
 
 
+@pytest.mark.parametrize("command, name, what", [
+    (["evaluate", "--episodes", "2", "--num-envs", "2", "--backend", "numpy", "--json"], "out.json",
+     "evaluation file"),
+    (["plot", "--baseline-episodes", "0", "--out"], "out.png", "plot"),
+    (["render", "--max-steps", "2", "--backend", "numpy", "--out"], "out.gif", "output"),
+])
+def test_every_output_is_replaced_whole_or_kept(finished_run, tmp_path, monkeypatch, capsys, command, name, what):
+    """A write that fails halfway (a full disk, a kill) leaves the previous file as it was."""
+    out = tmp_path / name
+    out.write_bytes(b"the previous one")
+    fail_nth_write_to(monkeypatch, f"{name}.partial", 1)
+    line = cli_error(capsys, [command[0], str(finished_run), *command[1:], str(out)])
+    assert line.endswith(f"cannot write {what} {out}: No space left on device; the previous {what} is intact")
+    assert out.read_bytes() == b"the previous one" and sorted(tmp_path.iterdir()) == [out]
+    monkeypatch.undo()
+    assert main([command[0], str(finished_run), *command[1:], str(out)]) == 0
+    assert out.read_bytes() != b"the previous one"
+
+
 @pytest.fixture
 def small_disk(tmp_path):
     """A 256 KiB tmpfs, where the test may mount one (root on Linux); skipped otherwise."""
