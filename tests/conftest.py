@@ -1,7 +1,8 @@
 """Test setup: without a GPU, Numba's CUDA simulator runs the kernels on the CPU.
 
 The simulator must be chosen before numba is first imported, so it happens here.
-Tests marked ``gpu`` are skipped unless a real CUDA GPU is present.
+Tests marked ``gpu`` are skipped unless a real CUDA GPU is present; tests marked ``slow`` (ten
+seconds or more on two cores) start first.
 """
 
 import os
@@ -16,6 +17,9 @@ from warpsim.device import gpu_available  # noqa: E402  (after the simulator cho
 
 
 def pytest_collection_modifyitems(config, items):
+    # The longest tests first: the processes then share out the short ones while those run, and
+    # none is left alone with a long test at the end.
+    items.sort(key=lambda item: "slow" not in item.keywords)
     if gpu_available():
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU (none found; kernels run on the simulator)")

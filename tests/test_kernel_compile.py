@@ -16,6 +16,8 @@ import pytest
 
 SCRIPT = Path(__file__).with_name("compile_kernels.py")
 
+pytestmark = pytest.mark.slow
+
 
 def compile_all(env_id: str, params: dict) -> list[dict]:
     return run_script(env_id, json.dumps(params))

@@ -21,6 +21,8 @@ import pytest
 
 SCRIPT = Path(__file__).with_name("compile_kernels.py")
 
+pytestmark = pytest.mark.slow
+
 MAX_REGISTERS = 64
 """65,536 registers per SM over 64 warps: at most 64 a thread for 50% occupancy (1,024 threads)."""
 CONFIGS = {

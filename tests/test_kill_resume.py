@@ -11,6 +11,7 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 from test_run_faults import same_training
 
 from warpsim.train import checkpoint
@@ -39,6 +40,7 @@ def files_are_readable(run: Path) -> None:
             json.loads(line)
 
 
+@pytest.mark.slow
 def test_runs_killed_at_any_moment_resume_to_the_uninterrupted_result(tmp_path):
     run, straight = tmp_path / "run", tmp_path / "straight"
     uninterrupted = start(straight, "none")

@@ -13,6 +13,8 @@ from warpsim.train.evaluate import Player, evaluate
 from warpsim.train.loop import train
 from warpsim.train.presets import PRESETS
 
+pytestmark = pytest.mark.slow
+
 
 def play(config, policies) -> warpsim.train.evaluate.Evaluation:
     env = warpsim.make(config.env, 64, backend="numpy", seed=1234, **config.env_params)
