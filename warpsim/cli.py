@@ -78,7 +78,7 @@ def users_frame(error: BaseException) -> traceback.FrameSummary | None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The whole command line: one subparser per subcommand (the docs test parses the docs' commands)."""
-    parser = argparse.ArgumentParser(prog="warpsim", description=__doc__)
+    parser = argparse.ArgumentParser(prog="warpsim", description=plain_text(__doc__))
     parser.add_argument("--version", action=PrintVersion,
                         help="print warpsim's version and the commit it runs from, and exit")
     common = argparse.ArgumentParser(add_help=False)
