@@ -6,7 +6,8 @@ scratch, constants, ``Params`` fields and the runtime's ``mask`` and ``seed``) a
 against the kernel's docstring, which declares every parameter as ``name dtype`` or
 ``name dtype[dims]`` (``a, b float32[E, N]``; ``a .. c`` names the parameters from ``a`` to
 ``c`` in signature order; ``float32 or int16[E, N, D]`` allows either dtype). The bound values are
-then launched positionally, as they always were.
+then launched positionally, as they always were. What ``run`` is given besides, a mask and the
+constants of ``add_constants``, is checked here too (``check_mask``, ``check_constant``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+import torch
 
 from warpsim.errors import InvalidTypeError, InvalidValueError
 from warpsim.spec import StateArray
@@ -67,15 +69,58 @@ def is_kernel(kernel: Any) -> bool:
     return callable(getattr(kernel, "py_func", None) or getattr(kernel, "fn", None)) and hasattr(kernel, "__getitem__")
 
 
+def dtype_name(value: Any) -> str:
+    """The dtype a kernel sees ``value`` as (``bool`` for a Python bool); ``object`` for what has none."""
+    return np.dtype(type(value) if isinstance(value, bool) else getattr(value, "dtype", object)).name
+
+
+def is_array(value: Any) -> bool:
+    return isinstance(getattr(value, "shape", None), tuple) and not isinstance(value, np.generic)
+
+
 def declaration_of(value: Any, array: StateArray | None = None) -> str:
     """How a kernel's docstring declares ``value``: ``float32`` for a scalar, ``float32[E, N]`` for
     a state array (its declared dims), ``float32[5]`` for another array (its shape)."""
-    dtype = np.dtype(type(value) if isinstance(value, bool) else value.dtype).name
     if array is not None:
-        return f"{dtype}[{', '.join(map(str, array.dims))}]"
-    if isinstance(getattr(value, "shape", None), tuple) and not isinstance(value, np.generic):
-        return f"{dtype}[{', '.join(map(str, value.shape))}]"
-    return dtype
+        return f"{dtype_name(value)}[{', '.join(map(str, array.dims))}]"
+    if is_array(value):
+        return f"{dtype_name(value)}[{', '.join(map(str, value.shape))}]"
+    return dtype_name(value)
+
+
+def check_constant(owner: str, name: str, value: Any) -> None:
+    """A constant offered to kernels (``Environment.add_constants``): a NumPy array or scalar, or a
+    bool, of a kernel dtype; ``owner`` is the environment's class, for the message."""
+    if not isinstance(value, (np.ndarray, np.generic, bool)) or dtype_name(value) not in KERNEL_DTYPES:
+        raise InvalidTypeError(
+            f"{owner}.add_constants({name}=...) got {type(value).__name__} {value!r:.60}; give a NumPy array or "
+            f"scalar of a kernel dtype ({', '.join(KERNEL_DTYPES)}){_constant_hint(value)}")
+
+
+def _constant_hint(value: Any) -> str:
+    """An example of what ``add_constants`` takes, for a Python number or list given instead."""
+    if isinstance(value, int):
+        return f", e.g. np.int32({value!r})"
+    if isinstance(value, float):
+        return f", e.g. np.float32({value!r})"
+    if isinstance(value, (list, tuple)):
+        return ", e.g. np.array([...], dtype=np.float32)"
+    return ""
+
+
+def check_mask(owner: str, kernel: Any, mask: Any, num_envs: int, on_cpu: bool) -> None:
+    """A mask given to ``Environment.run``: bool[E] on the environment's device (a NumPy array where its
+    arrays are on the CPU, a CUDA array that is no torch tensor on a GPU), as the runtime's masks are."""
+    shape, dtype = getattr(mask, "shape", None), getattr(mask, "dtype", None)
+    on_device = (isinstance(mask, np.ndarray) if on_cpu
+                 else hasattr(mask, "__cuda_array_interface__") and not isinstance(mask, torch.Tensor))
+    if on_device and shape == (num_envs,) and dtype == np.bool_:
+        return
+    given = (f"a {type(mask).__name__} of shape {tuple(shape)} and dtype {dtype}" if isinstance(shape, tuple)
+             else f"{type(mask).__name__} {mask!r:.40}")
+    raise InvalidValueError(f"{owner}.run({kernel_name(kernel)}, mask=...) got {given}; give bool[{num_envs}] on "
+                            f"the environment's device, e.g. the mask reset_cuda receives, or no mask for every "
+                            f"environment")
 
 
 def kernel_name(kernel: Any) -> str:
@@ -156,12 +201,11 @@ def bind(kernel: Any, lookup: Mapping[str, Any], declared_arrays: Mapping[str, S
 
 
 def _check(kernel: str, parameter: str, value: Any, declared: Declared, array: StateArray | None) -> None:
-    is_array = isinstance(getattr(value, "shape", None), tuple) and not isinstance(value, np.generic)
-    dtype = np.dtype(type(value) if isinstance(value, bool) else value.dtype).name
-    given = f"{dtype}{list(value.shape) if is_array else ''}"
+    dtype = dtype_name(value)
+    given = f"{dtype}{list(value.shape) if is_array(value) else ''}"
     if array is not None:
-        given = f"{dtype}[{', '.join(map(str, array.dims))}] (its declaration)"
-    if dtype not in declared.dtypes or is_array != (declared.dims is not None):
+        given = f"{declaration_of(value, array)} (its declaration)"
+    if dtype not in declared.dtypes or is_array(value) != (declared.dims is not None):
         raise InvalidTypeError(f"kernel {kernel}: parameter {parameter!r} is declared {declared} in its "
                                f"docstring, but the environment's {parameter} is {given}")
     if array is not None and declared.dims is not None and not _same_dims(array.dims, declared.dims):

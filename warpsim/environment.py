@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from warpsim.binding import KERNEL_DTYPES, MASK, Binding, bind, is_kernel, kernel_name, params_values
+from warpsim.binding import MASK, Binding, bind, check_constant, check_mask, is_kernel, kernel_name, params_values
 from warpsim.checked_mode import CHECK_EVERY, CheckedMode
 from warpsim.device import Launcher, available_bytes, kernel_view, resolve_placement
 from warpsim.errors import DoesNotFitError, InvalidTypeError, InvalidValueError, MissingHookError
@@ -248,11 +248,7 @@ class Environment(CheckedMode):
             if name in self.views or name in self.scratch or name in RUNTIME_ARGUMENTS:
                 raise InvalidValueError(f"{type(self).__name__} adds the constant {name!r}, the name of one of its "
                                         f"arrays or of {', '.join(RUNTIME_ARGUMENTS)}; give it another name")
-            kind = np.dtype(type(value) if isinstance(value, bool) else getattr(value, "dtype", object)).name
-            if not isinstance(value, (np.ndarray, np.generic, bool)) or kind not in KERNEL_DTYPES:
-                raise InvalidTypeError(
-                    f"{type(self).__name__}.add_constants({name}=...) got {type(value).__name__} {value!r:.60}; give a "
-                    f"NumPy array or scalar of a kernel dtype ({', '.join(KERNEL_DTYPES)}){_constant_hint(value)}")
+            check_constant(type(self).__name__, name, value)
             if isinstance(value, np.ndarray):
                 tensor = torch.as_tensor(np.ascontiguousarray(value), device=self.device)
                 self._constant_tensors.append(tensor)
@@ -274,7 +270,7 @@ class Environment(CheckedMode):
             raise InvalidTypeError(f"{type(self).__name__}.run() got {type(kernel).__name__} {kernel!r:.60} as its "
                                    f"kernel; give a function decorated with @cuda.jit (from numba import cuda)")
         if mask is not None and not any(mask is known for known in self._known_masks):
-            self._check_mask(kernel, mask)
+            check_mask(type(self).__name__, kernel, mask, self.num_envs, on_cpu=self.device.type == "cpu")
         if self.params is not self._bound_params:
             self._bindings.clear()
             self._bound_params = self.params
@@ -298,19 +294,6 @@ class Environment(CheckedMode):
     def _known_masks(self) -> tuple:
         """The runtime's own bool[E] views, passed to ``run`` every step: checked once, here."""
         return self.every_env, self._no_env, self._reset_mask_view, self.views.done
-
-    def _check_mask(self, kernel: Any, mask: Any) -> None:
-        """A mask given to ``run``: bool[E] on the environment's device, as the runtime's masks are."""
-        shape, dtype = getattr(mask, "shape", None), getattr(mask, "dtype", None)
-        on_device = (isinstance(mask, np.ndarray) if self.device.type == "cpu"
-                     else hasattr(mask, "__cuda_array_interface__") and not isinstance(mask, torch.Tensor))
-        if on_device and shape == (self.num_envs,) and dtype == np.bool_:
-            return
-        given = (f"a {type(mask).__name__} of shape {tuple(shape)} and dtype {dtype}" if isinstance(shape, tuple)
-                 else f"{type(mask).__name__} {mask!r:.40}")
-        raise InvalidValueError(f"{type(self).__name__}.run({kernel_name(kernel)}, mask=...) got {given}; give "
-                                f"bool[{self.num_envs}] on the environment's device, e.g. the mask reset_cuda "
-                                f"receives, or no mask for every environment")
 
     def launch(self, *args: Any, **kwargs: Any) -> None:
         """Removed in 0.2.0 (see ``run``)."""
@@ -475,13 +458,3 @@ class Environment(CheckedMode):
             self._check_device_actions(actions)
         self.actions.copy_(actions)
 
-
-def _constant_hint(value: Any) -> str:
-    """An example of what ``add_constants`` takes, for a Python number or list given instead."""
-    if isinstance(value, int):
-        return f", e.g. np.int32({value!r})"
-    if isinstance(value, float):
-        return f", e.g. np.float32({value!r})"
-    if isinstance(value, (list, tuple)):
-        return ", e.g. np.array([...], dtype=np.float32)"
-    return ""

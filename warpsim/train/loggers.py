@@ -1,11 +1,13 @@
 """Where a run's metrics go besides its metrics.jsonl: TensorBoard when it is installed, and
 Weights & Biases when asked (``--wandb PROJECT``).
 
-Each log receives every metrics record as it is written, numbers only, at the run's env_steps.
+Each log receives every metrics record as it is written, numbers only, at the run's env_steps
+(``log_to_all``).
 """
 
 from __future__ import annotations
 
+import math
 import secrets
 from pathlib import Path
 from typing import Protocol
@@ -61,6 +63,14 @@ class WandbLog:
 
     def close(self) -> None:
         self.run.finish()
+
+
+def log_to_all(logs: list[MetricLog], metrics: dict) -> None:
+    """Hands every log the record's numbers (not the iteration, nor NaN: no episode finished) at its env_steps."""
+    numbers = {key: value for key, value in metrics.items() if isinstance(value, (int, float))
+               and not isinstance(value, bool) and key != "iteration" and not math.isnan(value)}
+    for log in logs:
+        log.log(numbers, metrics["env_steps"])
 
 
 def import_wandb():

@@ -15,7 +15,7 @@ from warpsim.errors import InvalidValueError
 from warpsim.train import checkpoint
 from warpsim.train.config import TrainConfig
 from warpsim.train.distributed import World
-from warpsim.train.loggers import MetricLog, import_wandb, open_logs
+from warpsim.train.loggers import MetricLog, import_wandb, log_to_all, open_logs
 from warpsim.train.placement import environment_placement
 from warpsim.train.progress import ProgressBar
 from warpsim.train.run_dir import RunDirectory
@@ -123,9 +123,8 @@ def _iterate(trainer: Trainer, directory: RunDirectory, logs: list[MetricLog], b
             window_start, window_steps = now, trainer.env_steps
             _stop_if_diverged(trainer, directory)
             if world.is_writer:
-                numbers = directory.log(metrics)
-                for log in logs:
-                    log.log(numbers, metrics["env_steps"])
+                directory.log(metrics)
+                log_to_all(logs, metrics)
                 if bar:
                     bar.update(trainer.iteration, metrics)
         if trainer.iteration % config.checkpoint_every == 0 or at_end:

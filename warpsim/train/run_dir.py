@@ -91,14 +91,11 @@ class RunDirectory:
         if len(kept) != len(lines) - 1 or lines[-1]:
             replace_atomically(self.metrics_path, b"".join(kept), "metrics file")
 
-    def log(self, metrics: dict) -> dict:
-        """Appends one metrics record whole, or not at all (NaN, from no finished episode, is written as null);
-        returns its numbers but the iteration, for the other logs."""
+    def log(self, metrics: dict) -> None:
+        """Appends one metrics record whole, or not at all (NaN, from no finished episode, is written as null)."""
         clean = {key: (None if isinstance(value, float) and math.isnan(value) else value)
                  for key, value in metrics.items()}
         append_line(self.metrics_path, json.dumps(clean))
-        return {key: value for key, value in clean.items()
-                if isinstance(value, (int, float)) and not isinstance(value, bool) and key != "iteration"}
 
 
 def made_from(source: Path | str) -> tuple[Path, ...]:

@@ -18,7 +18,7 @@ import torch
 
 from warpsim.errors import InvalidTypeError, InvalidValueError, RunFileError, UnavailableError
 from warpsim.train import checkpoint, ppo
-from warpsim.train.config import saved_config
+from warpsim.train.config import is_policy_device, saved_config
 from warpsim.train.opponents import random_roles
 from warpsim.train.policy import ActorCritic
 from warpsim.validation import not_allowed, require_bool, require_int
@@ -123,14 +123,12 @@ def load_policy(source: Path | str, role: str, *, device: str = "cpu", seed: int
 
 
 def _torch_device(device: str) -> torch.device:
+    """``device`` read as the trainer's policy_device is (is_policy_device); auto: a GPU where there is one."""
+    if not is_policy_device(device):
+        raise not_allowed("device", device, "give 'cpu', 'cuda', 'cuda:N' or 'auto'")
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        chosen = torch.device(device)
-    except (RuntimeError, TypeError):
-        chosen = None
-    if chosen is None or chosen.type not in ("cpu", "cuda"):
-        raise not_allowed("device", device, "give 'cpu', 'cuda', 'cuda:N' or 'auto'")
+    chosen = torch.device(device)
     if chosen.type == "cuda" and not torch.cuda.is_available():
         raise UnavailableError(f"device={device!r}: no CUDA GPU is visible here; give device='cpu'")
     return chosen
