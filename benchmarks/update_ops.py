@@ -44,14 +44,19 @@ def main() -> None:
     c = trainer.config
     next_values = trainer.rollout()
     counts = {"rollout": aten_ops(trainer.rollout), "update": aten_ops(lambda: trainer.update(next_values))}
+    def gae(rollout, values):
+        """GAE over the steps of the one run's rollout: [T, R, E, n] in, [R, T, E, n] out."""
+        return [x.transpose(0, 1) for x in ppo.gae(
+            rollout.rewards.transpose(0, 1), rollout.values.transpose(0, 1), trainer.terminated.transpose(0, 1),
+            trainer.truncated.transpose(0, 1), values, trainer.gamma, trainer.gae_lambda)]
+
     stored = trainer.storage[trainer.learners[0].name]
-    counts["GAE of one role"] = aten_ops(lambda: ppo.gae(stored.rewards, stored.values, trainer.terminated,
-                                                         trainer.truncated, next_values[0], c.gamma, c.gae_lambda))
+    counts["GAE of one role"] = aten_ops(lambda: gae(stored, next_values[0]))
     minibatches = []
     for rollout, values in zip(trainer.storage.values(), next_values):
-        samples = Samples.of(rollout, *ppo.gae(rollout.rewards, rollout.values, trainer.terminated,
-                                               trainer.truncated, values, c.gamma, c.gae_lambda))
-        minibatches.append(samples.pick(torch.randperm(samples.num_samples)[:samples.num_samples // 4]))
+        samples = Samples.of(rollout, *gae(rollout, values))
+        quarter = torch.randperm(samples.num_samples)[:samples.num_samples // 4]
+        minibatches.append(samples.pick(torch.zeros(1, 1, dtype=torch.long), quarter[None]))
     counts["minibatch step (all roles)"] = aten_ops(lambda: trainer._step_on_minibatch(minibatches, 0))
     print(f"{len(trainer.learners)} learning roles, {c.epochs} epochs x {trainer.minibatches} minibatches"
           f"{', compiled loss' if args.compile_loss else ''}:")

@@ -116,7 +116,7 @@ def test_training_and_evaluation_read_bfloat16_observations(precision, inputs):
                                   rollout_steps=4, backend="numpy", precision=precision))
     trainer.iterate()
     assert trainer.env.observations.dtype == torch.bfloat16
-    assert trainer.inputs.peek().dtype == trainer.storage["runner"].observations.dtype == inputs
-    assert trainer.read_metrics()["iteration"] == 1
-    result = evaluate(Player(trainer.env, trainer.policies), episodes=3)
+    assert trainer.inputs[0].peek().dtype == trainer.storage["runner"].observations.dtype == inputs
+    assert trainer.read_metrics()[0]["iteration"] == 1
+    result = evaluate(Player(trainer.env, trainer.run_policies()), episodes=3)
     assert result.episodes >= 3 and np.isfinite(result.returns["tagger"])

@@ -29,22 +29,24 @@ def test_the_compiled_loss_gives_the_eager_loss_and_gradients_and_trains_alike(t
             f"in steps/s)") in progress.getvalue()
 
     # A minibatch of the trained size at random: the same loss, statistics and gradients. Fused
-    # arithmetic rounds differently: float32 sums of 16 terms agree to about 1e-6.
-    eager = MinibatchLoss(trainer.config, trainer.env.spec.action_levels, compiled=False)
+    # arithmetic rounds differently: float32 sums of 16 terms agree to about 1e-6. One run: a leading
+    # dimension of 1.
+    eager = MinibatchLoss(trainer.configs, trainer.env.spec.action_levels, compiled=False, device=trainer.device)
     generator = torch.Generator().manual_seed(1)
     levels = trainer.env.spec.action_levels
     actions = torch.stack([torch.randint(0, level, (16,), generator=generator) for level in levels], 1)
-    batch = Samples(torch.zeros(16, 1), actions.to(torch.int32), *(torch.randn(4, 16, generator=generator)))
-    logits_start, value_start = torch.randn(16, sum(levels), generator=generator), torch.randn(16, generator=generator)
+    batch = Samples(torch.zeros(1, 16, 1), actions.to(torch.int32)[None], *(torch.randn(4, 1, 16, generator=generator)))
+    logits_start = torch.randn(1, 16, sum(levels), generator=generator)
+    value_start = torch.randn(1, 16, generator=generator)
     results = []
     for loss in (trainer.loss, eager):
         logits, value = logits_start.clone().requires_grad_(), value_start.clone().requires_grad_()
-        total, stats = loss(torch.tensor(0.25), logits, value, batch)
-        total.backward()
+        total, stats = loss(torch.tensor([0.25]), logits, value, batch)
+        total.sum().backward()
         results.append((total.detach(), stats, logits.grad, value.grad))
     for compiled, plain, name in zip(*results, ["loss", "stats", "logits gradient", "value gradient"]):
         torch.testing.assert_close(compiled, plain, rtol=1e-5, atol=1e-6, msg=name)
-    assert results[1][1].shape == (len(STATS),) and results[1][2].abs().sum() > 0
+    assert results[1][1].shape == (1, len(STATS)) and results[1][2].abs().sum() > 0
 
     plain_run = train(TrainConfig(**GRID), tmp_path / "eager", progress=None)
     for compiled_parameter, plain_parameter in zip(trainer.policies.parameters(), plain_run.policies.parameters()):

@@ -26,7 +26,7 @@ def play(config, policies) -> warpsim.train.evaluate.Evaluation:
 def test_tag_small_taggers_tag_at_least_twice_as_often_as_random_ones(tmp_path):
     config = build_config(PRESETS["tag-small"], {"backend": "numpy"})
     trainer = train(config, tmp_path, progress=None)
-    trained, random = play(config, trainer.policies), play(config, None)
+    trained, random = play(config, trainer.run_policies()), play(config, None)
     assert random.counters["tags"] > 0.1, "the config lets random taggers tag now and then"
     assert trained.counters["tags"] >= 2 * random.counters["tags"], f"trained: {trained}\nrandom: {random}"
 
@@ -35,6 +35,6 @@ def test_tag_small_taggers_tag_at_least_twice_as_often_as_random_ones(tmp_path):
 def test_taggers_end_games_at_least_one_and_a_half_times_sooner_than_random_ones(preset, tmp_path):
     config = build_config(PRESETS[preset], {"backend": "numpy"})
     trainer = train(config, tmp_path, progress=None)
-    trained, random = play(config, trainer.policies), play(config, None)
+    trained, random = play(config, trainer.run_policies()), play(config, None)
     assert random.terminated_fraction < 0.9, "random taggers often run out of time"
     assert 1.5 * trained.episode_length <= random.episode_length, f"trained: {trained}\nrandom: {random}"

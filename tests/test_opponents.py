@@ -53,7 +53,7 @@ def test_a_random_role_plays_every_action_component_uniformly():
         return step(*args, **kwargs)
 
     trainer.env.step = recording_step
-    trainer.collect()
+    trainer.collector.collect()
     actions = torch.cat(played).reshape(-1, 2)
     assert actions.shape[0] == 25 * 16 * 8
     for component, levels in enumerate(trainer.env.spec.action_levels):

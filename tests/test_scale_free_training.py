@@ -61,7 +61,7 @@ def test_the_critic_learns_normalised_returns_and_reports_them_in_return_units()
     network = trainer.policies.network("tagger")
     normalizer = network.value_normalizer
     assert normalizer is not None and normalizer.count.item() == trainer.storage["tagger"].rewards.numel()
-    _, raw = network(trainer.storage["tagger"].observations[0].flatten(0, 1))
+    _, raw = network(trainer.storage["tagger"].observations[:, 0].flatten(1, 2))  # run 0, step 0
     assert torch.allclose(network.returns_scale(raw), raw * normalizer.std().float() + normalizer.mean.float(),
                           rtol=1e-5, atol=1e-5)
     plain = Trainer(TrainConfig(**GRID, value_normalization=False))
@@ -92,8 +92,9 @@ def test_a_resumed_run_continues_the_statistics_rates_and_stagger_exactly(tmp_pa
     assert any("value_normalizer" in name for name in straight.policies.state_dict())
     assert torch.equal(resumed.learning_rates.values(), straight.learning_rates.values())
     assert not torch.equal(stopped.learning_rates.values(), straight.learning_rates.values()), "the rates moved"
-    for group, rate in zip(resumed.optimizer.param_groups, resumed.learning_rates.rates):
-        assert group["lr"] is rate, "the optimizer reads the schedule's own tensors after a resume"
+    for index, group in enumerate(resumed.optimizer.param_groups):
+        assert group["lr"].data_ptr() == resumed.learning_rates.rates[:, index].data_ptr(), \
+            "the optimizer reads the schedule's own tensors after a resume"
     metrics = [json.loads(line) for line in (tmp_path / "straight" / "metrics.jsonl").read_text().splitlines()]
     assert all(-10 < m["explained_variance"] <= 1 for m in metrics)
 
@@ -102,10 +103,10 @@ def test_a_resumed_run_continues_the_statistics_rates_and_stagger_exactly(tmp_pa
 def rates_after(kls, **settings):
     config = TrainConfig(**{"learning_rate": 1e-3, "target_kl": 0.01, "min_learning_rate": 1e-4,
                             "max_learning_rate": 2e-3, **settings})
-    rates = LearningRates(config, 2, torch.device("cpu"))
+    rates = LearningRates([config], 2, torch.device("cpu"))
     for kl in kls:
-        rates.end_epoch(torch.tensor(kl))
-    return rates.values().tolist()
+        rates.end_epoch(torch.tensor([kl]))
+    return rates.values()[0].tolist()
 
 
 def test_the_kl_schedule_lowers_a_rate_that_overshoots_and_raises_one_that_undershoots():
@@ -120,7 +121,7 @@ def test_the_kl_schedule_stays_within_its_bounds():
 
 def test_the_linear_schedule_falls_to_its_floor_at_the_last_iteration_and_the_others_keep_their_rate():
     config = TrainConfig(learning_rate=1e-3, lr_schedule="linear", min_learning_rate=1e-4, iterations=10)
-    rates = LearningRates(config, 1, torch.device("cpu"))
+    rates = LearningRates([config], 1, torch.device("cpu"))
     rates.start_iteration(0)
     assert rates.values().item() == pytest.approx(1e-3)
     rates.start_iteration(10)
@@ -131,7 +132,8 @@ def test_the_linear_schedule_falls_to_its_floor_at_the_last_iteration_and_the_ot
 def test_each_learning_role_has_its_rate_in_its_own_optimizer_group():
     trainer = Trainer(TrainConfig(**TAG))
     assert len(trainer.optimizer.param_groups) == 2
-    assert [group["lr"] for group in trainer.optimizer.param_groups] == trainer.learning_rates.rates
+    assert [group["lr"].data_ptr() for group in trainer.optimizer.param_groups] == [
+        trainer.learning_rates.rates[:, index].data_ptr() for index in range(2)]
     trainer.iterate()
     assert (trainer.learning_rates.values() != 1e-3).any(), "the measured KL moved the rates"
 
@@ -159,7 +161,7 @@ def test_minibatches_follow_the_size_when_a_rollout_is_large():
     assert TrainConfig(minibatches=4, minibatch_size=1000).minibatch_count(10_001) == 11
     assert TrainConfig(minibatches=4, minibatch_size=0).minibatch_count(10**9) == 4
     trainer = Trainer(TrainConfig(**TAG, minibatches=2, minibatch_size=10))  # 18 tagger, 54 runner samples
-    assert trainer.minibatches == 6 and trainer.update_stats.shape[0] == 4 * 6
+    assert trainer.minibatches == 6 and trainer.update_stats.shape[1] == 4 * 6
 
 
 def test_explained_variance():
@@ -176,8 +178,9 @@ def test_staggered_starts_spread_the_environments_over_an_episode_and_count_from
     assert together.env.state.t.unique().numel() == 1
     staggered = Trainer(TrainConfig(**settings, stagger_steps=40))
     assert staggered.env.state.t.unique().numel() >= 8
-    assert torch.equal(staggered.stats.length, staggered.env.state.t.float()), "episode lengths count from the reset"
-    assert staggered.env_steps == 0 and staggered.stats.read()["episodes"] == 0
+    assert torch.equal(staggered.stats[0].length, staggered.env.state.t.float()), \
+        "episode lengths count from the reset"
+    assert staggered.env_steps == 0 and staggered.stats[0].read()["episodes"] == 0
 
 
 # ----- runs saved before these settings -------------------------------------------------
@@ -197,7 +200,7 @@ def test_an_earlier_checkpoint_evaluates_but_does_not_resume(tmp_path):
     saved = checkpoint.load(tmp_path / "run", needs=checkpoint.RESUME_KEYS)
     del saved["learning_rates"]
     with pytest.raises(RunFileError, match="earlier warpsim"):
-        Trainer(build_saved_config(saved["config"])).load_state_dict(saved)
+        Trainer(build_saved_config(saved["config"])).load_run_state_dict(0, saved)
 
 
 @pytest.mark.parametrize("flags", [["--lr-schedule", "cosine"], ["--target-kl", "-1"], ["--minibatch-size", "-5"],

@@ -26,7 +26,7 @@ def parameters(trainer: Trainer) -> list[torch.Tensor]:
 def test_ratio_is_one_on_the_first_minibatch_only(settings):
     trainer = Trainer(TrainConfig(**settings, epochs=2, minibatches=3))
     trainer.iterate()
-    deviation = trainer.update_stats[:, UPDATE_STATS.index("ratio_deviation")]
+    deviation = trainer.update_stats[0, :, UPDATE_STATS.index("ratio_deviation")]  # the one run's
     assert deviation[0].item() == 0.0, "the first minibatch sees the policy that collected the rollout"
     assert (deviation[1:] > 0).all(), "later minibatches see an updated policy"
 
@@ -36,9 +36,10 @@ def test_one_policy_per_role_and_actions_go_into_the_environment_buffer():
     assert trainer.policies.role_names == ["runner", "tagger"]
     assert len(trainer.policies.networks) == 2
     trainer.iterate()
-    assert trainer.storage["tagger"].actions[-1][:, :, :].eq(trainer.env.actions[:, :1]).all()  # the tagger is agent 0
-    assert trainer.storage["runner"].actions[-1].eq(trainer.env.actions[:, 1:]).all()
-    assert trainer.storage["runner"].observations.shape == (6, 3, 3, 2 * trainer.env.spec.observation_size)
+    # Run 0's last step; the tagger is agent 0.
+    assert trainer.storage["tagger"].actions[0, -1].eq(trainer.env.actions[:, :1]).all()
+    assert trainer.storage["runner"].actions[0, -1].eq(trainer.env.actions[:, 1:]).all()
+    assert trainer.storage["runner"].observations.shape == (1, 6, 3, 3, 2 * trainer.env.spec.observation_size)
 
 
 def test_resumed_run_matches_an_uninterrupted_one(tmp_path):
@@ -167,7 +168,7 @@ def test_rollout_and_update_never_wait_for_the_device(opponents):
     assert trainer.precision == "bf16"
     tagger = trainer.storage["tagger"]
     assert tagger.log_probs.dtype == torch.float32 and tagger.actions.dtype == torch.int32
-    assert trainer.read_metrics()["iteration"] == 2
+    assert trainer.read_metrics()[0]["iteration"] == 2
 
 
 def test_too_few_samples_for_the_minibatches_is_a_clear_error():
@@ -182,8 +183,8 @@ def test_under_bf16_observations_are_stored_as_the_networks_round_them():
     assert stored.dtype == torch.bfloat16
     assert Trainer(TrainConfig(**TAG)).storage["runner"].observations.dtype == torch.float32
     # What the networks compute from the stored copy is what they computed from the float32 inputs.
-    inputs = trainer.inputs.peek()
-    runner = trainer.policy_roles["runner"].of(inputs).flatten(0, 1)
+    inputs = trainer.inputs[0].peek()
+    runner = trainer.policy_roles["runner"].of(inputs).flatten(0, 1)[None]  # run 0
     network = trainer.policies.network("runner")
     with torch.no_grad(), trainer.autocast():
         from_float32, from_stored = network(runner), network(runner.to(torch.bfloat16))

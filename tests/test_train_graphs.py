@@ -45,7 +45,7 @@ def test_graphs_on_without_cuda_is_an_error_before_anything_is_written(tmp_path,
 @pytest.mark.parametrize("backend", ["numpy", "cuda"])
 def test_without_a_gpu_the_rollout_is_eager_and_the_setting_is_recorded(tmp_path, backend):
     trainer = train(TrainConfig(**{**GRID, "backend": backend}, iterations=2, graphs="auto"), tmp_path / "run")
-    assert trainer.launches == "eager" and trainer.rollout == trainer.collect
+    assert trainer.launches == "eager" and trainer.rollout == trainer.collector.collect
     assert trainer.update_launches == "eager" and trainer.update == trainer.learn
     assert json.loads((tmp_path / "run" / "config.json").read_text())["graphs"] == "auto"
 
@@ -87,7 +87,7 @@ def test_a_captured_rollout_trains_as_the_eager_one_on_the_gpu(changes):
             torch.testing.assert_close(mine.values, theirs.values, rtol=1e-5, atol=1e-5)
     for mine, theirs in zip(graphed.policies.parameters(), eager.policies.parameters()):
         torch.testing.assert_close(mine, theirs, rtol=1e-5, atol=1e-5)
-    assert graphed.read_metrics()["episodes"] == eager.read_metrics()["episodes"] > 0
+    assert graphed.read_metrics()[0]["episodes"] == eager.read_metrics()[0]["episodes"] > 0
     assert torch.equal(graphed.generator.get_state(), eager.generator.get_state())
 
 
@@ -106,7 +106,7 @@ def test_a_captured_iteration_never_waits_for_the_device(changes):
         trainer.iterate()
     finally:
         torch.cuda.set_sync_debug_mode(0)
-    assert trainer.read_metrics()["iteration"] == 4
+    assert trainer.read_metrics()[0]["iteration"] == 4
 
 
 @pytest.mark.gpu
@@ -122,20 +122,21 @@ def test_a_resumed_graph_run_continues_as_an_uninterrupted_one(tmp_path):
 
 def snapshot(trainer: Trainer) -> dict:
     """Every tensor an update reads and writes, copied: networks, value statistics, Adam's
-    state, learning rates, sampling generator."""
+    state, learning rates, sampling generators."""
     state = {f"optimizer {id(tensor)}": tensor for per_parameter in trainer.optimizer.state.values()
              for tensor in per_parameter.values()}
     state.update({f"rate {i}": rate for i, rate in enumerate(trainer.learning_rates.rates)})
     state.update(trainer.policies.state_dict())
     return {"tensors": {name: (tensor, tensor.clone()) for name, tensor in state.items()},
-            "generator": trainer.generator.get_state()}
+            "generators": [generator.get_state() for generator in trainer.generators]}
 
 
 def restore(saved: dict, trainer: Trainer) -> None:
     """Puts ``snapshot``'s values back into the very tensors (a captured graph holds their addresses)."""
     for tensor, value in saved["tensors"].values():
         tensor.copy_(value)
-    trainer.generator.set_state(saved["generator"])
+    for generator, state in zip(trainer.generators, saved["generators"]):
+        generator.set_state(state)
 
 
 @pytest.mark.gpu
@@ -180,7 +181,7 @@ def test_ten_captured_iterations_equal_ten_eager_ones(changes):
     for mine, theirs in zip(graphed.policies.state_dict().values(), eager.policies.state_dict().values()):
         torch.testing.assert_close(mine, theirs, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(graphed.learning_rates.values(), eager.learning_rates.values(), rtol=1e-5, atol=0)
-    mine, theirs = graphed.read_metrics(), eager.read_metrics()
+    (mine,), (theirs,) = graphed.read_metrics(), eager.read_metrics()
     for name in ("approx_kl", "value_loss", "explained_variance", "learning_rate"):
         assert mine[name] == pytest.approx(theirs[name], rel=1e-4, abs=1e-6), name
 
@@ -191,7 +192,7 @@ def test_a_setting_changed_after_the_capture_is_refused_before_anything_runs():
     for _ in range(2):
         trainer.iterate()
     before = [parameter.clone() for parameter in trainer.policies.parameters()]
-    trainer.config = dataclasses.replace(trainer.config, max_learning_rate=0.05)
+    trainer.configs = [dataclasses.replace(trainer.config, max_learning_rate=0.05)]
     with pytest.raises(InvalidValueError, match=r"config field max_learning_rate is 0.05, but the captured graph "
                                                 r"was recorded with 0.01; settings are fixed for a trainer's life"):
         trainer.update(trainer.rollout())
@@ -205,4 +206,4 @@ def test_under_fp16_the_rollout_is_captured_and_the_update_stays_eager():
     assert trainer.launches == "cuda-graph" and trainer.update_launches == "eager" and trainer.update == trainer.learn
     for _ in range(3):
         trainer.iterate()
-    assert not trainer.read_metrics()["diverged"]
+    assert not trainer.read_metrics()[0]["diverged"]

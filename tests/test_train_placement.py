@@ -54,7 +54,7 @@ def test_the_cli_refuses_a_cuda_policy_device_before_anything_is_written(tmp_pat
 def test_cpu_policy_device_on_cpu_environments_is_the_default_bit_for_bit():
     default, explicit = Trainer(TrainConfig(**TAG)), Trainer(TrainConfig(**TAG, policy_device="cpu"))
     assert not default.hybrid and not explicit.hybrid and explicit.mirror is None
-    assert explicit.step_actions is explicit.env.actions
+    assert explicit.collector.step_actions[0] is explicit.env.actions
     for _ in range(3):
         default.iterate()
         explicit.iterate()
@@ -71,7 +71,7 @@ def test_the_hybrid_bookkeeping_trains_as_one_device(monkeypatch, opponents):
     single = Trainer(TrainConfig(**TAG, opponents=opponents))
     monkeypatch.setattr("warpsim.train.placement.resolve_policy_device", lambda setting, env: torch.device("cpu", 0))
     hybrid = Trainer(TrainConfig(**TAG, opponents=opponents))
-    assert hybrid.hybrid and hybrid.mirror is not None and hybrid.step_actions is not hybrid.env.actions
+    assert hybrid.hybrid and hybrid.mirror is not None and hybrid.collector.step_actions[0] is not hybrid.env.actions
     for _ in range(3):
         single.iterate()
         hybrid.iterate()

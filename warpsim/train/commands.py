@@ -13,13 +13,16 @@ from warpsim.registry import parse_env_settings
 from warpsim.train import checkpoint, opponents
 from warpsim.train.config import TrainConfig, build_config, field_docs, read_config_file, saved_config
 from warpsim.train.evaluate import PLAYS, Player, evaluate_run, load_run
-from warpsim.train.loop import default_run_dir, train
+from warpsim.train.experiment import check_sweep, is_experiment, parse_seeds, parse_sweep, seeds_from_file
+from warpsim.train.loop import default_run_dir, train, train_experiment
 from warpsim.train.plot import plot_runs
 from warpsim.train.presets import PRESETS
 from warpsim.train.render import EPISODE_FILE, play_episode, write_gif
 from warpsim.train.run_dir import made_from
 
 NOT_FLAGS = ("env_params", "opponents")
+WANDB_EXPERIMENTS = ("--wandb logs single runs only for now; an experiment's runs log to TensorBoard, one folder "
+                     "per run (drop --wandb, or train each seed as its own run)")
 
 
 def add_train(parser: argparse.ArgumentParser) -> None:
@@ -30,10 +33,17 @@ def add_train(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--opponent", action="append", default=[], metavar="ROLE=KIND",
                         help="a role that does not learn: ROLE=random (uniform play), ROLE=checkpoint:RUN_DIR "
                              "(that run's policy, frozen) or ROLE=self (learn; the default) (repeatable)")
+    parser.add_argument("--seeds", metavar="SEEDS",
+                        help="train an experiment of several runs batched together: a count (8: seeds 0-7), a "
+                             "range (0-4) or a list (3,5,9); docs/experiments.md")
+    parser.add_argument("--sweep", action="append", default=[], metavar="NAME=V1,V2",
+                        help="also cross the seeds with these values of a config field or environment parameter, "
+                             "e.g. --sweep learning_rate=3e-4,1e-3 (repeatable: the product of all)")
     parser.add_argument("--run-dir", type=directory_path,
-                        help="where the run is written (default runs/<env>-<date>-<time>)")
+                        help="where the run (or the experiment's runs) is written (default runs/<env>-<date>-<time>)")
     parser.add_argument("--resume", action="store_true",
-                        help="continue the run in --run-dir from its checkpoint (its config is reused)")
+                        help="continue the run or experiment in --run-dir from its checkpoints (its config is "
+                             "reused)")
     parser.add_argument("--quiet", action="store_true",
                         help="no progress display (the run directory is still printed at the end)")
     parser.add_argument("--wandb", metavar="PROJECT",
@@ -70,19 +80,41 @@ def run_train(args) -> int:
         if args.config or args.config_file or ignored:
             raise InvalidValueError("--resume continues a run with its saved config; only --iterations may be "
                              f"given with it (got {', '.join(ignored) or '--config/--config-file'})")
+        if args.seeds or args.sweep:
+            raise InvalidValueError("--resume continues an experiment with its own seeds and sweep; leave out "
+                                    "--seeds and --sweep")
+        if is_experiment(args.run_dir):
+            if args.wandb:
+                raise InvalidValueError(WANDB_EXPERIMENTS)
+            train_experiment(None, args.run_dir, resume=True, iterations=flags.get("iterations"),
+                             progress=None if args.quiet else sys.stderr)
+            print_experiment_next_steps(args.run_dir)
+            return 0
         trainer = train(None, args.run_dir, resume=True, iterations=flags.get("iterations"),
                         progress=None if args.quiet else sys.stderr, wandb=args.wandb)
         print_next_steps(trainer.world.is_writer, args.run_dir)
         return 0
     layers = [PRESETS[args.config]] if args.config else []
+    experiment: dict = {}
     if args.config_file:
-        layers.append(read_config_file(args.config_file))
+        settings = read_config_file(args.config_file)
+        experiment = {key: settings.pop(key) for key in ("seeds", "sweep") if key in settings}
+        layers.append(settings)
     layers.append(flags)
     layers.append({"opponents": dict(opponents.parse_setting(text) for text in args.opponent)})
     env_id = next((layer["env"] for layer in reversed(layers) if "env" in layer), TrainConfig.env)
     layers.append({"env_params": parse_env_settings(env_id, args.set)})
     config = build_config(*layers)
     run_dir = args.run_dir or default_run_dir(config)
+    if args.seeds or args.sweep or experiment:
+        seeds = (parse_seeds(args.seeds) if args.seeds else seeds_from_file(experiment["seeds"])
+                 if "seeds" in experiment else (config.seed,))
+        sweep = {**check_sweep(experiment.get("sweep", {}), config.env), **parse_sweep(args.sweep, config.env)}
+        if args.wandb:
+            raise InvalidValueError(WANDB_EXPERIMENTS)
+        train_experiment(config, run_dir, seeds=seeds, sweep=sweep, progress=None if args.quiet else sys.stderr)
+        print_experiment_next_steps(run_dir)
+        return 0
     trainer = train(config, run_dir, progress=None if args.quiet else sys.stderr, wandb=args.wandb)
     print_next_steps(trainer.world.is_writer, run_dir)
     return 0
@@ -93,6 +125,12 @@ def print_next_steps(is_writer: bool, run_dir: Path) -> None:
     if is_writer:
         print(f"run directory: {run_dir}\n"
               f"next: warpsim evaluate {run_dir}  |  warpsim plot {run_dir}  |  warpsim render {run_dir}")
+
+
+def print_experiment_next_steps(directory: Path) -> None:
+    """Where the experiment is, and the commands that look at it (on stdout, with --quiet too)."""
+    print(f"experiment directory: {directory}\n"
+          f"next: warpsim evaluate {directory}  |  warpsim plot {directory}  |  warpsim render {directory}/RUN")
 
 
 def add_evaluate(parser: argparse.ArgumentParser) -> None:

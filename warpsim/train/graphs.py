@@ -7,8 +7,8 @@ schedule's rate moves. Both work on buffers allocated once (the optimizer's stat
 learning rates and the statistics are device tensors too): the same work on the same
 addresses every iteration, which is what a CUDA graph replays. Replaying saves the host a
 Python and launch round per operation (hundreds per step, some thousand per update). The
-sampling generator is registered with both graphs, so every replay draws fresh numbers
-from it, exactly the numbers (actions, shuffles) the eager path would draw.
+sampling generators (one per run) are registered with both graphs, so every replay draws fresh numbers
+from them, exactly the numbers (actions, shuffles) the eager path would draw.
 """
 
 from __future__ import annotations
@@ -49,10 +49,10 @@ class CapturedGraph(Generic[Outputs]):
     anything runs, naming it.
     """
 
-    def __init__(self, work: Callable[[list[torch.Tensor]], Outputs], generator: torch.Generator,
+    def __init__(self, work: Callable[[list[torch.Tensor]], Outputs], generators: list[torch.Generator],
                  device: torch.device, settings: Callable[[], dict] = dict):
         self._work = work
-        self._generator = generator
+        self._generators = generators
         self._settings = settings
         self._stream = torch.cuda.Stream(device)
         self._device = device
@@ -85,7 +85,8 @@ class CapturedGraph(Generic[Outputs]):
         self._inputs = [tensor.clone() for tensor in inputs]
         self._captured_settings = self._settings()
         graph = torch.cuda.CUDAGraph()
-        graph.register_generator_state(self._generator)
+        for generator in self._generators:
+            graph.register_generator_state(generator)
         with torch.cuda.graph(graph, stream=self._stream):
             self._outputs = self._work(self._inputs)
         self._graph = graph

@@ -1,24 +1,33 @@
-"""The training run: a Trainer driven through its iterations with a run directory,
-progress, periodic checkpoints, resume, and a stop on a non-finite loss."""
+"""Training runs driven through their iterations: a single run in its run directory, or an
+experiment's runs (experiment.py) in batches, each with progress, periodic checkpoints,
+resume, and a stop on a non-finite loss.
+
+A single run that diverges stops with TrainingDiverged. In an experiment the run that
+diverges is stopped and marked so in experiment.json, and the others go on.
+"""
 
 from __future__ import annotations
 
 import datetime
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
 
 from warpsim.errors import InvalidValueError
+from warpsim.registry import layout
 from warpsim.train import checkpoint
 from warpsim.train.config import TrainConfig
 from warpsim.train.distributed import World
+from warpsim.train.experiment import ExperimentDirectory, PlannedRun, plan_runs, setting_label
 from warpsim.train.loggers import MetricLog, import_wandb, log_to_all, open_logs
 from warpsim.train.placement import environment_placement
 from warpsim.train.progress import ProgressBar
 from warpsim.train.run_dir import RunDirectory
+from warpsim.train.runs import batch_key
 from warpsim.train.trainer import Trainer, TrainingDiverged
 
 
@@ -45,13 +54,7 @@ def train(config: TrainConfig | None, run_dir: Path | str | None = None, *, resu
         directory = RunDirectory(run_dir, resume=True)
         config = directory.saved_config()
         saved = checkpoint.load(directory.checkpoint_path, needs=checkpoint.RESUME_KEYS)
-        if iterations is not None:
-            if iterations < saved["iteration"]:
-                raise InvalidValueError(
-                    f"--iterations {iterations} is below the {saved['iteration']} iterations the run in "
-                    f"{directory.path} has done; give {saved['iteration']} or more to continue it (nothing was "
-                    f"changed)")
-            config = TrainConfig(**{**config.to_dict(), "iterations": iterations})
+        config = _with_iterations(config, iterations, saved["iteration"], directory.path)
     elif config is None:
         raise InvalidValueError("give a config, or resume a run directory")
     else:
@@ -59,96 +62,211 @@ def train(config: TrainConfig | None, run_dir: Path | str | None = None, *, resu
         saved = None
     world = world or World.from_environment(uses_gpu=environment_placement(config.backend).on_gpu)
     trainer = Trainer(config, world, load_opponents=saved is None)
-    if saved is not None:
-        checkpoint.check_compatible(saved, trainer.env, directory.checkpoint_path)
-        trainer.load_state_dict(saved)
-    first_state = None if saved is not None else trainer.state_dict()  # every rank takes part in the gather
-    if world.is_writer:
-        if first_state is not None:
-            # The checkpoint of iteration 0 before config.json: a directory that holds a run can always resume.
-            directory.create()
-            checkpoint.save(directory.checkpoint_path, first_state)
-            directory.write_config(config)
-        elif saved is not None:
-            directory.keep_metrics_up_to(trainer.iteration)
-            if saved["config"]["iterations"] != config.iterations:
-                directory.write_config(config)
-    logs, log_lines = open_logs(directory.path, config, wandb) if world.is_writer else ([], [])
-    bar = ProgressBar(config.iterations, progress, trainer.iteration) if world.is_writer and progress else None
-    if bar:
-        bar.message(start_line(trainer, directory.path, resumed=saved is not None))
-        for line in log_lines:
-            bar.message(line)
-    if bar and trainer.loss.compiled:
-        bar.message(f"compiled the loss in {trainer.loss.compile_seconds:.1f} s, before the first iteration "
-                    f"(not counted in steps/s)")
-    try:
-        _iterate(trainer, directory, logs, bar, stop_after)
-    except KeyboardInterrupt:
-        if bar:
-            bar.message(f"interrupted; the last checkpoint is in {directory.path}: continue with "
-                        f"warpsim train --resume --run-dir {directory.path}")
-        raise
-    finally:
-        for log in logs:
-            log.close()
-    return trainer
+    bar = ProgressBar(config.iterations, progress, saved["iteration"] if saved else 0) \
+        if world.is_writer and progress else None
 
-
-def start_line(trainer: Trainer, run_dir: Path, resumed: bool) -> str:
-    """What a run is about to do, and where: said before its first iteration."""
-    config = trainer.config
-    what = f"resuming {config.env} at iteration {trainer.iteration}," if resumed else f"training {config.env}"
-    return (f"{what} to iteration {config.iterations} in {run_dir}: environments on the "
-            f"{trainer.env.backend} backend ({trainer.env_device}), networks on {trainer.device} in "
-            f"{trainer.precision}, {trainer.launches} rollouts of {config.rollout_steps} steps x {config.num_envs} "
-            f"environments, {trainer.update_launches} updates of {trainer.minibatches} minibatches x {config.epochs} "
-            f"epochs")
-
-
-def _iterate(trainer: Trainer, directory: RunDirectory, logs: list[MetricLog], bar, stop_after: int | None) -> None:
-    config, world = trainer.config, trainer.world
-    last = config.iterations if stop_after is None else min(config.iterations, trainer.iteration + stop_after)
-    started, steps_at_start = time.perf_counter(), trainer.env_steps
-    window_start, window_steps = started, trainer.env_steps
-    first = trainer.iteration + 1  # reported too, so progress shows from the start
-    while trainer.iteration < last:
-        trainer.iterate()
-        at_end = trainer.iteration == last
-        if trainer.iteration % config.log_every == 0 or at_end or trainer.iteration == first:
-            metrics = trainer.read_metrics()
-            now = time.perf_counter()
-            metrics["steps_per_second"] = (trainer.env_steps - window_steps) * world.size / (now - window_start)
-            metrics["elapsed_seconds"] = now - started
-            window_start, window_steps = now, trainer.env_steps
-            _stop_if_diverged(trainer, directory)
-            if world.is_writer:
-                directory.log(metrics)
-                log_to_all(logs, metrics)
-                if bar:
-                    bar.update(trainer.iteration, metrics)
-        if trainer.iteration % config.checkpoint_every == 0 or at_end:
-            _stop_if_diverged(trainer, directory)
-            state = trainer.state_dict()
-            if world.is_writer:
-                checkpoint.save(directory.checkpoint_path, state)
-    if bar and trainer.env_steps == steps_at_start:
-        bar.message(f"nothing to do: the run in {directory.path} has done its {trainer.iteration} iterations; "
-                    f"give --iterations above {trainer.iteration} to extend it")
-    elif bar:
-        rate = (trainer.env_steps - steps_at_start) * world.size / (time.perf_counter() - started)
-        bar.message(f"done: iteration {trainer.iteration}, {rate:,.0f} env-steps/s overall; "
-                    f"run directory {directory.path}")
-
-
-def _stop_if_diverged(trainer: Trainer, directory: RunDirectory) -> None:
-    flag = trainer.nonfinite.to(torch.int32)
-    if trainer.world.size > 1:
-        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
-    if int(flag):
+    def stop(run: int) -> None:
         kept = (f"the last good checkpoint, {directory.checkpoint_path}, is kept"
                 if directory.checkpoint_path.exists() else "no checkpoint had been written yet")
         raise TrainingDiverged(
             f"the loss became NaN or infinite by iteration {trainer.iteration}; training stopped and "
             f"{kept}. A lower learning_rate or max_grad_norm usually helps: start a new run with them "
             f"(--resume keeps the run's saved config)")
+
+    _train_batch(trainer, [directory], [saved], bar, stop_after, stop, wandb)
+    return trainer
+
+
+def train_experiment(config: TrainConfig | None, directory: Path | str, *, seeds: tuple[int, ...] = (0,),
+                     sweep: dict | None = None, resume: bool = False, iterations: int | None = None,
+                     stop_after: int | None = None, progress=sys.stderr) -> ExperimentDirectory:
+    """Trains ``config`` over ``seeds`` crossed with ``sweep`` (values by setting name) into the
+    experiment directory ``directory``, the runs that share their shapes in one batch
+    (``runs.batch_key``), batch after batch. With ``resume``, the plan comes from
+    ``directory`` and every unfinished run continues from its checkpoint."""
+    if resume:
+        experiment = ExperimentDirectory(directory, resume=True)
+        planned = experiment.planned_runs()
+    elif config is None:
+        raise InvalidValueError("give a config, or resume an experiment directory")
+    else:
+        planned = plan_runs(config, seeds, sweep or {})
+        for env_params in {repr(run.config.env_params): run.config.env_params for run in planned}.values():
+            layout(planned[0].config.env, 1, **env_params)  # every environment's parameters, before writing
+        experiment = ExperimentDirectory(directory, resume=False)
+    world = World.from_environment(uses_gpu=environment_placement(planned[0].config.backend).on_gpu)
+    if world.size > 1:
+        raise InvalidValueError(f"an experiment under torchrun ({world.size} processes) is not supported yet; "
+                                f"train it in one process (its runs share the device), or each run under torchrun")
+    if not resume:
+        experiment.create(config, seeds, sweep or {}, planned)  # type: ignore[arg-type]
+    diverged = experiment.diverged()
+    pending: dict[tuple, list[tuple[PlannedRun, RunDirectory, dict | None]]] = {}
+    for run in planned:
+        if run.name in diverged:
+            continue
+        path = experiment.path / run.name
+        started = RunDirectory(path, resume=True) if (path / "config.json").is_file() else None
+        saved = checkpoint.load(started.checkpoint_path, needs=checkpoint.RESUME_KEYS) if started else None
+        done = saved["iteration"] if saved else 0
+        config_of_run = _with_iterations(run.config, iterations, done, path) if resume else run.config
+        if done >= config_of_run.iterations:
+            continue
+        run = PlannedRun(run.name, run.setting, config_of_run)
+        # Runs that were killed between two of their batch's checkpoints continue in batches by iteration.
+        key = (batch_key(run.config), done)
+        pending.setdefault(key, []).append((run, started or RunDirectory(path, resume=False), saved))
+    say = progress.write if progress else (lambda text: None)
+    if not pending:
+        say(f"nothing to do: every run of {experiment.path} is done or diverged\n")
+    for number, batch in enumerate(pending.values(), 1):
+        runs = [run for run, _, _ in batch]
+        if len(pending) > 1:
+            say(f"batch {number}/{len(pending)}: {len(runs)} run(s), {_batch_label(runs)} (runs that "
+                f"differ in a shape train in separate batches, one after another)\n")
+        saved_states = [saved for _, _, saved in batch]
+        trainer = Trainer([run.config for run in runs], world, load_opponents=saved_states[0] is None)
+        bar = ProgressBar(runs[0].config.iterations, progress, saved_states[0]["iteration"] if saved_states[0] else 0) \
+            if progress else None
+
+        def stop(index: int, trainer: Trainer = trainer, runs: list[PlannedRun] = runs,
+                 bar: ProgressBar | None = bar) -> None:
+            experiment.mark_diverged(runs[index].name, trainer.iteration)
+            if bar:
+                bar.message(f"run {runs[index].name} diverged (its loss became NaN or infinite by iteration "
+                            f"{trainer.iteration}): it is stopped, its last good checkpoint kept, and the others go on")
+
+        _train_batch(trainer, [directory for _, directory, _ in batch], saved_states, bar, stop_after, stop)
+    return experiment
+
+
+def _batch_label(runs: list[PlannedRun]) -> str:
+    """What a batch holds: its one setting, or how many settings."""
+    settings = {setting_label(run.setting) for run in runs}
+    return f"{len(settings)} setting(s)" if len(settings) > 1 else next(iter(settings))
+
+
+def _with_iterations(config: TrainConfig, iterations: int | None, done: int, path: Path) -> TrainConfig:
+    """``config`` continued to ``iterations`` (its own when None); never below what the run has done."""
+    if iterations is None:
+        return config
+    if iterations < done:
+        raise InvalidValueError(
+            f"--iterations {iterations} is below the {done} iterations the run in {path} has done; give {done} or "
+            f"more to continue it (nothing was changed)")
+    return TrainConfig(**{**config.to_dict(), "iterations": iterations})
+
+
+def _train_batch(trainer: Trainer, directories: list[RunDirectory], saved: list[dict | None], bar,
+                 stop_after: int | None, on_diverged: Callable[[int], None], wandb: str | None = None) -> None:
+    """Starts or resumes each run of ``trainer`` in its directory, then iterates them together."""
+    world = trainer.world
+    for run, (directory, state) in enumerate(zip(directories, saved)):
+        if state is not None:
+            checkpoint.check_compatible(state, trainer.envs[run], directory.checkpoint_path)
+            trainer.load_run_state_dict(run, state)
+    first_states = [trainer.run_state_dict(run) if state is None else None for run, state in enumerate(saved)]
+    if world.is_writer:
+        for run, (directory, state, first) in enumerate(zip(directories, saved, first_states)):
+            if first is not None:
+                # The checkpoint of iteration 0 before config.json: a directory that holds a run can always resume.
+                directory.create()
+                checkpoint.save(directory.checkpoint_path, first)
+                directory.write_config(trainer.configs[run])
+            elif state is not None:
+                directory.keep_metrics_up_to(trainer.iteration)
+                if state["config"]["iterations"] != trainer.configs[run].iterations:
+                    directory.write_config(trainer.configs[run])
+    opened = [open_logs(directory.path, config, wandb) if world.is_writer else ([], [])
+              for directory, config in zip(directories, trainer.configs)]
+    logs = [run_logs for run_logs, _ in opened]
+    if bar:
+        bar.message(start_line(trainer, directories, resumed=saved[0] is not None))
+        for line in opened[0][1]:  # the first run's; the others' say the same of their own folders
+            bar.message(line if len(directories) == 1 else line.replace(str(directories[0].path), "each run's folder"))
+        if trainer.loss.compiled:
+            bar.message(f"compiled the loss in {trainer.loss.compile_seconds:.1f} s, before the first iteration "
+                        f"(not counted in steps/s)")
+    try:
+        _iterate(trainer, directories, logs, bar, stop_after, on_diverged)
+    except KeyboardInterrupt:
+        if bar:
+            where = directories[0].path if len(directories) == 1 else directories[0].path.parent
+            bar.message(f"interrupted; the last checkpoint is in {where}: continue with "
+                        f"warpsim train --resume --run-dir {where}")
+        raise
+    finally:
+        for run_logs in logs:
+            for log in run_logs:
+                log.close()
+
+
+def start_line(trainer: Trainer, directories: list[RunDirectory], resumed: bool) -> str:
+    """What a batch of runs is about to do, and where: said before its first iteration."""
+    config = trainer.config
+    what = f"resuming {config.env} at iteration {trainer.iteration}," if resumed else f"training {config.env}"
+    where = (directories[0].path if len(directories) == 1
+             else f"{len(directories)} runs batched together in {directories[0].path.parent}")
+    return (f"{what} to iteration {config.iterations} in {where}: environments on the "
+            f"{trainer.env.backend} backend ({trainer.env_device}), networks on {trainer.device} in "
+            f"{trainer.precision}, {trainer.launches} rollouts of {config.rollout_steps} steps x {config.num_envs} "
+            f"environments, {trainer.update_launches} updates of {trainer.minibatches} minibatches x {config.epochs} "
+            f"epochs")
+
+
+def _iterate(trainer: Trainer, directories: list[RunDirectory], logs: list[list[MetricLog]], bar,
+             stop_after: int | None, on_diverged: Callable[[int], None]) -> None:
+    config, world = trainer.config, trainer.world
+    last = config.iterations if stop_after is None else min(config.iterations, trainer.iteration + stop_after)
+    started, steps_at_start = time.perf_counter(), trainer.env_steps
+    window_start, window_steps = started, trainer.env_steps
+    first = trainer.iteration + 1  # reported too, so progress shows from the start
+    active = list(range(trainer.runs))
+    """The runs still training: a run that diverged is stopped (``on_diverged``), the others go on."""
+
+    def stop_diverged() -> None:
+        for run in _diverged_runs(trainer):
+            if run in active:
+                on_diverged(run)
+                active.remove(run)
+
+    while trainer.iteration < last and active:
+        trainer.iterate()
+        at_end = trainer.iteration == last
+        if trainer.iteration % config.log_every == 0 or at_end or trainer.iteration == first:
+            reports = trainer.read_metrics()
+            now = time.perf_counter()
+            for metrics in reports:
+                metrics["steps_per_second"] = (trainer.env_steps - window_steps) * world.size / (now - window_start)
+                metrics["elapsed_seconds"] = now - started
+            window_start, window_steps = now, trainer.env_steps
+            stop_diverged()
+            if world.is_writer:
+                for run in active:
+                    directories[run].log(reports[run])
+                    log_to_all(logs[run], reports[run])
+                if bar and active:
+                    bar.update(trainer.iteration, [reports[run] for run in active])
+        if trainer.iteration % config.checkpoint_every == 0 or at_end:
+            stop_diverged()
+            states = [(run, trainer.run_state_dict(run)) for run in active]
+            if world.is_writer:
+                for run, state in states:
+                    checkpoint.save(directories[run].checkpoint_path, state)
+    where = directories[0].path if len(directories) == 1 else directories[0].path.parent
+    if bar and trainer.env_steps == steps_at_start:
+        bar.message(f"nothing to do: the run in {where} has done its {trainer.iteration} iterations; "
+                    f"give --iterations above {trainer.iteration} to extend it")
+    elif bar:
+        rate = (trainer.env_steps - steps_at_start) * world.size * trainer.runs / (time.perf_counter() - started)
+        runs = "" if trainer.runs == 1 else f" over {trainer.runs} runs"
+        bar.message(f"done: iteration {trainer.iteration}, {rate:,.0f} env-steps/s overall{runs}; "
+                    f"{'run' if len(directories) == 1 else 'experiment'} directory {where}")
+
+
+def _diverged_runs(trainer: Trainer) -> list[int]:
+    """The runs whose loss has been NaN or infinite (on any process)."""
+    flags = trainer.nonfinite.to(torch.int32)
+    if trainer.world.size > 1:
+        dist.all_reduce(flags, op=dist.ReduceOp.MAX)
+    return [run for run, flag in enumerate(flags.tolist()) if flag]

@@ -7,6 +7,10 @@ minibatch's statistics. Eagerly that is some hundred small operations per role a
 minibatch, each one a kernel launch and a pass over memory; compiled, the forward and the
 backward become a few fused kernels. Both run the same Python function, so the compiled
 loss is the eager one up to the rounding of the fused arithmetic.
+
+Every tensor has a leading run dimension R: each run's loss is its own, with its own
+coefficients, and the runs' losses are only summed for one backward pass, whose
+gradient for each run's parameters is that run's alone.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from warpsim.errors import UnavailableError
 from warpsim.train import ppo
 from warpsim.train.config import TrainConfig
 from warpsim.train.rollout import Samples
+from warpsim.train.runs import per_run
 
 STATS = ("ratio_deviation", "clip_fraction", "approx_kl", "policy_loss", "value_loss", "entropy")
 """The statistics a role's loss reports for its minibatch, in this order."""
@@ -28,27 +33,31 @@ STATS = ("ratio_deviation", "clip_fraction", "approx_kl", "policy_loss", "value_
 class MinibatchLoss:
     """``loss(total, logits, value, batch)`` adds one role's loss on ``batch`` to ``total``.
 
-    total float32 scalar: the loss of the roles before this one (zero for the first).
-    logits float[B, sum(action_levels)], value float[B]: the role's network on the
+    total float32[R]: each run's loss of the roles before this one (zero for the first).
+    logits float[R, B, sum(action_levels)], value float[R, B]: the role's networks on the
     minibatch, in the networks' precision. batch: the role's Samples of the minibatch.
     Returns (total + policy loss + value_coef x value loss - entropy_coef x entropy,
-    float32[6]: the ``STATS``).
+    float32[R, 6]: the ``STATS``), each run with its config's coefficients.
     """
 
-    def __init__(self, config: TrainConfig, action_levels: tuple[int, ...], compiled: bool):
+    def __init__(self, configs: list[TrainConfig], action_levels: tuple[int, ...], compiled: bool,
+                 device: torch.device):
         self.action_levels = action_levels
         self.compiled = compiled
         self.compile_seconds = 0.0
         """Seconds ``compile_for`` spent compiling (0 when eager)."""
-        self.value_coef, self.entropy_coef = config.value_coef, config.entropy_coef
-        clip, value_clip, normalize = config.clip_coef, config.value_clip, config.normalize_advantages
+        self.value_coef, self.entropy_coef = per_run(configs, "value_coef", device), per_run(configs, "entropy_coef",
+                                                                                              device)
+        clip = per_run(configs, "clip_coef", device)[:, None]
+        value_clip = None if configs[0].value_clip is None else per_run(configs, "value_clip", device)[:, None]
+        normalize = configs[0].normalize_advantages
 
         def role_loss(logits: torch.Tensor, value: torch.Tensor, actions: torch.Tensor, old_log_probs: torch.Tensor,
                       old_values: torch.Tensor, advantages: torch.Tensor,
                       returns: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
             heads = ppo.split_heads(logits, action_levels)
             new_log_prob = ppo.log_prob(heads, actions)
-            entropy = ppo.entropy(heads).mean()
+            entropy = ppo.entropy(heads).mean(-1)
             if normalize:
                 advantages = ppo.normalize(advantages)
             policy_loss, ratio = ppo.policy_loss(new_log_prob, old_log_probs, advantages, clip)
@@ -56,9 +65,9 @@ class MinibatchLoss:
             ratio, new_log_prob = ratio.detach(), new_log_prob.detach()
             deviation = (ratio - 1).abs()
             # approx_kl: the low-variance estimator E[(r - 1) - log r].
-            stats = torch.stack([deviation.max(), (deviation > clip).float().mean(),
-                                 ((ratio - 1) - (new_log_prob - old_log_probs)).mean(), policy_loss.detach(),
-                                 value_loss.detach(), entropy.detach()])
+            stats = torch.stack([deviation.amax(-1), (deviation > clip).float().mean(-1),
+                                 ((ratio - 1) - (new_log_prob - old_log_probs)).mean(-1), policy_loss.detach(),
+                                 value_loss.detach(), entropy.detach()], dim=-1)
             return policy_loss, value_loss, entropy, stats
 
         self._function: Callable[..., tuple[torch.Tensor, ...]] = (
@@ -74,7 +83,7 @@ class MinibatchLoss:
 
     def compile_for(self, samples: list[int], minibatches: int, dtype: torch.dtype, device: torch.device) -> None:
         """Compiles the forward and the backward for the minibatches of roles of ``samples``
-        samples each, split ``minibatches`` ways, and network outputs of ``dtype``, before
+        samples each per run, split ``minibatches`` ways, and network outputs of ``dtype``, before
         training starts, so that no iteration pays for it; a CUDA graph then captures the
         compiled kernels. Nothing when eager."""
         if not self.compiled:
@@ -82,16 +91,17 @@ class MinibatchLoss:
         # torch.tensor_split's minibatches: n // m samples, and one more in the first n % m of them.
         m = minibatches
         sizes = {n // m + extra for n in samples for extra in ((0, 1) if n % m else (0,))}
-        outputs, actions = sum(self.action_levels), len(self.action_levels)
+        outputs, actions, runs = sum(self.action_levels), len(self.action_levels), len(self.value_coef)
         started = time.perf_counter()
         try:
             for size in sorted(sizes):
-                logits = torch.zeros(size, outputs, dtype=dtype, device=device, requires_grad=True)
-                value = torch.zeros(size, dtype=dtype, device=device, requires_grad=True)
-                taken = torch.zeros(size, actions, dtype=torch.int32, device=device)
-                floats = [torch.zeros(size, device=device) for _ in range(4)]  # log-probs, values, advantages, returns
+                logits = torch.zeros(runs, size, outputs, dtype=dtype, device=device, requires_grad=True)
+                value = torch.zeros(runs, size, dtype=dtype, device=device, requires_grad=True)
+                taken = torch.zeros(runs, size, actions, dtype=torch.int32, device=device)
+                # log-probs, values, advantages, returns
+                floats = [torch.zeros(runs, size, device=device) for _ in range(4)]
                 policy_loss, value_loss, entropy, _ = self._function(logits, value, taken, *floats)
-                (policy_loss + value_loss + entropy).backward()
+                (policy_loss + value_loss + entropy).sum().backward()
         except Exception as error:  # the compiler's own failures have no common type
             first = str(error).strip().splitlines()[0] if str(error).strip() else ""
             raise UnavailableError(f"config field compile_loss=True: torch.compile could not compile the loss on "

@@ -1,4 +1,11 @@
-"""One actor-critic network per agent role, shared by the agents of that role."""
+"""One actor-critic network per agent role, shared by the agents of that role.
+
+``RolePolicies`` is one run's networks, as evaluation, rendering and ``load_policy`` play
+them. ``RunPolicies`` is the trainer's form: the networks of R training runs stacked
+along a leading run dimension, each layer one batched matmul over the runs. Run r's
+slice of its state dict is a ``RolePolicies`` state dict, so every run saves and loads
+the same checkpoints as a run trained alone.
+"""
 
 from __future__ import annotations
 
@@ -16,24 +23,20 @@ from warpsim.train.config import TrainConfig
 from warpsim.train.value_norm import ValueNormalizer
 
 
-class ActorCritic(nn.Module):
+class ActorCriticBase(nn.Module):
     """A multi-discrete policy and a value estimate: two MLPs, or one trunk under both heads.
 
-    forward(observations float[B, D]) -> (logits float[B, sum(action_levels)], value float[B]);
+    forward(observations float[..., D]) -> (logits float[..., sum(action_levels)], value float[...]);
     with a ``value_normalizer`` the value is in its normalised units (``value_normalizer.denormalize``).
     """
 
-    def __init__(self, observation_size: int, action_levels: tuple[int, ...], hidden_size: int,
-                 hidden_layers: int, *, shared_trunk: bool = False, value_normalization: bool = True):
-        super().__init__()
-        self.trunk = _mlp(observation_size, hidden_size, hidden_layers)
-        """The policy's hidden layers, and the value's too with a shared trunk."""
-        self.value_trunk = None if shared_trunk else _mlp(observation_size, hidden_size, hidden_layers)
-        """The critic's own hidden layers (None with a shared trunk)."""
-        # Small initial logits make the first policy nearly uniform (CleanRL's choice).
-        self.policy_head = _orthogonal(nn.Linear(hidden_size, sum(action_levels)), gain=0.01)
-        self.value_head = _orthogonal(nn.Linear(hidden_size, 1), gain=1.0)
-        self.value_normalizer = ValueNormalizer() if value_normalization else None
+    trunk: nn.Module
+    """The policy's hidden layers, and the value's too with a shared trunk."""
+    value_trunk: nn.Module | None
+    """The critic's own hidden layers (None with a shared trunk)."""
+    policy_head: nn.Module
+    value_head: nn.Module
+    value_normalizer: ValueNormalizer | None
 
     def forward(self, observations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         features = self.trunk(observations)
@@ -41,7 +44,7 @@ class ActorCritic(nn.Module):
         return self.policy_head(features), self.value_head(value_features).squeeze(-1)
 
     def returns_scale(self, value: torch.Tensor) -> torch.Tensor:
-        """The value head's output float[B] in units of the returns."""
+        """The value head's output in units of the returns."""
         return value if self.value_normalizer is None else self.value_normalizer.denormalize(value)
 
     def parameter_groups(self) -> list[list[nn.Parameter]]:
@@ -51,6 +54,20 @@ class ActorCritic(nn.Module):
         if self.value_trunk is None:
             return [actor + list(self.value_head.parameters())]
         return [actor, [*self.value_trunk.parameters(), *self.value_head.parameters()]]
+
+
+class ActorCritic(ActorCriticBase):
+    """One run's network of a role, float[B, D] in."""
+
+    def __init__(self, observation_size: int, action_levels: tuple[int, ...], hidden_size: int,
+                 hidden_layers: int, *, shared_trunk: bool = False, value_normalization: bool = True):
+        super().__init__()
+        self.trunk = _mlp(observation_size, hidden_size, hidden_layers)
+        self.value_trunk = None if shared_trunk else _mlp(observation_size, hidden_size, hidden_layers)
+        # Small initial logits make the first policy nearly uniform (CleanRL's choice).
+        self.policy_head = _orthogonal(nn.Linear(hidden_size, sum(action_levels)), gain=0.01)
+        self.value_head = _orthogonal(nn.Linear(hidden_size, 1), gain=1.0)
+        self.value_normalizer = ValueNormalizer() if value_normalization else None
 
 
 def _mlp(inputs: int, hidden_size: int, hidden_layers: int) -> nn.Sequential:
@@ -125,3 +142,105 @@ class Acted(NamedTuple):
     """float32[B], of the actions"""
     values: torch.Tensor
     """float32[B], the critic's estimates in units of the returns"""
+
+
+class StackedLinear(nn.Module):
+    """R independent linear layers: float[R, B, in] -> float[R, B, out], one batched matmul.
+
+    ``weight`` float32[R, out, in] and ``bias`` float32[R, out]: run r's slices are an
+    ``nn.Linear``'s own parameters."""
+
+    def __init__(self, layers: list[nn.Linear]):
+        super().__init__()
+        self.weight = nn.Parameter(torch.stack([layer.weight.detach() for layer in layers]))
+        self.bias = nn.Parameter(torch.stack([layer.bias.detach() for layer in layers]))
+
+    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
+        if self.weight.shape[1] == 1:
+            # A one-column batched matmul takes a path whose rounding depends on the number of runs;
+            # a product and a sum over the last dimension round alike for any number.
+            return (inputs * self.weight).sum(-1, keepdim=True) + self.bias.unsqueeze(1)
+        return torch.baddbmm(self.bias.unsqueeze(1), inputs, self.weight.transpose(1, 2))
+
+
+def _stacked(modules: list[nn.Module]) -> nn.Module:
+    """The layers of R alike MLPs (Sequential of Linear and Tanh), or heads, stacked over the runs."""
+    first = modules[0]
+    if isinstance(first, nn.Linear):
+        return StackedLinear([module for module in modules if isinstance(module, nn.Linear)])
+    if isinstance(first, nn.Sequential):
+        return nn.Sequential(*(_stacked([module[i] for module in modules if isinstance(module, nn.Sequential)])
+                               for i in range(len(first))))
+    return first  # parameterless (Tanh): shared
+
+
+class StackedActorCritic(ActorCriticBase):
+    """R ``ActorCritic`` networks of one role stacked along a leading run dimension, with the
+    same submodule names: forward(float[R, B, D]) -> (logits float[R, B, L], value float[R, B])."""
+
+    def __init__(self, networks: list[ActorCritic]):
+        super().__init__()
+        first = networks[0]
+        self.trunk = _stacked([network.trunk for network in networks])
+        self.value_trunk = (None if first.value_trunk is None
+                            else _stacked([network.value_trunk for network in networks if network.value_trunk]))
+        self.policy_head = _stacked([network.policy_head for network in networks])
+        self.value_head = _stacked([network.value_head for network in networks])
+        self.value_normalizer = None if first.value_normalizer is None else ValueNormalizer(runs=len(networks))
+        if self.value_normalizer is not None:
+            for name, buffer in self.value_normalizer.named_buffers():
+                buffer.copy_(torch.stack([network.get_buffer(f"value_normalizer.{name}") for network in networks]))
+
+
+class RunPolicies(nn.Module):
+    """Every role's networks for R training runs, stacked (``StackedActorCritic``), made from
+    each run's ``RolePolicies`` (so each run starts from the networks it would alone).
+
+    forward(list of float[R, B_r, D], role_names) -> list of (logits, value), one per named role.
+    """
+
+    def __init__(self, runs: list[RolePolicies]):
+        super().__init__()
+        self.runs = len(runs)
+        self.role_names = runs[0].role_names
+        self.action_levels = runs[0].action_levels
+        self.networks = nn.ModuleList(StackedActorCritic([policies.network(name) for policies in runs])
+                                      for name in self.role_names)
+
+    forward = RolePolicies.forward
+
+    def network(self, role_name: str) -> StackedActorCritic:
+        """The stacked networks of one role."""
+        network = self.networks[self.role_names.index(role_name)]
+        assert isinstance(network, StackedActorCritic)
+        return network
+
+    def run_state_dict(self, run: int) -> dict[str, torch.Tensor]:
+        """Run ``run``'s networks as a ``RolePolicies`` state dict (on the CPU)."""
+        return {name: tensor[run].cpu() for name, tensor in self.state_dict().items()}
+
+    @torch.no_grad()
+    def load_run_state_dict(self, run: int, state: dict[str, torch.Tensor]) -> None:
+        """Loads a ``RolePolicies`` state dict into run ``run``; a RuntimeError naming the entry that does not fit."""
+        own = self.state_dict()
+        if set(own) != set(state):
+            missing, unexpected = sorted(set(own) - set(state)), sorted(set(state) - set(own))
+            raise RuntimeError(f"missing {missing[:3]}, unexpected {unexpected[:3]}")
+        for name, tensor in own.items():
+            if tuple(state[name].shape) != tuple(tensor.shape[1:]):
+                raise RuntimeError(f"{name} has shape {tuple(state[name].shape)}, expected {tuple(tensor.shape[1:])}")
+            tensor[run].copy_(state[name])
+
+    def act(self, inputs: list[torch.Tensor], role_names: list[str], generators: list[torch.Generator], *,
+            autocast: Callable[[], AbstractContextManager] = contextlib.nullcontext) -> list[Acted]:
+        """``RolePolicies.act`` for every run at once on inputs float[R, B_r, D]: each run samples
+        with its own generator, so its draws are those it would make alone. Returns [R, B, ...] tensors."""
+        with autocast():
+            outputs = self(inputs, role_names)
+        acted = []
+        for name, (logits, values) in zip(role_names, outputs):
+            heads = ppo.split_heads(logits, self.action_levels)
+            actions = torch.stack([ppo.sample(tuple(head[run] for head in heads), generator)
+                                   for run, generator in enumerate(generators)])
+            acted.append(Acted(actions, ppo.log_prob(heads, actions), self.network(name).returns_scale(values.float())))
+        return acted

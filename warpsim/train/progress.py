@@ -1,4 +1,5 @@
-"""A one-line progress bar for training: iterations, steps/s, episode returns, counters and lengths."""
+"""A one-line progress bar for training: iterations, steps/s, episode returns, counters and lengths;
+for a batch of runs, the steps/s over all of them and the spread of the main figures over the runs."""
 
 from __future__ import annotations
 
@@ -22,7 +23,13 @@ class ProgressBar:
         self.started = time.perf_counter()
         self.interactive = hasattr(stream, "isatty") and stream.isatty()
 
-    def update(self, iteration: int, metrics: dict) -> None:
+    def update(self, iteration: int, metrics: dict | list[dict]) -> None:
+        """One line for a run's metrics, or for the metrics of each run of a batch."""
+        reports = metrics if isinstance(metrics, list) else [metrics]
+        parts = self._parts(iteration, reports[0]) if len(reports) == 1 else _spread(iteration, self.total, reports)
+        self._draw(iteration, parts)
+
+    def _parts(self, iteration: int, metrics: dict) -> list[str]:
         parts = [f"{iteration}/{self.total}", f"{metrics['steps_per_second']:,.0f} steps/s"]
         # Roles by name, so every environment lists them in the same order.
         returns = [f"{key[7:]} {value:.3g}" for key, value in sorted(metrics.items())
@@ -33,6 +40,9 @@ class ProgressBar:
                   if key.endswith("_per_episode") and not math.isnan(value)]
         if not math.isnan(metrics.get("episode_length", math.nan)):
             parts.append(f"length {metrics['episode_length']:.3g}")
+        return parts
+
+    def _draw(self, iteration: int, parts: list[str]) -> None:
         done = iteration - self.first_iteration
         if done > 0 and iteration < self.total:
             left = (time.perf_counter() - self.started) / done * (self.total - iteration)
@@ -49,6 +59,21 @@ class ProgressBar:
     def message(self, text: str) -> None:
         self.stream.write(text + "\n")
         self.stream.flush()
+
+
+def _spread(iteration: int, total: int, reports: list[dict]) -> list[str]:
+    """A batch's line: the steps/s over its runs, and each main figure's median [lowest, highest] over them."""
+    parts = [f"{iteration}/{total}", f"{sum(m['steps_per_second'] for m in reports):,.0f} steps/s over "
+                                     f"{len(reports)} runs"]
+    first = reports[0]
+    labels = {**{key: f"return {key[7:]}" for key in sorted(first) if key.startswith("return_")},
+              **{key: f"{key[:-12]}/episode" for key in first if key.endswith("_per_episode")},
+              "episode_length": "length"}
+    for key, label in labels.items():
+        values = sorted(m[key] for m in reports if not math.isnan(m.get(key, math.nan)))
+        if values:
+            parts.append(f"{label} {values[len(values) // 2]:.3g} [{values[0]:.3g}, {values[-1]:.3g}]")
+    return parts
 
 
 def _bar(fraction: float, width: int) -> str:

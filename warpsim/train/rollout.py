@@ -11,7 +11,7 @@ import torch
 
 @dataclass(frozen=True)
 class RoleRollout:
-    """One learning role's part of a rollout of T steps of E environments, for its n agents.
+    """One learning role's part of a rollout of T steps of E environments of R runs, for its n agents.
 
     Allocated once and overwritten by every rollout: a captured CUDA graph writes to these
     very tensors. The environments' side (observations, rewards) lives on the environments'
@@ -19,44 +19,45 @@ class RoleRollout:
     """
 
     observations: torch.Tensor
-    """float32[T, E, n, D]: the policy inputs the actions were taken on."""
+    """float32[R, T, E, n, D]: the policy inputs the actions were taken on."""
     actions: torch.Tensor
-    """int32[T, E, n, A]"""
+    """int32[R, T, E, n, A]"""
     log_probs: torch.Tensor
-    """float32[T, E, n]: of the actions, under the policy that took them."""
+    """float32[R, T, E, n]: of the actions, under the policy that took them."""
     values: torch.Tensor
-    """float32[T, E, n]: the value head's estimate of the observations."""
+    """float32[R, T, E, n]: the value head's estimate of the observations."""
     rewards: torch.Tensor
-    """float32[T, E, n]: what the step with those actions paid."""
+    """float32[R, T, E, n]: what the step with those actions paid."""
 
 
 class Samples(NamedTuple):
-    """A role's rollout flattened to one axis B of (step, environment, agent): all of it, or a minibatch."""
+    """A role's rollout flattened, in each run, to one axis B of (step, environment, agent): all of it, or a
+    minibatch. Every field has the run as its leading dimension R."""
 
     observations: torch.Tensor
-    """float32[B, D]"""
+    """float32[R, B, D]"""
     actions: torch.Tensor
-    """int32[B, A]"""
+    """int32[R, B, A]"""
     log_probs: torch.Tensor
-    """float32[B], at collection"""
+    """float32[R, B], at collection"""
     values: torch.Tensor
-    """float32[B], at collection"""
+    """float32[R, B], at collection"""
     advantages: torch.Tensor
-    """float32[B]"""
+    """float32[R, B]"""
     returns: torch.Tensor
-    """float32[B]"""
+    """float32[R, B]"""
 
     @classmethod
     def of(cls, rollout: RoleRollout, advantages: torch.Tensor, returns: torch.Tensor) -> Samples:
-        """``rollout`` with its advantages and returns float32[T, E, n], flattened."""
-        return cls(*(x.flatten(0, 2) for x in (rollout.observations, rollout.actions, rollout.log_probs,
+        """``rollout`` with its advantages and returns float32[R, T, E, n], flattened."""
+        return cls(*(x.flatten(1, 3) for x in (rollout.observations, rollout.actions, rollout.log_probs,
                                                rollout.values, advantages, returns)))
 
     @property
     def num_samples(self) -> int:
-        """B, the number of samples."""
-        return self.observations.shape[0]
+        """B, the number of samples of each run."""
+        return self.observations.shape[1]
 
-    def pick(self, indices: torch.Tensor) -> Samples:
-        """The samples at ``indices`` int64[b], copied."""
-        return Samples(*(x[indices] for x in self))
+    def pick(self, runs: torch.Tensor, indices: torch.Tensor) -> Samples:
+        """Each run's samples at its ``indices`` int64[R, b], copied; ``runs`` is int64[R, 1], 0 to R - 1."""
+        return Samples(*(x[runs, indices] for x in self))

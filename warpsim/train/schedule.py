@@ -1,8 +1,9 @@
-"""The learning rate of each learning role, held on the networks' device and moved there.
+"""The learning rate of each training run and learning role, held on the networks' device.
 
-Adam reads each role's rate from a float32 tensor (one parameter group per role), so the
-kl schedule changes it from the measured KL without the host reading anything; the
-linear schedule writes it once per iteration.
+Adam reads each role's rates from a float32[R] tensor (one parameter group per role, one
+rate per run), so the kl schedule changes them from the measured KL without the host
+reading anything; the linear schedule writes them once per iteration. Every run follows
+its own config's schedule.
 """
 
 from __future__ import annotations
@@ -17,48 +18,51 @@ and divides it by this when the KL is over twice the target (rl_games' adaptive 
 
 
 class LearningRates:
-    """One float32 rate tensor per learning role (``rates``), for the optimizer's parameter groups."""
+    """``rates`` float32[R, L]: run r's rate for learning role l; ``rates[:, l]`` is role l's Adam group's."""
 
-    def __init__(self, config: TrainConfig, roles: int, device: torch.device):
-        self.config = config
-        self.rates = [torch.full((), config.learning_rate, dtype=torch.float32, device=device) for _ in range(roles)]
-        self.anchor = (0, config.learning_rate)
-        """(iteration, rate): the linear schedule falls from here to min_learning_rate at the last iteration."""
+    def __init__(self, configs: list[TrainConfig], roles: int, device: torch.device):
+        self.configs = configs
+        self.rates = torch.tensor([[c.learning_rate] * roles for c in configs], dtype=torch.float32, device=device)
+
+        def column(name: str) -> torch.Tensor:
+            return torch.tensor([[getattr(c, name)] for c in configs], dtype=torch.float32, device=device)
+
+        self.target_kl, self.low, self.high = column("target_kl"), column("min_learning_rate"), column(
+            "max_learning_rate")
+        self.kl_runs = torch.tensor([[c.lr_schedule == "kl"] for c in configs], device=device)
+        self.anchors = [(0, c.learning_rate) for c in configs]
+        """Per run, (iteration, rate): the linear schedule falls from here to min_learning_rate at the last
+        iteration."""
 
     def start_iteration(self, iteration: int) -> None:
         """Sets the linear schedule's rate for ``iteration``; the other schedules keep theirs."""
-        c = self.config
-        if c.lr_schedule != "linear":
-            return
-        start, rate = self.anchor
-        remaining = max(1.0 - (iteration - start) / (c.iterations - start), 0.0)
-        for tensor in self.rates:
-            tensor.fill_(c.min_learning_rate + (rate - c.min_learning_rate) * remaining)
+        for run, (c, (start, rate)) in enumerate(zip(self.configs, self.anchors)):
+            if c.lr_schedule == "linear":
+                remaining = max(1.0 - (iteration - start) / (c.iterations - start), 0.0)
+                self.rates[run].fill_(c.min_learning_rate + (rate - c.min_learning_rate) * remaining)
 
     def end_epoch(self, kl: torch.Tensor) -> None:
-        """The kl schedule's move after an epoch whose mean approx_kl per role was ``kl`` float32[R]."""
-        c = self.config
-        if c.lr_schedule != "kl":
+        """The kl schedule's move after an epoch whose mean approx_kl per run and role was ``kl`` float32[R, L]."""
+        if not any(c.lr_schedule == "kl" for c in self.configs):
             return
-        steps = (kl < c.target_kl / 2).float() - (kl > 2 * c.target_kl).float()  # +1 up, -1 down, 0 stay
-        for tensor, step in zip(self.rates, KL_FACTOR ** steps):
-            tensor.copy_((tensor * step).clamp(c.min_learning_rate, c.max_learning_rate))
+        steps = (kl < self.target_kl / 2).float() - (kl > 2 * self.target_kl).float()  # +1 up, -1 down, 0 stay
+        moved = torch.minimum(torch.maximum(self.rates * KL_FACTOR ** steps, self.low), self.high)
+        self.rates.copy_(torch.where(self.kl_runs, moved, self.rates))
 
     def values(self) -> torch.Tensor:
-        """float32[R], on the device (read with the other metrics)."""
-        return torch.stack(self.rates)
+        """float32[R, L], on the device (read with the other metrics)."""
+        return self.rates
 
-    def state_dict(self) -> dict:
-        return {"rates": self.values().cpu(), "anchor": list(self.anchor)}
+    def run_state_dict(self, run: int) -> dict:
+        return {"rates": self.rates[run].cpu().clone(), "anchor": list(self.anchors[run])}
 
-    def load_state_dict(self, state: dict) -> None:
-        """Continues from ``state_dict()``."""
-        for tensor, value in zip(self.rates, state["rates"]):
-            tensor.copy_(value)
+    def load_run_state_dict(self, run: int, state: dict) -> None:
+        """Continues run ``run`` from ``run_state_dict()``."""
+        self.rates[run].copy_(torch.as_tensor(state["rates"]))
         start, rate = state["anchor"]
-        self.anchor = (int(start), float(rate))
+        self.anchors[run] = (int(start), float(rate))
 
-    def extend_from(self, iteration: int) -> None:
-        """A run given a new number of iterations at ``iteration``: the linear schedule falls
+    def extend_from(self, run: int, iteration: int) -> None:
+        """Run ``run`` given a new number of iterations at ``iteration``: the linear schedule falls
         from the rate reached there over what is left."""
-        self.anchor = (iteration, float(self.rates[0]))
+        self.anchors[run] = (iteration, float(self.rates[run, 0]))

@@ -58,10 +58,19 @@ def training_bytes(config: TrainConfig, spec: EnvSpec, env_bytes_per_env: int, p
 
 
 def check_training_fits(config: TrainConfig, spec: EnvSpec, env_bytes_per_env: int, placement: Placement,
-                        precision: str = "fp32") -> None:
-    """Raises DoesNotFitError, naming the settings to lower, when training would not fit."""
-    needed = training_bytes(config, spec, env_bytes_per_env, precision)
+                        precision: str = "fp32", runs: int = 1) -> None:
+    """Raises DoesNotFitError, naming the settings to lower, when training ``runs`` runs together would not fit."""
+    per_run = training_bytes(config, spec, env_bytes_per_env, precision)
+    needed = runs * per_run
     free = available_bytes(placement)
+    if needed > SAFETY * free and runs > 1:
+        fitting = int(SAFETY * free // per_run)
+        raise DoesNotFitError(
+            f"{runs} runs of {config.env} with num_envs={config.num_envs} and rollout_steps={config.rollout_steps} "
+            f"together need about {needed / 2**30:.3g} GiB, but only {free / 2**30:.2f} GiB is free on "
+            f"{placement.torch_device} (at most {SAFETY:.0%} may be used); "
+            + (f"at most {fitting} of them fit at once: give fewer seeds or sweep values" if fitting else
+               "not even one fits: lower num_envs or rollout_steps"))
     if needed > SAFETY * free:
         raise DoesNotFitError(
             f"training {config.env} with num_envs={config.num_envs}, rollout_steps={config.rollout_steps} and "

@@ -1,0 +1,235 @@
+"""An experiment: one config trained over several seeds, optionally crossed with a sweep.
+
+    runs/<name>/experiment.json              the seeds, the sweep and every run's setting and status
+    runs/<name>/<setting>seed=<S>/           one complete run directory per run (run_dir.py)
+
+``--seeds 8`` means seeds 0 to 7, ``--seeds 3,5,9`` those three, ``--seeds 0-4`` 0 to 4.
+``--sweep NAME=V1,V2`` (repeatable) takes the product of the values of every swept
+setting, each crossed with the seeds. NAME is a config field or an environment
+parameter. Every run's directory works with every command that takes a run.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import itertools
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from warpsim.errors import InvalidValueError, RunFileError
+from warpsim.files import describe_os_error, make_directory, replace_atomically, usable_directory
+from warpsim.registry import env_class
+from warpsim.train.config import TrainConfig, build_config, field_names
+from warpsim.train.run_dir import CONFIG_FILE, RunDirectory
+
+EXPERIMENT_FILE = "experiment.json"
+FORMAT = 1
+MAX_RUNS = 4096
+"""Most runs one experiment may plan: more is a slip of the seeds or the sweep."""
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One run of an experiment."""
+
+    name: str
+    """Its directory's name inside the experiment's."""
+    setting: dict
+    """The swept settings' values by name (empty without a sweep)."""
+    config: TrainConfig
+
+
+def parse_seeds(text: str) -> tuple[int, ...]:
+    """``N`` (seeds 0 to N-1), ``A-B`` (A to B) or ``A,B,C``; a one-line error for anything else."""
+    text = text.strip()
+    usage = "give a count (8: seeds 0-7), a range (0-4) or a list (3,5,9)"
+    if re.fullmatch(r"[0-9]+", text):
+        count = int(text)
+        if count < 1:
+            raise InvalidValueError(f"--seeds {text!r}: give at least one seed; {usage}")
+        seeds = tuple(range(count))
+    elif match := re.fullmatch(r"([0-9]+)-([0-9]+)", text):
+        low, high = int(match[1]), int(match[2])
+        if low > high:
+            raise InvalidValueError(f"--seeds {text!r}: the range runs backwards; write {high}-{low}")
+        seeds = tuple(range(low, high + 1))
+    elif re.fullmatch(r"[0-9]+(,[0-9]+)+", text):
+        seeds = tuple(int(part) for part in text.split(","))
+        repeated = sorted({seed for seed in seeds if seeds.count(seed) > 1})
+        if repeated:
+            raise InvalidValueError(f"--seeds {text!r}: seed {repeated[0]} is given twice; give each seed once")
+    else:
+        raise InvalidValueError(f"--seeds {text!r} is not allowed; {usage}")
+    if len(seeds) > MAX_RUNS:
+        raise InvalidValueError(f"--seeds {text!r} makes {len(seeds)} seeds; at most {MAX_RUNS}")
+    return seeds
+
+
+def parse_sweep(texts: list[str], env_id: str) -> dict[str, list]:
+    """``NAME=V1,V2,...`` settings into their values by name, in the order given; NAME is a
+    config field or a parameter of ``env_id``'s environment. Values are Python literals,
+    true/false, none, or a bare word."""
+    sweep: dict[str, list] = {}
+    for text in texts:
+        name, sep, values = text.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise InvalidValueError(f"--sweep {text!r}: expected NAME=V1,V2,... e.g. learning_rate=3e-4,1e-3")
+        if name in sweep:
+            raise InvalidValueError(f"--sweep {text!r}: {name} is swept twice; give all its values in one --sweep")
+        parts = [part.strip() for part in values.split(",")]
+        if any(not part for part in parts):
+            raise InvalidValueError(f"--sweep {text!r}: an empty value; give values separated by commas")
+        sweep[name] = [_value(part) for part in parts]
+    return check_sweep(sweep, env_id, "--sweep")
+
+
+def check_sweep(sweep: object, env_id: str, where: str = "the config file's [sweep] table") -> dict[str, list]:
+    """``sweep`` (values by setting name) checked: every name a config field or a parameter of
+    ``env_id``'s environment, every list of values non-empty and without repeats."""
+    if not isinstance(sweep, dict):
+        raise InvalidValueError(f"{where}: give a table of setting names to lists of values, e.g. "
+                                f"learning_rate = [3e-4, 1e-3]")
+    env_params = {item.name for item in dataclasses.fields(env_class(env_id).Params)}
+    for name, values in sweep.items():
+        if name in ("seed", "env", "env_params", "opponents"):
+            hint = "use --seeds" if name == "seed" else "sweep one setting at a time, e.g. an environment parameter"
+            raise InvalidValueError(f"{where}: {name} cannot be swept; {hint}")
+        if name not in field_names() and name not in env_params:
+            raise InvalidValueError(f"{where}: {name!r} is neither a config field nor a parameter of {env_id}; "
+                                    f"config fields: {', '.join(field_names())}")
+        if not isinstance(values, list) or not values:
+            raise InvalidValueError(f"{where}: {name} = {values!r}; give a non-empty list of values")
+        if len({repr(value) for value in values}) != len(values):
+            raise InvalidValueError(f"{where}: {name} = {values!r} gives a value twice; give each value once")
+    return dict(sweep)
+
+
+def seeds_from_file(value: object) -> tuple[int, ...]:
+    """A config file's ``seeds``: a count, a range or list as text, or a list of integers."""
+    if isinstance(value, bool) or not isinstance(value, (int, str, list)):
+        raise InvalidValueError(f"the config file's seeds = {value!r}; give a count (8), a text range ('0-4') or "
+                                f"a list ([3, 5, 9])")
+    if isinstance(value, list):
+        if not value or not all(isinstance(seed, int) and not isinstance(seed, bool) for seed in value):
+            raise InvalidValueError(f"the config file's seeds = {value!r}; give a non-empty list of integers >= 0")
+        value = ",".join(map(str, value)) if len(value) > 1 else f"{value[0]}-{value[0]}"
+    return parse_seeds(str(value))
+
+
+def _value(text: str):
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    if text.lower() == "none":
+        return None
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def plan_runs(base: TrainConfig, seeds: tuple[int, ...], sweep: dict[str, list]) -> list[PlannedRun]:
+    """Every run: each combination of the sweep's values (in the order given), crossed with the
+    seeds. Every config is checked here, before anything is written."""
+    fields = set(field_names())
+    combinations = list(itertools.product(*sweep.values()))
+    if len(combinations) * len(seeds) > MAX_RUNS:
+        raise InvalidValueError(f"the seeds and the sweep make {len(combinations) * len(seeds)} runs; at most "
+                                f"{MAX_RUNS}")
+    runs = []
+    for values in combinations:
+        setting = dict(zip(sweep, values))
+        layer = {name: value for name, value in setting.items() if name in fields}
+        layer["env_params"] = {name: value for name, value in setting.items() if name not in fields}
+        for seed in seeds:
+            try:
+                config = build_config(base.to_dict(), layer, {"seed": seed})
+            except InvalidValueError as error:
+                raise InvalidValueError(f"--sweep {_label(setting)}: {error}") from None
+            runs.append(PlannedRun(run_name(setting, seed), setting, config))
+    return runs
+
+
+def run_name(setting: dict, seed: int) -> str:
+    """A run's directory name: its swept values and its seed, e.g. ``learning_rate=0.001_seed=3``."""
+    parts = [f"{name}={value}" for name, value in setting.items()] + [f"seed={seed}"]
+    return re.sub(r"[^A-Za-z0-9_.=+-]", "-", "_".join(parts))
+
+
+def setting_label(setting: dict) -> str:
+    """How a setting is printed: ``learning_rate=0.001, entropy_coef=0`` (``all runs`` without a sweep)."""
+    return _label(setting) or "all runs"
+
+
+def _label(setting: dict) -> str:
+    return ", ".join(f"{name}={value}" for name, value in setting.items())
+
+
+def is_experiment(path: Path | str) -> bool:
+    """Whether ``path`` is an experiment's directory."""
+    return (Path(path) / EXPERIMENT_FILE).is_file()
+
+
+class ExperimentDirectory:
+    """Checks an experiment's directory before anything is written; writes and reads its plan and statuses."""
+
+    def __init__(self, path: Path | str, *, resume: bool):
+        self.path = usable_directory(path, "experiment directory")
+        self.file = self.path / EXPERIMENT_FILE
+        if resume and not self.file.is_file():
+            raise RunFileError(f"--resume: {self.path} holds no {EXPERIMENT_FILE}, so no experiment to continue")
+        if not resume and (self.file.exists() or (self.path / CONFIG_FILE).exists()):
+            what = "an experiment" if self.file.exists() else "a run"
+            raise RunFileError(f"{self.path} already holds {what}; continue it with --resume, or choose another "
+                               f"directory (nothing was written)")
+
+    def create(self, base: TrainConfig, seeds: tuple[int, ...], sweep: dict, runs: list[PlannedRun]) -> None:
+        """Writes the plan (atomically): from then on the directory holds an experiment."""
+        make_directory(self.path, "experiment directory")
+        self._write({"format": FORMAT, "config": base.to_dict(), "seeds": list(seeds), "sweep": sweep,
+                     "runs": [{"name": run.name, "setting": run.setting, "seed": run.config.seed, "diverged_at": None}
+                              for run in runs]})
+
+    def read(self) -> dict:
+        """The plan as written, checked; a RunFileError naming the file when it cannot be used."""
+        try:
+            plan = json.loads(self.file.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            reason = describe_os_error(error) if isinstance(error, OSError) else str(error).splitlines()[0]
+            raise RunFileError(f"{self.file} cannot be read as an experiment: {reason}") from None
+        if not isinstance(plan, dict) or plan.get("format") != FORMAT or not isinstance(plan.get("runs"), list) \
+                or not all(isinstance(run, dict) and {"name", "setting", "seed"} <= set(run) for run in plan["runs"]):
+            raise RunFileError(f"{self.file} is not a warpsim experiment of format {FORMAT}")
+        return plan
+
+    def planned_runs(self) -> list[PlannedRun]:
+        """The runs of the plan, each with the config its directory holds (or the plan's, before it started)."""
+        plan = self.read()
+        base = build_config(plan["config"])
+        runs = []
+        for run in plan["runs"]:
+            saved = self.path / run["name"] / CONFIG_FILE
+            if saved.is_file():
+                config = RunDirectory(saved.parent, resume=True).saved_config()
+            else:
+                config = plan_runs(base, (run["seed"],), {name: [value] for name, value in run["setting"].items()})[
+                    0].config
+            runs.append(PlannedRun(run["name"], run["setting"], config))
+        return runs
+
+    def diverged(self) -> dict[str, int]:
+        """The runs that diverged, by name: the iteration by which their loss became NaN or infinite."""
+        return {run["name"]: run["diverged_at"] for run in self.read()["runs"] if run.get("diverged_at") is not None}
+
+    def mark_diverged(self, name: str, iteration: int) -> None:
+        plan = self.read()
+        for run in plan["runs"]:
+            if run["name"] == name:
+                run["diverged_at"] = iteration
+        self._write(plan)
+
+    def _write(self, plan: dict) -> None:
+        replace_atomically(self.file, (json.dumps(plan, indent=1) + "\n").encode(), "experiment file")
