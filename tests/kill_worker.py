@@ -1,11 +1,11 @@
 """A small training run that tests/test_kill_resume.py stops with SIGKILL at chosen moments.
 
-``python tests/kill_worker.py RUN_DIR HOLD`` trains the config below into RUN_DIR, or
-resumes it there when RUN_DIR holds a run (has config.json), as a user would after a
-crash. HOLD is where the process stops to be killed: ``checkpoint:K`` halfway through
+``python tests/kill_worker.py RUN_DIR HOLD [SEEDS]`` trains the config below into RUN_DIR, or
+resumes it there when RUN_DIR holds a run (has config.json or experiment.json), as a user
+would after a crash; with SEEDS, an experiment of those seeds batched together. HOLD is where the process stops to be killed: ``checkpoint:K`` halfway through
 writing the bytes of its K-th checkpoint, ``metrics:K`` right after its K-th metrics
 record, ``none`` nowhere. It prints ``holding`` when it stops there, and ``logging``
-after its first metrics record.
+after its first metrics record. In an experiment the counts run over all its runs' files.
 """
 
 import os
@@ -46,8 +46,8 @@ def watch_writes(hold: str) -> None:
 
 
 if __name__ == "__main__":
-    run_dir, hold = Path(sys.argv[1]), sys.argv[2]
+    run_dir, hold, seeds = Path(sys.argv[1]), sys.argv[2], sys.argv[3:]
     watch_writes(hold)
-    if (run_dir / "config.json").exists():
+    if (run_dir / "config.json").exists() or (run_dir / "experiment.json").exists():
         sys.exit(main(["train", "--resume", "--run-dir", str(run_dir), "--quiet"]))
-    sys.exit(main(["train", *TRAIN, "--run-dir", str(run_dir)]))
+    sys.exit(main(["train", *TRAIN, *(["--seeds", *seeds] if seeds else []), "--run-dir", str(run_dir)]))

@@ -19,11 +19,11 @@ from warpsim.train import checkpoint
 WORKER = Path(__file__).with_name("kill_worker.py")
 
 
-def start(run: Path, hold: str) -> subprocess.Popen:
+def start(run: Path, hold: str, seeds: str | None = None) -> subprocess.Popen:
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     env.pop("NUMBA_ENABLE_CUDASIM", None)  # the numpy backend needs no simulator
-    process = subprocess.Popen([sys.executable, str(WORKER), str(run), hold], stdout=subprocess.PIPE, text=True,
-                               env=env)
+    process = subprocess.Popen([sys.executable, str(WORKER), str(run), hold, *([seeds] if seeds else [])],
+                               stdout=subprocess.PIPE, text=True, env=env)
     watchdog = threading.Timer(120, process.kill)  # never a hang, whatever goes wrong
     watchdog.daemon = True
     watchdog.start()
@@ -79,3 +79,35 @@ def test_runs_killed_at_any_moment_resume_to_the_uninterrupted_result(tmp_path):
     assert kills == 5
     assert checkpoint.load(run)["iteration"] == 24
     assert same_training(run, straight)
+
+
+@pytest.mark.slow
+def test_an_experiment_killed_at_any_moment_resumes_every_run_to_the_uninterrupted_result(tmp_path):
+    """Three seeds in one batch. The kills leave the runs at different iterations (one run's checkpoint
+    written, the next one's cut halfway): the resume trains them on in batches by iteration."""
+    experiment, straight = tmp_path / "experiment", tmp_path / "straight"
+    uninterrupted = start(straight, "none", seeds="3")
+    holds = [
+        "checkpoint:2",  # run 1's first checkpoint cut halfway: run 0 holds a run, runs 1 and 2 start anew
+        "metrics:4",  # run 0's second record written, every checkpoint at iteration 0: the resume drops it
+        "checkpoint:5",  # (resumed: no first checkpoints) run 1's of iteration 4 cut halfway: run 0 at 4, the others 2
+    ]
+    for hold in holds:
+        process = start(experiment, hold, seeds="3")
+        assert "holding" in (line.strip() for line in iter(process.stdout.readline, "")), f"never reached {hold}"
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        for run in experiment.glob("seed=*"):
+            files_are_readable(run)
+    iterations = {run.name: checkpoint.load(run)["iteration"] for run in experiment.glob("seed=*")}
+    assert iterations == {"seed=0": 4, "seed=1": 2, "seed=2": 2}
+    process = start(experiment, "none")  # and at a moment nobody chose
+    assert process.stdout.readline().strip() == "logging"
+    time.sleep(random.Random(5).uniform(0.5, 1.5))
+    process.kill()
+    process.wait()
+    assert start(experiment, "none").wait() == 0
+    assert uninterrupted.wait() == 0
+    for name in ("seed=0", "seed=1", "seed=2"):
+        assert checkpoint.load(experiment / name)["iteration"] == 24
+        assert same_training(experiment / name, straight / name), name

@@ -12,10 +12,18 @@ from warpsim.files import output_file
 from warpsim.registry import parse_env_settings
 from warpsim.train import checkpoint, opponents
 from warpsim.train.config import TrainConfig, build_config, field_docs, read_config_file, saved_config
-from warpsim.train.evaluate import PLAYS, Player, evaluate_run, load_run
-from warpsim.train.experiment import check_sweep, is_experiment, parse_seeds, parse_sweep, seeds_from_file
+from warpsim.train.evaluate import PLAYS, Player, RunEvaluation, evaluate_run, load_run
+from warpsim.train.evaluate_experiment import ExperimentEvaluation, evaluate_experiment
+from warpsim.train.experiment import (
+    ExperimentDirectory,
+    check_sweep,
+    is_experiment,
+    parse_seeds,
+    parse_sweep,
+    seeds_from_file,
+)
 from warpsim.train.loop import default_run_dir, train, train_experiment
-from warpsim.train.plot import plot_runs
+from warpsim.train.plot import plot_experiment, plot_runs
 from warpsim.train.presets import PRESETS
 from warpsim.train.render import EPISODE_FILE, play_episode, write_gif
 from warpsim.train.run_dir import made_from
@@ -80,7 +88,7 @@ def run_train(args) -> int:
         if args.config or args.config_file or ignored:
             raise InvalidValueError("--resume continues a run with its saved config; only --iterations may be "
                              f"given with it (got {', '.join(ignored) or '--config/--config-file'})")
-        if args.seeds or args.sweep:
+        if args.seeds is not None or args.sweep:
             raise InvalidValueError("--resume continues an experiment with its own seeds and sweep; leave out "
                                     "--seeds and --sweep")
         if is_experiment(args.run_dir):
@@ -106,8 +114,8 @@ def run_train(args) -> int:
     layers.append({"env_params": parse_env_settings(env_id, args.set)})
     config = build_config(*layers)
     run_dir = args.run_dir or default_run_dir(config)
-    if args.seeds or args.sweep or experiment:
-        seeds = (parse_seeds(args.seeds) if args.seeds else seeds_from_file(experiment["seeds"])
+    if args.seeds is not None or args.sweep or experiment:
+        seeds = (parse_seeds(args.seeds) if args.seeds is not None else seeds_from_file(experiment["seeds"])
                  if "seeds" in experiment else (config.seed,))
         sweep = {**check_sweep(experiment.get("sweep", {}), config.env), **parse_sweep(args.sweep, config.env)}
         if args.wandb:
@@ -134,8 +142,12 @@ def print_experiment_next_steps(directory: Path) -> None:
 
 
 def add_evaluate(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("source", type=Path, help="a run directory or a checkpoint file")
+    parser.add_argument("source", type=Path, help="a run directory, a checkpoint file, or an experiment directory "
+                                                  "(every run, and each setting over its seeds)")
     parser.add_argument("--episodes", type=positive_int, default=200, help="episodes to finish (default 200)")
+    parser.add_argument("--measure", metavar="NAME",
+                        help="an experiment's figure aggregated over seeds: a per-episode mean of the first play, "
+                             "e.g. tags_per_episode (default: the return of the first learning role)")
     parser.add_argument("--num-envs", type=positive_int, default=64,
                         help="environments played together (default 64)")
     parser.add_argument("--random", action="append", default=[], metavar="ROLE",
@@ -158,9 +170,17 @@ def add_evaluate(parser: argparse.ArgumentParser) -> None:
 def run_evaluate(args) -> int:
     if args.json is not None:  # before the episodes are played
         output_file(args.json, "evaluation file", ".json", outside=made_from(args.source))
-    result = evaluate_run(args.source, args.episodes, num_envs=args.num_envs, random_roles=tuple(args.random),
-                          plays=args.plays, compare_random=args.compare_random, seed=args.seed,
-                          backend=args.backend, env_params=_env_changes(args))
+    settings = dict(num_envs=args.num_envs, random_roles=tuple(args.random), plays=args.plays,
+                    compare_random=args.compare_random, seed=args.seed, backend=args.backend,
+                    env_params=_env_changes(args))
+    if is_experiment(args.source):
+        result: RunEvaluation | ExperimentEvaluation = evaluate_experiment(
+            args.source, args.episodes, measure=args.measure, progress=sys.stderr, **settings)
+    elif args.measure is not None:
+        raise InvalidValueError(f"--measure aggregates an experiment's runs, and {args.source} is not an experiment "
+                                f"(no experiment.json); leave it out")
+    else:
+        result = evaluate_run(args.source, args.episodes, **settings)
     print(result)
     if args.json is not None:
         print(f"wrote {result.write_json(args.json)}")
@@ -192,7 +212,8 @@ def run_render(args) -> int:
 
 
 def add_plot(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR", help="training runs to draw")
+    parser.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR",
+                        help="training runs to draw, or one experiment directory (a curve per setting)")
     parser.add_argument("--metric", help="a metrics.jsonl key, e.g. episode_length (default: the first counter "
                                          "per episode, e.g. tags_per_episode)")
     parser.add_argument("--out", type=file_path,
@@ -204,7 +225,12 @@ def add_plot(parser: argparse.ArgumentParser) -> None:
 
 def run_plot(args) -> int:
     out = args.out or args.run_dirs[0] / f"{args.metric or 'learning_curve'}.png"
-    print(f"wrote {plot_runs(args.run_dirs, out, args.metric, args.baseline_episodes)}")
+    experiments = [path for path in args.run_dirs if is_experiment(path)]
+    if experiments and len(args.run_dirs) > 1:
+        raise InvalidValueError(f"{experiments[0]} is an experiment: plot it alone (its runs are drawn together), "
+                                f"or give run directories only")
+    draw = plot_experiment if experiments else plot_runs
+    print(f"wrote {draw(args.run_dirs[0] if experiments else args.run_dirs, out, args.metric, args.baseline_episodes)}")
     return 0
 
 
@@ -244,5 +270,7 @@ def _env_changes(args) -> dict:
     """The --set parameters, parsed for the environment of the run in ``args.source``."""
     if not args.set:
         return {}
+    if is_experiment(args.source):
+        return parse_env_settings(ExperimentDirectory(args.source, resume=True).planned_runs()[0].config.env, args.set)
     return parse_env_settings(saved_config(checkpoint.load(args.source)).env, args.set)
 

@@ -159,7 +159,7 @@ class RunEvaluation:
     def write_json(self, path: Path | str) -> Path:
         """Writes ``record()`` to ``path`` atomically; NaN and infinite figures become null
         (JSON has no such numbers)."""
-        text = json.dumps(_finite_or_none(self.record()), indent=1, allow_nan=False) + "\n"
+        text = json.dumps(finite_or_none(self.record()), indent=1, allow_nan=False) + "\n"
         return write_output(path, text.encode(), "evaluation file")
 
 
@@ -172,11 +172,12 @@ def _counts(result: Evaluation) -> str:
     return f"{result.episodes} episodes, {result.steps} steps of every environment"
 
 
-def _finite_or_none(value):
+def finite_or_none(value):
+    """``value`` with NaN and infinite floats, at any depth, as None (JSON has no such numbers)."""
     if isinstance(value, dict):
-        return {key: _finite_or_none(item) for key, item in value.items()}
+        return {key: finite_or_none(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_finite_or_none(item) for item in value]
+        return [finite_or_none(item) for item in value]
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value

@@ -2,7 +2,9 @@
 
 Each run is drawn as a line; a dashed line of the same colour is the metric under
 uniformly random play of the run's environment (every role random, played here for
-``baseline_episodes`` episodes). Needs matplotlib (the ``plots`` extra).
+``baseline_episodes`` episodes). An experiment is drawn as one curve per setting, the
+IQM over its seeds with its 95% interval shaded, over its runs drawn faint
+(``plot_experiment``). Needs matplotlib (the ``plots`` extra).
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ from warpsim.files import describe_os_error, output_file, write_output
 from warpsim.registry import make
 from warpsim.train.config import TrainConfig, build_saved_config
 from warpsim.train.evaluate import Player, evaluate
+from warpsim.train.experiment import ExperimentDirectory, setting_label
 from warpsim.train.run_dir import CONFIG_FILE, METRICS_FILE
+from warpsim.train.statistics import aggregate
 
 MAX_VALUE = 1e300
 """Largest magnitude of a metric that is drawn: axis limits around larger ones overflow."""
@@ -105,15 +109,8 @@ def plot_runs(run_dirs: list[Path | str], out: Path | str, metric: str | None = 
     ``baseline_episodes=0`` leaves the random-play lines out.
     """
     out = output_file(out, "plot", ".png")
-    if not isinstance(baseline_episodes, int) or not 0 <= baseline_episodes <= MAX_BASELINE_EPISODES:
-        raise InvalidValueError(f"baseline_episodes={baseline_episodes!r} is not allowed; give an integer in "
-                                f"[0, {MAX_BASELINE_EPISODES}] (0: no random-play line)")
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise UnavailableError(f"warpsim plot needs matplotlib: {install_hint('plots')}") from None
+    _check_baseline_episodes(baseline_episodes)
+    plt = _pyplot()
     series = [(Path(run_dir), read_config(run_dir), read_metrics(run_dir)) for run_dir in run_dirs]
     metric = metric or _default_metric(series[0][2])
     figure, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
@@ -132,11 +129,7 @@ def plot_runs(run_dirs: list[Path | str], out: Path | str, metric: str | None = 
             levels.append(level)
             for axis in axes:
                 axis.axhline(level, color=colour, linestyle="--", label=f"{path.name}: random play")
-    finite = [level for level in levels if math.isfinite(level)]
-    if finite:  # a margin around every line: a baseline at the curve's extreme would sit on the border
-        low, high = min(finite), max(finite)
-        pad = 0.08 * (high - low) or 0.08 * abs(high) or 1.0
-        axes[0].set_ylim(low - pad, high + pad)
+    _pad(axes[0], levels)
     axes[0].set_xlabel("environment steps")
     axes[1].set_xlabel("wall time (s)")
     axes[0].set_ylabel(metric.replace("_", " "))
@@ -148,6 +141,31 @@ def plot_runs(run_dirs: list[Path | str], out: Path | str, metric: str | None = 
     figure.savefig(image, format="png", dpi=100)
     plt.close(figure)
     return write_output(out, image.getvalue(), "plot")
+
+
+def _check_baseline_episodes(baseline_episodes: object) -> None:
+    if not isinstance(baseline_episodes, int) or not 0 <= baseline_episodes <= MAX_BASELINE_EPISODES:
+        raise InvalidValueError(f"baseline_episodes={baseline_episodes!r} is not allowed; give an integer in "
+                                f"[0, {MAX_BASELINE_EPISODES}] (0: no random-play line)")
+
+
+def _pyplot():
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise UnavailableError(f"warpsim plot needs matplotlib: {install_hint('plots')}") from None
+    return plt
+
+
+def _pad(axis, levels: list[float]) -> None:
+    """A margin around every line: a baseline at the curve's extreme would sit on the border."""
+    finite = [level for level in levels if math.isfinite(level)]
+    if finite:
+        low, high = min(finite), max(finite)
+        pad = 0.08 * (high - low) or 0.08 * abs(high) or 1.0
+        axis.set_ylim(low - pad, high + pad)
 
 
 def curve_points(records: list[dict], metric: str) -> list[dict]:
@@ -165,3 +183,66 @@ def _default_metric(records: list[dict]) -> str:
             if key.endswith("_per_episode"):
                 return key
     return "episode_length"
+
+
+def plot_experiment(source: Path | str, out: Path | str, metric: str | None = None,
+                    baseline_episodes: int = 64) -> Path:
+    """Draws ``metric`` of an experiment against env steps into the PNG ``out``: per setting, the
+    IQM over its seeds with a shaded 95% bootstrap interval, and each run faint; a run that
+    diverged stays drawn up to its last record, dashed, ending in a cross."""
+    out = output_file(out, "plot", ".png")
+    _check_baseline_episodes(baseline_episodes)
+    plt = _pyplot()
+    experiment = ExperimentDirectory(source, resume=True)
+    planned, diverged = experiment.planned_runs(), experiment.diverged()
+    started = {run.name for run in planned if (experiment.path / run.name / METRICS_FILE).is_file()}
+    curves = {run.name: read_metrics(experiment.path / run.name) if run.name in started else [] for run in planned}
+    metric = metric or _default_metric([record for records in curves.values() for record in records])
+    settings = list(dict.fromkeys(setting_label(run.setting) for run in planned))
+    faint = max(0.12, min(0.4, 4 / len(planned)))  # fainter as the runs grow many
+    figure, axis = plt.subplots(figsize=(10, 5))
+    levels: list[float] = []
+    for index, label in enumerate(settings):
+        colour = f"C{index % 10}"
+        runs = [run for run in planned if setting_label(run.setting) == label]
+        healthy: list[list[dict]] = []
+        for run in runs:
+            points = curve_points(curves[run.name], metric)
+            xs, ys = [r["env_steps"] for r in points], [r[metric] for r in points]
+            levels += ys
+            if run.name in diverged:
+                axis.plot(xs, ys, color=colour, alpha=0.8, linestyle="--", linewidth=1)
+                if xs:
+                    axis.plot(xs[-1:], ys[-1:], color=colour, marker="x", markersize=9, linestyle="none",
+                              label=f"{run.name}: diverged by iteration {diverged[run.name]}")
+            else:
+                axis.plot(xs, ys, color=colour, alpha=faint, linewidth=0.8)
+                healthy.append(points)
+        steps = sorted(set.intersection(*(set(r["env_steps"] for r in points) for points in healthy))) \
+            if healthy else []
+        estimates = [aggregate([next(r[metric] for r in points if r["env_steps"] == step) for points in healthy])["iqm"]
+                     for step in steps]
+        if steps:
+            axis.plot(steps, [e.value for e in estimates], color=colour, linewidth=2,
+                      label=f"{label}: IQM of {len(healthy)} seed(s)")
+            if len(healthy) > 1:
+                axis.fill_between(steps, [e.low for e in estimates], [e.high for e in estimates], color=colour,
+                                  alpha=0.2, linewidth=0)
+        if baseline_episodes and (index == 0 or runs[0].config.env_params != planned[0].config.env_params):
+            level = random_play_value(runs[0].config, metric, baseline_episodes)
+            levels.append(level)
+            axis.axhline(level, color=colour if index else "grey", linestyle=":", label=f"random play"
+                         f"{'' if index == 0 else f' ({label})'}")
+    if not any(curve_points(records, metric) for records in curves.values()):
+        raise InvalidValueError(f"no run of {experiment.path} has values of {metric!r} yet")
+    _pad(axis, levels)
+    axis.set_xlabel("environment steps (each run's)")
+    axis.set_ylabel(f"{metric.replace('_', ' ')}: IQM over seeds, shaded 95% bootstrap interval")
+    axis.set_title(f"{experiment.path.name}: {len(planned)} runs, {len(settings)} setting(s)")
+    axis.legend(loc="best", fontsize="small")
+    axis.grid(alpha=0.3)
+    figure.tight_layout()
+    image = io.BytesIO()
+    figure.savefig(image, format="png", dpi=100)
+    plt.close(figure)
+    return write_output(out, image.getvalue(), "plot")

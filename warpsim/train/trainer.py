@@ -122,6 +122,9 @@ class Trainer:
             raise InvalidValueError(f"{self.runs} runs in one batch under torchrun ({self.world.size} processes) "
                                     f"is not supported yet; train an experiment in one process, or its runs one "
                                     f"by one under torchrun")
+        if self.config.precision == "fp16" and self.runs > 1:
+            raise InvalidValueError(f"precision='fp16' with {self.runs} runs in a batch: its gradient scaler skips "
+                                    f"every run's step when one run overflows; use bf16 or fp32")
         if len({repr(config.to_dict()) for config in self.configs}) != self.runs:
             raise InvalidValueError("two runs of the batch have the very same config; give each its own seed")
 
@@ -138,9 +141,6 @@ class Trainer:
         self.launches = CUDA_GRAPH if self.graphs else EAGER
         """How the rollout launches its work: ``"cuda-graph"`` or ``"eager"``."""
         self.precision = resolve_precision(config.precision, self.device)
-        if self.precision == "fp16" and self.runs > 1:
-            raise InvalidValueError(f"precision='fp16' with {self.runs} runs in a batch: its gradient scaler skips "
-                                    f"every run's step when one run overflows; use bf16 or fp32")
         if "cpu" in (self.device.type, self.env_device.type) and "OMP_NUM_THREADS" not in os.environ:
             # The networks are small: on a CPU, more threads mostly wait on each other.
             torch.set_num_threads(1)

@@ -1,0 +1,230 @@
+"""Experiments: several runs batched in one trainer, isolated from each other, their statistics."""
+
+import dataclasses
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+from test_run_faults import cli_error, records
+
+from warpsim.cli import main
+from warpsim.device import Placement
+from warpsim.errors import DoesNotFitError, InvalidValueError
+from warpsim.registry import layout
+from warpsim.train import TrainConfig, Trainer, checkpoint, storage
+from warpsim.train.distributed import World
+from warpsim.train.experiment import parse_seeds, parse_sweep, plan_runs
+from warpsim.train.loop import train, train_experiment
+from warpsim.train.runs import group_by_batch
+from warpsim.train.statistics import aggregate
+
+GRID = dict(env="tag_gridworld", env_params=dict(num_taggers=2, grid_length=5, episode_length=8), num_envs=4,
+            rollout_steps=8, backend="numpy", epochs=2, log_every=1)
+GRID_FLAGS = ["--env", "tag_gridworld", "--set", "num_taggers=2", "--set", "grid_length=5", "--set",
+              "episode_length=8", "--num-envs", "4", "--rollout-steps", "8", "--backend", "numpy", "--epochs", "2",
+              "--quiet"]
+
+
+def run_metrics(trainer: Trainer, iterations: int) -> list[list[dict]]:
+    """Each iteration's metrics of every run of ``trainer``."""
+    history = []
+    for _ in range(iterations):
+        trainer.iterate()
+        history.append(trainer.read_metrics())
+    return history
+
+
+def same(a, b) -> bool:
+    """Metrics equal bit for bit, NaN equal to NaN."""
+    return a.keys() == b.keys() and all(x == y or (x != x and y != y) for x, y in zip(a.values(), b.values()))
+
+
+# ----- runs never touch each other -------------------------------------------------------------
+@pytest.mark.parametrize("change", [dict(seed=7), dict(learning_rate=3e-3), dict(lr_schedule="constant",
+                                                                                  learning_rate=1e30)],
+                         ids=["seed", "learning rate", "driven to NaN"])
+def test_changing_one_run_leaves_every_other_run_bit_for_bit(change):
+    configs = [TrainConfig(**GRID, seed=seed) for seed in range(3)]
+    changed = [configs[0], dataclasses.replace(configs[1], **change), configs[2]]
+    base, other = Trainer(configs), Trainer(changed)
+    base_history, other_history = run_metrics(base, 3), run_metrics(other, 3)
+    for mine, theirs in zip(base_history, other_history):
+        assert same(mine[0], theirs[0]) and same(mine[2], theirs[2])
+        assert not same(mine[1], theirs[1]), "run 1 itself changed"
+    for run in (0, 2):
+        mine, theirs = base.run_state_dict(run), other.run_state_dict(run)
+        assert all(torch.equal(mine["policies"][k], theirs["policies"][k]) for k in mine["policies"])
+    if "lr_schedule" in change:
+        assert other_history[-1][1]["diverged"] and not other_history[-1][0]["diverged"]
+
+
+def test_a_run_of_a_batch_learns_bit_for_bit_as_it_does_alone():
+    """On the CPU every operation of the batch rounds each run as alone (docs/experiments.md)."""
+    configs = [TrainConfig(**GRID, seed=seed, learning_rate=rate) for seed, rate in ((0, 1e-3), (1, 2e-3), (2, 1e-3))]
+    batch_history = run_metrics(Trainer(configs), 3)
+    for run, config in enumerate(configs):
+        alone = run_metrics(Trainer(config), 3)
+        assert all(same(metrics[run], solo[0]) for metrics, solo in zip(batch_history, alone)), run
+
+
+def test_runs_of_other_shapes_train_in_separate_batches_one_after_another(tmp_path, capsys):
+    configs = [TrainConfig(**GRID, seed=seed, hidden_size=size) for size in (16, 32) for seed in (0, 1)]
+    assert group_by_batch(configs) == [[0, 1], [2, 3]]
+    assert group_by_batch([dataclasses.replace(c, learning_rate=2e-3) if i % 2 else c
+                           for i, c in enumerate(configs[:2])]) == [[0, 1]], "a rate is per run"
+    with pytest.raises(InvalidValueError, match="differ in a setting that shapes the batch"):
+        Trainer(configs)
+    assert main(["train", *GRID_FLAGS, "--iterations", "2", "--seeds", "2", "--sweep", "hidden_size=16,32",
+                 "--run-dir", str(tmp_path / "e")]) == 0
+    runs = sorted(path.name for path in (tmp_path / "e").iterdir() if path.is_dir())
+    assert runs == ["hidden_size=16_seed=0", "hidden_size=16_seed=1", "hidden_size=32_seed=0", "hidden_size=32_seed=1"]
+    for name in runs:
+        assert checkpoint.load(tmp_path / "e" / name)["iteration"] == 2
+
+
+def test_a_run_that_diverges_is_stopped_and_marked_and_the_others_go_on(tmp_path, capsys):
+    sweep = {"learning_rate": [1e-3, 1e30]}
+    base = TrainConfig(**GRID, lr_schedule="constant", iterations=4, checkpoint_every=1)
+    train_experiment(base, tmp_path / "e", seeds=(0,), sweep=sweep, progress=None)
+    plan = json.loads((tmp_path / "e" / "experiment.json").read_text())
+    status = {run["name"]: run["diverged_at"] for run in plan["runs"]}
+    assert status["learning_rate=0.001_seed=0"] is None and status["learning_rate=1e+30_seed=0"] is not None
+    assert checkpoint.load(tmp_path / "e" / "learning_rate=0.001_seed=0")["iteration"] == 4
+    kept = checkpoint.load(tmp_path / "e" / "learning_rate=1e+30_seed=0")
+    assert kept["iteration"] < status["learning_rate=1e+30_seed=0"], "its last good checkpoint"
+    assert all(torch.isfinite(value).all() for value in kept["policies"].values())
+    assert main(["evaluate", str(tmp_path / "e"), "--episodes", "4", "--num-envs", "4", "--no-compare-random"]) == 0
+    out = capsys.readouterr().out
+    assert f"learning_rate=1e+30_seed=0  diverged by iteration {status['learning_rate=1e+30_seed=0']}" in out
+    assert "learning_rate=1e+30 (0 seeds, 1 diverged)" in out
+    assert main(["plot", str(tmp_path / "e"), "--baseline-episodes", "0"]) == 0
+    assert (tmp_path / "e" / "learning_curve.png").stat().st_size > 0
+
+
+def test_the_batch_stays_fast_for_single_runs_and_refuses_what_it_cannot_isolate():
+    with pytest.raises(InvalidValueError, match="fp16.*skips every run's step"):
+        Trainer([TrainConfig(**GRID, precision="fp16", seed=seed) for seed in (0, 1)])
+    with pytest.raises(InvalidValueError, match="under torchrun"):
+        Trainer([TrainConfig(**GRID, seed=seed) for seed in (0, 1)], World(rank=0, size=2))
+    with pytest.raises(InvalidValueError, match="the very same config"):
+        Trainer([TrainConfig(**GRID), TrainConfig(**GRID)])
+
+
+def test_the_fit_check_counts_every_run_and_names_how_many_fit(monkeypatch):
+    config = TrainConfig(**GRID)
+    spec, per_env = layout(config.env, 1, **config.env_params)
+    one = storage.training_bytes(config, spec, per_env)
+    monkeypatch.setattr(storage, "available_bytes", lambda placement: int(3.5 * one / storage.SAFETY))
+    placement = Placement("numpy", torch.device("cpu"))
+    storage.check_training_fits(config, spec, per_env, placement, runs=3)
+    with pytest.raises(DoesNotFitError, match="8 runs of tag_gridworld.*at most 3 of them fit at once") as error:
+        storage.check_training_fits(config, spec, per_env, placement, runs=8)
+    assert "\n" not in str(error.value)
+
+
+# ----- the experiment's files and commands ----------------------------------------------------
+def test_every_run_of_an_experiment_is_a_run_every_command_takes(tmp_path, capsys):
+    experiment = tmp_path / "e"
+    assert main(["train", *GRID_FLAGS, "--iterations", "2", "--seeds", "0-1", "--run-dir", str(experiment)]) == 0
+    plan = json.loads((experiment / "experiment.json").read_text())
+    assert [run["name"] for run in plan["runs"]] == ["seed=0", "seed=1"] and plan["seeds"] == [0, 1]
+    run = experiment / "seed=1"
+    alone = train(TrainConfig(**GRID, seed=1, iterations=2), tmp_path / "alone", progress=None)
+    assert records(run) == records(tmp_path / "alone") and alone.iteration == 2, "seed 1 of the batch is seed 1 alone"
+    assert main(["evaluate", str(run), "--episodes", "4", "--num-envs", "4"]) == 0
+    assert main(["render", str(run), "--max-steps", "3"]) == 0
+    assert main(["train", "--resume", "--run-dir", str(run), "--iterations", "3", "--quiet"]) == 0
+    assert main(["train", *GRID_FLAGS, "--iterations", "1", "--opponent", f"runner=checkpoint:{experiment / 'seed=0'}",
+                 "--run-dir", str(tmp_path / "against")]) == 0
+    assert main(["train", "--resume", "--run-dir", str(experiment), "--iterations", "3", "--quiet"]) == 0
+    assert checkpoint.load(experiment / "seed=0")["iteration"] == 3
+    assert main(["evaluate", str(experiment), "--episodes", "4", "--num-envs", "4", "--json",
+                 str(tmp_path / "e.json"), "--measure", "tags_per_episode"]) == 0
+    written = json.loads((tmp_path / "e.json").read_text())
+    assert written["measure"] == "tags_per_episode" and len(written["settings"]) == 1
+    assert written["settings"][0]["seeds"] == [0, 1] and len(written["runs"]) == 2
+
+
+def test_a_config_file_holds_the_seeds_and_the_sweep(tmp_path):
+    file = tmp_path / "sweep.toml"
+    file.write_text('seeds = [3, 5]\n[sweep]\nentropy_coef = [0.0, 0.01]\nepisode_length = [6, 8]\n')
+    assert main(["train", *GRID_FLAGS, "--iterations", "1", "--config-file", str(file), "--run-dir",
+                 str(tmp_path / "e")]) == 0
+    plan = json.loads((tmp_path / "e" / "experiment.json").read_text())
+    assert len(plan["runs"]) == 8 and plan["seeds"] == [3, 5]
+    config = json.loads((tmp_path / "e" / "entropy_coef=0.01_episode_length=6_seed=5" / "config.json").read_text())
+    assert (config["entropy_coef"], config["env_params"]["episode_length"], config["seed"]) == (0.01, 6, 5)
+
+
+# ----- the grammar --------------------------------------------------------------------------
+def test_the_seeds_grammar():
+    assert parse_seeds("3") == (0, 1, 2)
+    assert parse_seeds("2-4") == (2, 3, 4)
+    assert parse_seeds("3,5,9") == (3, 5, 9)
+    assert parse_seeds(" 7-7 ") == (7,)
+
+
+def test_the_sweep_grammar_crosses_every_value_with_every_seed():
+    sweep = parse_sweep(["learning_rate=3e-4,1e-3", "entropy_coef=0,0.01", "value_clip=none,0.2"], "tag_gridworld")
+    assert sweep == {"learning_rate": [3e-4, 1e-3], "entropy_coef": [0, 0.01], "value_clip": [None, 0.2]}
+    runs = plan_runs(TrainConfig(**GRID), (0, 1), sweep)
+    assert len(runs) == 16 and runs[0].name == "learning_rate=0.0003_entropy_coef=0_value_clip=None_seed=0"
+    assert len(group_by_batch([run.config for run in runs])) == 2, "value_clip None or a number: two batches"
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--seeds", ""], "--seeds '' is not allowed; give a count"),
+    (["--seeds", "0"], "--seeds '0': give at least one seed"),
+    (["--seeds", "3,3"], "seed 3 is given twice"),
+    (["--seeds", "5-2"], "the range runs backwards; write 2-5"),
+    (["--seeds", "a"], "--seeds 'a' is not allowed"),
+    (["--seeds", "1-100000"], "makes 100000 seeds; at most 4096"),
+    (["--sweep", "lr=1,2"], "'lr' is neither a config field nor a parameter of tag_gridworld"),
+    (["--sweep", "learning_rate"], "expected NAME=V1,V2"),
+    (["--sweep", "learning_rate="], "an empty value"),
+    (["--sweep", "learning_rate=1e-3,,2e-3"], "an empty value"),
+    (["--sweep", "learning_rate=1e-3,1e-3"], "gives a value twice"),
+    (["--sweep", "learning_rate=1e-3", "--sweep", "learning_rate=2e-3"], "learning_rate is swept twice"),
+    (["--sweep", "seed=1,2"], "seed cannot be swept; use --seeds"),
+    (["--sweep", "learning_rate=fast,1e-3"], "learning_rate='fast' is not allowed"),
+    (["--sweep", "grid_length=-1,5"], "grid_length"),
+])
+def test_each_bad_seeds_or_sweep_is_a_one_line_error_and_writes_nothing(tmp_path, capsys, flags, message):
+    experiment = tmp_path / "e"
+    assert message in cli_error(capsys, ["train", *GRID_FLAGS, *flags, "--run-dir", str(experiment)])
+    assert not experiment.exists()
+
+
+def test_an_experiment_directory_is_never_trained_over(tmp_path, capsys):
+    assert main(["train", *GRID_FLAGS, "--iterations", "1", "--seeds", "2", "--run-dir", str(tmp_path / "e")]) == 0
+    assert "already holds an experiment; continue it with --resume" in cli_error(
+        capsys, ["train", *GRID_FLAGS, "--seeds", "2", "--run-dir", str(tmp_path / "e")])
+    assert "leave out --seeds and --sweep" in cli_error(
+        capsys, ["train", "--resume", "--seeds", "2", "--run-dir", str(tmp_path / "e")])
+    assert "is not an experiment" in cli_error(
+        capsys, ["evaluate", str(tmp_path / "e" / "seed=0"), "--measure", "tags_per_episode"])
+
+
+# ----- the statistics ---------------------------------------------------------------------------
+def test_the_aggregates_of_a_known_small_sample():
+    """IQM, mean and median of eight scores; rliable's IQM cuts a quarter at each end."""
+    estimates = aggregate([0, 0, 1, 1, 1, 1, 100, 100])
+    assert estimates["iqm"].value == 1.0 and estimates["median"].value == 1.0 and estimates["mean"].value == 25.5
+    assert aggregate(list(range(1, 9)))["iqm"].value == 4.5  # the mean of 3, 4, 5, 6
+    for estimate in estimates.values():
+        assert 0 <= estimate.low <= estimate.value <= estimate.high <= 100
+    assert aggregate([2.0, 2.0, 2.0])["mean"].low == 2.0 == aggregate([2.0, 2.0, 2.0])["mean"].high
+    lonely = aggregate([3.0, math.nan])["iqm"]
+    assert lonely.value == 3.0 and math.isnan(lonely.low), "one score: no interval"
+    assert aggregate([1.0, 5.0, 2.0])["mean"] == aggregate([1.0, 5.0, 2.0])["mean"], "seeded: the same every time"
+
+
+def test_the_bootstrap_interval_narrows_as_seeds_are_added():
+    rng = np.random.default_rng(3)
+    widths = []
+    for count in (5, 80):
+        estimate = aggregate(rng.normal(10.0, 2.0, count))["mean"]
+        widths.append(estimate.high - estimate.low)
+    assert widths[1] < widths[0] / 2
