@@ -5,7 +5,7 @@
 # scale), bench (the targets of docs/benchmarks.md), bf16 (headline with bfloat16 observations, to
 # set beside bench's headline), train-speed (the train tier with the update captured, against its
 # targets), neighbour-search (each search forced: sweep-N, and the headline with each grid search),
-# placement, profile (Nsight Compute), and the
+# placement, many-runs (an experiment of 16 runs batched against the 16 in turn), profile (Nsight Compute), and the
 # reference learning tasks: grid-chase, tag-chase, tag-evade (needs tag-chase's run, in the same
 # OUT_DIR) and self-play (train-ref, both roles learn), each one call of at most 10 minutes;
 # learning runs all four in turn; peers-jaxmarl and peers-jaxmarl-headline (JaxMARL's simple_tag at
@@ -93,6 +93,9 @@ for stage in "$@"; do
                 --out "$out/train_ref_runner.png" ;;
         learning)
             "$0" "$out" grid-chase tag-chase tag-evade self-play ;;
+        many-runs)  # 16 tag-chase-small runs batched against 16 processes in turn (target: 10x), start-ups included
+            step many-runs 580 python3 benchmarks/many_runs.py --config tag-chase-small --runs 16 --iterations 40 \
+                --results-dir "$out/many_runs" ;;
         neighbour-search)
             step neighbour-search 300 python3 benchmarks/neighbour_search.py --results-dir "$out/bench" ;;
         placement)

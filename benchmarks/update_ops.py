@@ -48,7 +48,7 @@ def main() -> None:
         """GAE over the steps of the one run's rollout: [T, R, E, n] in, [R, T, E, n] out."""
         return [x.transpose(0, 1) for x in ppo.gae(
             rollout.rewards.transpose(0, 1), rollout.values.transpose(0, 1), trainer.terminated.transpose(0, 1),
-            trainer.truncated.transpose(0, 1), values, trainer.gamma, trainer.gae_lambda)]
+            trainer.truncated.transpose(0, 1), values, trainer.learner.gamma, trainer.learner.gae_lambda)]
 
     stored = trainer.storage[trainer.learners[0].name]
     counts["GAE of one role"] = aten_ops(lambda: gae(stored, next_values[0]))
@@ -57,7 +57,7 @@ def main() -> None:
         samples = Samples.of(rollout, *gae(rollout, values))
         quarter = torch.randperm(samples.num_samples)[:samples.num_samples // 4]
         minibatches.append(samples.pick(torch.zeros(1, 1, dtype=torch.long), quarter[None]))
-    counts["minibatch step (all roles)"] = aten_ops(lambda: trainer._step_on_minibatch(minibatches, 0))
+    counts["minibatch step (all roles)"] = aten_ops(lambda: trainer.learner.step_on_minibatch(minibatches, 0))
     print(f"{len(trainer.learners)} learning roles, {c.epochs} epochs x {trainer.minibatches} minibatches"
           f"{', compiled loss' if args.compile_loss else ''}:")
     for name, count in counts.items():

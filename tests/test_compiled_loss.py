@@ -24,9 +24,9 @@ GRID = dict(env="tag_gridworld", env_params=dict(num_taggers=2, grid_length=5, e
 def test_the_compiled_loss_gives_the_eager_loss_and_gradients_and_trains_alike(tmp_path):
     progress = io.StringIO()
     trainer = train(TrainConfig(**GRID, compile_loss=True), tmp_path / "compiled", progress=progress)
-    assert trainer.loss.compiled and trainer.loss.compile_seconds > 0
-    assert (f"compiled the loss in {trainer.loss.compile_seconds:.1f} s, before the first iteration (not counted "
-            f"in steps/s)") in progress.getvalue()
+    assert trainer.learner.loss.compiled and trainer.learner.loss.compile_seconds > 0
+    assert (f"compiled the loss in {trainer.learner.loss.compile_seconds:.1f} s, before the first iteration "
+            f"(not counted in steps/s)") in progress.getvalue()
 
     # A minibatch of the trained size at random: the same loss, statistics and gradients. Fused
     # arithmetic rounds differently: float32 sums of 16 terms agree to about 1e-6. One run: a leading
@@ -39,7 +39,7 @@ def test_the_compiled_loss_gives_the_eager_loss_and_gradients_and_trains_alike(t
     logits_start = torch.randn(1, 16, sum(levels), generator=generator)
     value_start = torch.randn(1, 16, generator=generator)
     results = []
-    for loss in (trainer.loss, eager):
+    for loss in (trainer.learner.loss, eager):
         logits, value = logits_start.clone().requires_grad_(), value_start.clone().requires_grad_()
         total, stats = loss(torch.tensor([0.25]), logits, value, batch)
         total.sum().backward()
@@ -51,4 +51,4 @@ def test_the_compiled_loss_gives_the_eager_loss_and_gradients_and_trains_alike(t
     plain_run = train(TrainConfig(**GRID), tmp_path / "eager", progress=None)
     for compiled_parameter, plain_parameter in zip(trainer.policies.parameters(), plain_run.policies.parameters()):
         torch.testing.assert_close(compiled_parameter, plain_parameter, rtol=1e-5, atol=1e-5)
-    assert not plain_run.loss.compiled and plain_run.loss.compile_seconds == 0
+    assert not plain_run.learner.loss.compiled and plain_run.learner.loss.compile_seconds == 0

@@ -29,7 +29,7 @@ def test_a_frozen_role_never_changes_and_the_learning_role_does(tmp_path):
     for a, b in zip(frozen, network_parameters(source, "runner")):
         assert torch.equal(a, b), "the opponent is the other run's runner"
     assert [role.name for role in trainer.learners] == ["tagger"]
-    optimized = {id(p) for group in trainer.optimizer.param_groups for p in group["params"]}
+    optimized = {id(p) for group in trainer.learner.optimizer.param_groups for p in group["params"]}
     assert optimized == {id(p) for p in trainer.policies.network("tagger").parameters()}
     for _ in range(config.iterations):
         trainer.iterate()

@@ -90,10 +90,11 @@ def test_a_resumed_run_continues_the_statistics_rates_and_stagger_exactly(tmp_pa
     for (name, a), b in zip(resumed.policies.state_dict().items(), straight.policies.state_dict().values()):
         assert torch.equal(a, b), name
     assert any("value_normalizer" in name for name in straight.policies.state_dict())
-    assert torch.equal(resumed.learning_rates.values(), straight.learning_rates.values())
-    assert not torch.equal(stopped.learning_rates.values(), straight.learning_rates.values()), "the rates moved"
-    for index, group in enumerate(resumed.optimizer.param_groups):
-        assert group["lr"].data_ptr() == resumed.learning_rates.rates[:, index].data_ptr(), \
+    assert torch.equal(resumed.learner.learning_rates.values(), straight.learner.learning_rates.values())
+    assert not torch.equal(stopped.learner.learning_rates.values(), straight.learner.learning_rates.values()), \
+        "the rates moved"
+    for index, group in enumerate(resumed.learner.optimizer.param_groups):
+        assert group["lr"].data_ptr() == resumed.learner.learning_rates.rates[:, index].data_ptr(), \
             "the optimizer reads the schedule's own tensors after a resume"
     metrics = [json.loads(line) for line in (tmp_path / "straight" / "metrics.jsonl").read_text().splitlines()]
     assert all(-10 < m["explained_variance"] <= 1 for m in metrics)
@@ -131,11 +132,11 @@ def test_the_linear_schedule_falls_to_its_floor_at_the_last_iteration_and_the_ot
 
 def test_each_learning_role_has_its_rate_in_its_own_optimizer_group():
     trainer = Trainer(TrainConfig(**TAG))
-    assert len(trainer.optimizer.param_groups) == 2
-    assert [group["lr"].data_ptr() for group in trainer.optimizer.param_groups] == [
-        trainer.learning_rates.rates[:, index].data_ptr() for index in range(2)]
+    assert len(trainer.learner.optimizer.param_groups) == 2
+    assert [group["lr"].data_ptr() for group in trainer.learner.optimizer.param_groups] == [
+        trainer.learner.learning_rates.rates[:, index].data_ptr() for index in range(2)]
     trainer.iterate()
-    assert (trainer.learning_rates.values() != 1e-3).any(), "the measured KL moved the rates"
+    assert (trainer.learner.learning_rates.values() != 1e-3).any(), "the measured KL moved the rates"
 
 
 @pytest.mark.parametrize("settings, message", [
@@ -161,7 +162,7 @@ def test_minibatches_follow_the_size_when_a_rollout_is_large():
     assert TrainConfig(minibatches=4, minibatch_size=1000).minibatch_count(10_001) == 11
     assert TrainConfig(minibatches=4, minibatch_size=0).minibatch_count(10**9) == 4
     trainer = Trainer(TrainConfig(**TAG, minibatches=2, minibatch_size=10))  # 18 tagger, 54 runner samples
-    assert trainer.minibatches == 6 and trainer.update_stats.shape[1] == 4 * 6
+    assert trainer.minibatches == 6 and trainer.learner.update_stats.shape[1] == 4 * 6
 
 
 def test_explained_variance():

@@ -10,7 +10,7 @@ from warpsim.errors import RunFileError
 from warpsim.train import TrainConfig, Trainer, TrainingDiverged, checkpoint
 from warpsim.train.config import build_config, field_docs
 from warpsim.train.loop import train
-from warpsim.train.trainer import UPDATE_STATS
+from warpsim.train.learner import UPDATE_STATS
 
 GRID = dict(env="tag_gridworld", env_params=dict(num_taggers=2, grid_length=5, episode_length=8),
             num_envs=4, rollout_steps=8, backend="numpy")
@@ -26,7 +26,7 @@ def parameters(trainer: Trainer) -> list[torch.Tensor]:
 def test_ratio_is_one_on_the_first_minibatch_only(settings):
     trainer = Trainer(TrainConfig(**settings, epochs=2, minibatches=3))
     trainer.iterate()
-    deviation = trainer.update_stats[0, :, UPDATE_STATS.index("ratio_deviation")]  # the one run's
+    deviation = trainer.learner.update_stats[0, :, UPDATE_STATS.index("ratio_deviation")]  # the one run's
     assert deviation[0].item() == 0.0, "the first minibatch sees the policy that collected the rollout"
     assert (deviation[1:] > 0).all(), "later minibatches see an updated policy"
 

@@ -46,7 +46,7 @@ def test_graphs_on_without_cuda_is_an_error_before_anything_is_written(tmp_path,
 def test_without_a_gpu_the_rollout_is_eager_and_the_setting_is_recorded(tmp_path, backend):
     trainer = train(TrainConfig(**{**GRID, "backend": backend}, iterations=2, graphs="auto"), tmp_path / "run")
     assert trainer.launches == "eager" and trainer.rollout == trainer.collector.collect
-    assert trainer.update_launches == "eager" and trainer.update == trainer.learn
+    assert trainer.update_launches == "eager" and trainer.update == trainer.learner.learn
     assert json.loads((tmp_path / "run" / "config.json").read_text())["graphs"] == "auto"
 
 
@@ -123,9 +123,9 @@ def test_a_resumed_graph_run_continues_as_an_uninterrupted_one(tmp_path):
 def snapshot(trainer: Trainer) -> dict:
     """Every tensor an update reads and writes, copied: networks, value statistics, Adam's
     state, learning rates, sampling generators."""
-    state = {f"optimizer {id(tensor)}": tensor for per_parameter in trainer.optimizer.state.values()
+    state = {f"optimizer {id(tensor)}": tensor for per_parameter in trainer.learner.optimizer.state.values()
              for tensor in per_parameter.values()}
-    state.update({f"rate {i}": rate for i, rate in enumerate(trainer.learning_rates.rates)})
+    state.update({f"rate {i}": rate for i, rate in enumerate(trainer.learner.learning_rates.rates)})
     state.update(trainer.policies.state_dict())
     return {"tensors": {name: (tensor, tensor.clone()) for name, tensor in state.items()},
             "generators": [generator.get_state() for generator in trainer.generators]}
@@ -155,12 +155,12 @@ def test_a_captured_update_equals_the_eager_one_from_the_same_state_and_seeds(pr
     saved = snapshot(trainer)
     trainer.update(next_values)
     captured = {name: tensor.clone() for name, (tensor, _) in saved["tensors"].items()}
-    captured_stats = trainer.update_stats.clone()
+    captured_stats = trainer.learner.update_stats.clone()
     restore(saved, trainer)
-    trainer.learn(next_values)
+    trainer.learner.learn(next_values)
     for name, (tensor, _) in saved["tensors"].items():
         torch.testing.assert_close(captured[name], tensor, rtol=1e-6, atol=1e-6, msg=name)
-    torch.testing.assert_close(captured_stats, trainer.update_stats, rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(captured_stats, trainer.learner.update_stats, rtol=1e-6, atol=1e-6)
     assert any(not torch.equal(tensor, before) for tensor, before in saved["tensors"].values()), "it learned"
 
 
@@ -177,10 +177,11 @@ def test_ten_captured_iterations_equal_ten_eager_ones(changes):
         for mine, theirs in zip(graphed.storage.values(), eager.storage.values()):
             assert torch.equal(mine.actions, theirs.actions)
         assert torch.equal(graphed.env.state.episode, eager.env.state.episode)
-    assert graphed.update.captures == 1 and eager.update == eager.learn
+    assert graphed.update.captures == 1 and eager.update == eager.learner.learn
     for mine, theirs in zip(graphed.policies.state_dict().values(), eager.policies.state_dict().values()):
         torch.testing.assert_close(mine, theirs, rtol=1e-5, atol=1e-5)
-    torch.testing.assert_close(graphed.learning_rates.values(), eager.learning_rates.values(), rtol=1e-5, atol=0)
+    torch.testing.assert_close(graphed.learner.learning_rates.values(), eager.learner.learning_rates.values(),
+                               rtol=1e-5, atol=0)
     (mine,), (theirs,) = graphed.read_metrics(), eager.read_metrics()
     for name in ("approx_kl", "value_loss", "explained_variance", "learning_rate"):
         assert mine[name] == pytest.approx(theirs[name], rel=1e-4, abs=1e-6), name
@@ -203,7 +204,8 @@ def test_a_setting_changed_after_the_capture_is_refused_before_anything_runs():
 def test_under_fp16_the_rollout_is_captured_and_the_update_stays_eager():
     """The gradient scaler reads its overflow flag on the host at every step: nothing to capture."""
     trainer = Trainer(gpu_config(graphs="on", precision="fp16"))
-    assert trainer.launches == "cuda-graph" and trainer.update_launches == "eager" and trainer.update == trainer.learn
+    assert trainer.launches == "cuda-graph" and trainer.update_launches == "eager"
+    assert trainer.update == trainer.learner.learn
     for _ in range(3):
         trainer.iterate()
     assert not trainer.read_metrics()[0]["diverged"]

@@ -134,7 +134,7 @@ def run_policy_tier(config: BenchConfig, tier: str, backend: str = "auto", preci
     if tier == "train":
         record["update"] = {"epochs": trainer.config.epochs, "minibatches": trainer.minibatches,
                             "shared_trunk": trainer.config.shared_trunk, "launches": trainer.update_launches,
-                            "compile_loss": compile_loss, "compile_seconds": trainer.loss.compile_seconds}
+                            "compile_loss": compile_loss, "compile_seconds": trainer.learner.loss.compile_seconds}
         record["rollout_ms"] = spread(phases.rollout_ms)
         record["update_ms"] = spread(phases.update_ms)
     return record

@@ -184,9 +184,10 @@ def _train_batch(trainer: Trainer, directories: list[RunDirectory], saved: list[
         bar.message(start_line(trainer, directories, resumed=saved[0] is not None))
         for line in opened[0][1]:  # the first run's; the others' say the same of their own folders
             bar.message(line if len(directories) == 1 else line.replace(str(directories[0].path), "each run's folder"))
-        if trainer.loss.compiled:
-            bar.message(f"compiled the loss in {trainer.loss.compile_seconds:.1f} s, before the first iteration "
-                        f"(not counted in steps/s)")
+        loss = trainer.learner.loss
+        if loss.compiled:
+            bar.message(f"compiled the loss in {loss.compile_seconds:.1f} s, before the first iteration (not "
+                        f"counted in steps/s)")
     try:
         _iterate(trainer, directories, logs, bar, stop_after, on_diverged)
     except KeyboardInterrupt:
@@ -266,7 +267,7 @@ def _iterate(trainer: Trainer, directories: list[RunDirectory], logs: list[list[
 
 def _diverged_runs(trainer: Trainer) -> list[int]:
     """The runs whose loss has been NaN or infinite (on any process)."""
-    flags = trainer.nonfinite.to(torch.int32)
+    flags = trainer.learner.nonfinite.to(torch.int32)
     if trainer.world.size > 1:
         dist.all_reduce(flags, op=dist.ReduceOp.MAX)
     return [run for run, flag in enumerate(flags.tolist()) if flag]

@@ -17,7 +17,6 @@ the rollout and the update each replay a captured graph (``graphs``).
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 from collections.abc import Callable, Sequence
 
@@ -30,26 +29,21 @@ from warpsim.errors import InvalidValueError, RunFileError, WarpsimError
 from warpsim.graph import CUDA_GRAPH, EAGER
 from warpsim.registry import layout, make
 from warpsim.roles import roles_of
-from warpsim.train import opponents, ppo
-from warpsim.train.adam import RunAdam
+from warpsim.train import opponents
 from warpsim.train.checkpoint import signature
 from warpsim.train.collect import Collector
 from warpsim.train.config import TrainConfig
 from warpsim.train.distributed import World
 from warpsim.train.episodes import EpisodeStats
 from warpsim.train.graphs import CapturedGraph, resolve_graphs
-from warpsim.train.loss import STATS, MinibatchLoss
+from warpsim.train.learner import UPDATE_STATS, Learner
 from warpsim.train.placement import RolloutMirror, place_training
 from warpsim.train.policy import RolePolicies, RunPolicies
-from warpsim.train.rollout import RoleRollout, Samples
-from warpsim.train.runs import batch_key, per_run
-from warpsim.train.schedule import LearningRates
+from warpsim.train.rollout import RoleRollout
+from warpsim.train.runs import batch_key
 from warpsim.train.stacking import ObservationStack
 from warpsim.train.storage import check_training_fits
 
-UPDATE_STATS = STATS
-"""Columns of ``Trainer.update_stats``, one row per minibatch of the last update."""
-APPROX_KL = UPDATE_STATS.index("approx_kl")
 NETWORK_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 """What the networks compute in, by resolved precision (under autocast but for fp32)."""
 NETWORK_SHAPE = ("stack_observations", "hidden_size", "hidden_layers", "shared_trunk", "value_normalization")
@@ -70,7 +64,8 @@ def _load_into(load: Callable[[], None], what: str, source: str) -> None:
 
 
 class Trainer:
-    """Owns the runs' environments, their stacked policies, the optimizer and the rollout storage."""
+    """Builds a batch's parts once (environments, stacked policies, rollout storage, the play and
+    the update), iterates them, and reads and writes each run's state."""
 
     def __init__(self, configs: TrainConfig | Sequence[TrainConfig], world: World | None = None, *,
                  load_opponents: bool = True):
@@ -87,7 +82,9 @@ class Trainer:
         self._make_environments()
         self._set_up_roles()
         self._set_up_networks(load_opponents)
-        self._set_up_update()
+        self.generators = [torch.Generator(self.device).manual_seed(run.seed + self.world.rank)
+                           for run in self.configs]
+        """Each run's generator: its actions, minibatch orders and staggered starts."""
         self.stats = [EpisodeStats(env, self.roles) for env in self.envs]
         self.iteration = 0
         self.env_steps = 0
@@ -96,17 +93,26 @@ class Trainer:
         self.collector = Collector(self.envs, self.inputs, self.stats, self.policies, self.generators, self.roles,
                                    self.learners, self.random_roles, self.storage, self.terminated, self.truncated,
                                    self.device, self.autocast)
+        """The play: rollouts into the storage (collect.py)."""
+        self.learner = Learner(self.configs, self.policies, self.model, self.learners, self.storage, self.terminated,
+                               self.truncated, self.mirror, self.generators, self.minibatches, self.precision,
+                               self.world, self.device, self.autocast)
+        """The PPO update on the storage (learner.py)."""
+        # The gradient scaler reads its overflow flag on the host at every step: no capture under fp16.
+        self.update_launches = CUDA_GRAPH if self.graphs and self.learner.scaler is None else EAGER
+        """How the update launches its work: ``"cuda-graph"``, or ``"eager"`` (always under fp16)."""
         self.rollout: Callable[[], list[torch.Tensor]] = (
             CapturedGraph(lambda _: self.collector.collect(), self.generators, self.device) if self.graphs
             else self.collector.collect)
         """Collects one rollout, by replaying its captured graph or eagerly (``Collector.collect``)."""
         self.update: Callable[[list[torch.Tensor]], None] = (
-            CapturedGraph(self.learn, self.generators, self.device, settings=self._captured_settings)
-            if self.update_launches == CUDA_GRAPH else self.learn)
+            CapturedGraph(self.learner.learn, self.generators, self.device, settings=self._captured_settings)
+            if self.update_launches == CUDA_GRAPH else self.learner.learn)
         """Updates the policies on the last rollout, given its next values: by replaying its captured
-        graph or eagerly (``learn``)."""
+        graph or eagerly (``Learner.learn``)."""
         self.collector.stagger_starts(self.config.stagger_steps)
-        self.loss.compile_for(self.samples_per_role, self.minibatches, NETWORK_DTYPES[self.precision], self.device)
+        self.learner.loss.compile_for(self.samples_per_role, self.minibatches, NETWORK_DTYPES[self.precision],
+                                      self.device)
 
     @property
     def env(self) -> Environment:
@@ -205,38 +211,6 @@ class Trainer:
         if self.world.size > 1:
             self.model = DistributedDataParallel(self.policies)
 
-    def _set_up_update(self) -> None:
-        """The optimizer, its learning rates, the gradient scaler, the loss and the update's statistics."""
-        configs, device = self.configs, self.device
-        networks = [self.policies.network(role.name) for role in self.learners]
-        self.clipped_groups = [group for network in networks for group in network.parameter_groups()]
-        """Parameters whose gradient norm is clipped together, per run: each learning role's actor and critic."""
-        self.max_grad_norm = per_run(configs, "max_grad_norm", device)
-        self.gamma = per_run(configs, "gamma", device)[:, None, None]
-        self.gae_lambda = per_run(configs, "gae_lambda", device)[:, None, None]
-        self.learning_rates = LearningRates(configs, len(self.learners), device)
-        self.scaler = torch.amp.GradScaler(device.type) if self.precision == "fp16" else None
-        # The gradient scaler reads its overflow flag on the host at every step: no capture under fp16.
-        self.update_launches = CUDA_GRAPH if self.graphs and self.scaler is None else EAGER
-        """How the update launches its work: ``"cuda-graph"``, or ``"eager"`` (always under fp16)."""
-        # One parameter group per learning role, each reading its runs' rates from a device tensor,
-        # so that a graph can capture the step.
-        self.optimizer = RunAdam([{"params": list(network.parameters()), "lr": self.learning_rates.rates[:, index]}
-                                  for index, network in enumerate(networks)])
-        self.loss = MinibatchLoss(configs, self.env.spec.action_levels, compiled=self.config.compile_loss,
-                                  device=device)
-        """One learning role's loss on a minibatch, eager or compiled (``config.compile_loss``)."""
-        self.generators = [torch.Generator(device).manual_seed(run.seed + self.world.rank) for run in configs]
-        """Each run's generator: its actions, minibatch orders and staggered starts."""
-        self.nonfinite = torch.zeros(self.runs, dtype=torch.bool, device=device)
-        """Per run, whether its loss has been NaN or infinite."""
-        self.update_stats = torch.zeros(self.runs, self.config.epochs * self.minibatches, len(UPDATE_STATS),
-                                        device=device)
-        self.epoch_kl = torch.zeros(self.runs, len(self.learners), device=device)
-        """Each run's and learning role's mean approx_kl over the minibatches of the running epoch."""
-        self.explained_variance = torch.zeros(self.runs, device=device)
-        """How much of the returns' variance the values explained in the last rollout (mean over learning roles)."""
-
     def _captured_settings(self) -> dict:
         """What a captured update bakes in, by name: each run's config fields (learning rate bounds,
         coefficients, epochs), the minibatch count and the precision."""
@@ -282,7 +256,7 @@ class Trainer:
     def iterate(self, after_rollout: Callable[[], None] | None = None) -> None:
         """Collects one rollout and updates the policies on it; ``after_rollout`` is called
         in between (the benchmark's mark between the two)."""
-        self.learning_rates.start_iteration(self.iteration)
+        self.learner.learning_rates.start_iteration(self.iteration)
         next_values = self.rollout()
         if after_rollout is not None:
             after_rollout()
@@ -290,100 +264,13 @@ class Trainer:
         self.iteration += 1
         self.env_steps += self.config.rollout_steps * self.config.num_envs
 
-    def learn(self, next_values: list[torch.Tensor]) -> None:
-        """``epochs`` passes of clipped PPO over the rollout, in shuffled minibatches, given each
-        learning role's value of the observations after it float32[R, E, n]. Nothing here reads
-        the device from the host, so that a CUDA graph can capture it whole."""
-        c = self.config
-        rollouts, terminated, truncated = self._rollout_on_policy_device()
-        samples, explained = [], []
-        for role, rollout, next_value in zip(self.learners, rollouts, next_values):
-            # GAE runs over the steps: [T, R, E, n], each run with its own gamma and lambda.
-            advantages, returns = (x.transpose(0, 1) for x in ppo.gae(
-                rollout.rewards.transpose(0, 1), rollout.values.transpose(0, 1), terminated.transpose(0, 1),
-                truncated.transpose(0, 1), next_value, self.gamma, self.gae_lambda))
-            explained.append(ppo.explained_variance(rollout.values.flatten(1), returns.flatten(1)))
-            samples.append(self._value_targets(role.name, Samples.of(rollout, advantages, returns)))
-        self.explained_variance.copy_(torch.stack(explained).mean(0))
-        runs = torch.arange(self.runs, device=self.device)[:, None]
-        row = 0
-        for _ in range(c.epochs):
-            orders = [[torch.randperm(s.num_samples, device=self.device, generator=generator)
-                       .tensor_split(self.minibatches) for generator in self.generators] for s in samples]
-            self.epoch_kl.zero_()
-            for m in range(self.minibatches):
-                self._step_on_minibatch([s.pick(runs, torch.stack([order[m] for order in run_orders]))
-                                         for s, run_orders in zip(samples, orders)], row)
-                row += 1
-            self.world.all_reduce_mean(self.epoch_kl)  # every process moves its rates alike
-            self.learning_rates.end_epoch(self.epoch_kl)
-
-    def _value_targets(self, role_name: str, samples: Samples) -> Samples:
-        """``samples`` with returns and values in the units the role's critic learns: normalised
-        by each run's running statistics of the returns, after merging these ones, when it normalises."""
-        normalizer = self.policies.network(role_name).value_normalizer
-        if normalizer is None:
-            return samples
-        normalizer.update(samples.returns, self.world.all_reduce_sum)
-        return samples._replace(returns=normalizer.normalize(samples.returns),
-                                values=normalizer.normalize(samples.values))
-
-    def _rollout_on_policy_device(self) -> tuple[list[RoleRollout], torch.Tensor, torch.Tensor]:
-        """Each learning role's rollout, terminated and truncated, all on the networks' device."""
-        rollouts = list(self.storage.values())
-        if self.mirror is None:
-            return rollouts, self.terminated, self.truncated
-        # Hybrid: the environments' side moves over once per iteration, one copy per buffer.
-        n, moved = len(rollouts), self.mirror.refresh()
-        return ([dataclasses.replace(rollout, observations=observations, rewards=rewards)
-                 for rollout, observations, rewards in zip(rollouts, moved[:n], moved[n:2 * n])],
-                moved[2 * n], moved[2 * n + 1])
-
-    def _step_on_minibatch(self, minibatches: list[Samples], row: int) -> None:
-        """One optimizer step on every run's and learning role's minibatch; its statistics go into
-        ``update_stats[:, row]``."""
-        with self.autocast():
-            outputs = self.model([batch.observations for batch in minibatches], [role.name for role in self.learners])
-        loss = torch.zeros(self.runs, device=self.device)
-        per_role = []
-        for batch, (logits, value) in zip(minibatches, outputs):
-            loss, role_stats = self.loss(loss, logits, value, batch)
-            per_role.append(role_stats)
-        stats = torch.stack(per_role)  # [L, R, STATS]
-        self.epoch_kl += stats[:, :, APPROX_KL].T / self.minibatches
-        self.optimizer.zero_grad(set_to_none=True)
-        # Each run's loss depends on its own parameters only: the sum's gradient is each run's own.
-        if self.scaler is None:
-            loss.sum().backward()
-            self._clip_gradients()
-            self.optimizer.step()
-        else:
-            self.scaler.scale(loss.sum()).backward()
-            self.scaler.unscale_(self.optimizer)
-            self._clip_gradients()
-            self.scaler.step(self.optimizer)
-            self.scaler.update()
-        self.nonfinite |= ~torch.isfinite(loss.detach())
-        self.update_stats[:, row, 0] = stats[:, :, 0].amax(0)
-        self.update_stats[:, row, 1:] = stats[:, :, 1:].mean(0)
-
-    def _clip_gradients(self) -> None:
-        """Scales each run's gradients of each group down to at most its max_grad_norm, as
-        ``clip_grad_norm_`` would on that run's parameters alone."""
-        for group in self.clipped_groups:
-            gradients = [parameter.grad for parameter in group if parameter.grad is not None]
-            # [R, P], each run's row contiguous: the norm over its parameters sums as it would alone.
-            norms = torch.stack([gradient.flatten(1).norm(dim=1) for gradient in gradients], dim=1).norm(dim=1)
-            scale = (self.max_grad_norm / (norms + 1e-6)).clamp(max=1.0)
-            for gradient in gradients:
-                gradient.mul_(scale.view(-1, *(1,) * (gradient.dim() - 1)))
-
     # ----- reading and saving --------------------------------------------------------
     def read_metrics(self) -> list[dict]:
         """Each run's episode statistics since the last read and the last update's means (one host
         read, and one per run for its episodes)."""
-        update = torch.cat([self.update_stats.mean(dim=1), self.explained_variance[:, None],
-                            self.nonfinite.float()[:, None], self.learning_rates.values().mean(1, keepdim=True)],
+        learner = self.learner
+        update = torch.cat([learner.update_stats.mean(dim=1), learner.explained_variance[:, None],
+                            learner.nonfinite.float()[:, None], learner.learning_rates.values().mean(1, keepdim=True)],
                            dim=1).tolist()
         reports = []
         for stats, (*means, explained, nonfinite, rate) in zip(self.stats, update):
@@ -414,9 +301,7 @@ class Trainer:
         return {
             "signature": signature(env), "config": self.configs[run].to_dict(), "world_size": self.world.size,
             "iteration": self.iteration, "env_steps": self.env_steps,
-            "learning_rates": self.learning_rates.run_state_dict(run),
-            "policies": self.policies.run_state_dict(run), "optimizer": self.optimizer.run_state_dict(run),
-            "scaler": None if self.scaler is None else self.scaler.state_dict(),
+            "policies": self.policies.run_state_dict(run), **self.learner.run_state_dict(run),
             "ranks": self.world.gather(own),
         }
 
@@ -430,11 +315,12 @@ class Trainer:
             raise RunFileError(f"checkpoint {source} was written by an earlier warpsim, before per-role learning "
                                f"rates: evaluate, render or play against it, but train further in a new run")
         _load_into(lambda: self.policies.load_run_state_dict(run, checkpoint["policies"]), "networks", source)
-        _load_into(lambda: self.optimizer.load_run_state_dict(run, checkpoint["optimizer"]), "optimizer state",
+        learner = self.learner
+        _load_into(lambda: learner.optimizer.load_run_state_dict(run, checkpoint["optimizer"]), "optimizer state",
                    source)
         if isinstance(self.update, CapturedGraph):
             self.update.reset()  # loading may have made the optimizer's state tensors that a capture reads
-        scaler = self.scaler
+        scaler = learner.scaler
         if scaler is not None and checkpoint.get("scaler") is not None:
             _load_into(lambda: scaler.load_state_dict(checkpoint["scaler"]), "gradient scaler state", source)
         try:
@@ -449,9 +335,9 @@ class Trainer:
                                f"{str(error).splitlines()[0] if str(error) else ''})") from None
         self.iteration = checkpoint["iteration"]
         self.env_steps = checkpoint["env_steps"]
-        self.learning_rates.load_run_state_dict(run, checkpoint["learning_rates"])
+        learner.learning_rates.load_run_state_dict(run, checkpoint["learning_rates"])
         if checkpoint["config"]["iterations"] != self.configs[run].iterations:
-            self.learning_rates.extend_from(run, self.iteration)
+            learner.learning_rates.extend_from(run, self.iteration)
 
 
 def _env_arrays(env: Environment) -> dict[str, torch.Tensor]:

@@ -1,0 +1,177 @@
+"""The trainer's update: epochs of clipped PPO over the last rollout, for every run of a batch.
+
+Everything here is per run: GAE with each run's gamma and lambda, each run's value
+statistics and advantage normalisation, each run's minibatch order (its own generator),
+each run's loss with its own coefficients, its gradient norm clipped over its own
+parameters, and Adam at its own rate moved by its own KL schedule (``RunAdam``,
+``LearningRates``). The runs' losses are summed for one backward pass: each run's loss
+depends on its own parameters only, so each gets its own gradient. Nothing here reads the
+device from the host, so that a CUDA graph can capture the update whole.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+
+import torch
+
+from warpsim.roles import Role
+from warpsim.train import ppo
+from warpsim.train.adam import RunAdam
+from warpsim.train.config import TrainConfig
+from warpsim.train.distributed import World
+from warpsim.train.loss import STATS, MinibatchLoss
+from warpsim.train.placement import RolloutMirror
+from warpsim.train.policy import RunPolicies
+from warpsim.train.rollout import RoleRollout, Samples
+from warpsim.train.runs import per_run
+from warpsim.train.schedule import LearningRates
+
+UPDATE_STATS = STATS
+"""Columns of ``Learner.update_stats``, one row per minibatch of the last update."""
+APPROX_KL = UPDATE_STATS.index("approx_kl")
+
+
+@dataclass
+class Learner:
+    """The optimizer, the learning rates, the loss and the update's statistics; ``learn(next_values)``."""
+
+    configs: list[TrainConfig]
+    policies: RunPolicies
+    model: torch.nn.Module
+    """``policies``, or their DistributedDataParallel wrapper under torchrun."""
+    learners: list[Role]
+    """The roles that learn, in the order of ``storage``."""
+    storage: dict[str, RoleRollout]
+    terminated: torch.Tensor
+    truncated: torch.Tensor
+    mirror: RolloutMirror | None
+    """The environments' side of the rollout on the networks' device, when it lives elsewhere."""
+    generators: list[torch.Generator]
+    minibatches: int
+    precision: str
+    world: World
+    device: torch.device
+    autocast: Callable[[], AbstractContextManager] = contextlib.nullcontext
+    scaler: torch.amp.GradScaler | None = field(init=False)
+    """fp16's gradient scaler (None otherwise)."""
+
+    def __post_init__(self):
+        configs, device, runs = self.configs, self.device, len(self.configs)
+        networks = [self.policies.network(role.name) for role in self.learners]
+        self.clipped_groups = [group for network in networks for group in network.parameter_groups()]
+        """Parameters whose gradient norm is clipped together, per run: each learning role's actor and critic."""
+        self.max_grad_norm = per_run(configs, "max_grad_norm", device)
+        self.gamma = per_run(configs, "gamma", device)[:, None, None]
+        self.gae_lambda = per_run(configs, "gae_lambda", device)[:, None, None]
+        self.learning_rates = LearningRates(configs, len(self.learners), device)
+        self.scaler = torch.amp.GradScaler(device.type) if self.precision == "fp16" else None
+        # One parameter group per learning role, each reading its runs' rates from a device tensor,
+        # so that a graph can capture the step.
+        self.optimizer = RunAdam([{"params": list(network.parameters()), "lr": self.learning_rates.rates[:, index]}
+                                  for index, network in enumerate(networks)])
+        self.loss = MinibatchLoss(configs, self.policies.action_levels, compiled=configs[0].compile_loss,
+                                  device=device)
+        """One learning role's loss on a minibatch, eager or compiled (``config.compile_loss``)."""
+        self.nonfinite = torch.zeros(runs, dtype=torch.bool, device=device)
+        """Per run, whether its loss has been NaN or infinite."""
+        self.update_stats = torch.zeros(runs, configs[0].epochs * self.minibatches, len(UPDATE_STATS), device=device)
+        self.epoch_kl = torch.zeros(runs, len(self.learners), device=device)
+        """Each run's and learning role's mean approx_kl over the minibatches of the running epoch."""
+        self.explained_variance = torch.zeros(runs, device=device)
+        """How much of the returns' variance the values explained in the last rollout (mean over learning roles)."""
+
+    def learn(self, next_values: list[torch.Tensor]) -> None:
+        """``epochs`` passes of clipped PPO over the rollout, in shuffled minibatches, given each
+        learning role's value of the observations after it float32[R, E, n]."""
+        rollouts, terminated, truncated = self._rollout_on_policy_device()
+        samples, explained = [], []
+        for role, rollout, next_value in zip(self.learners, rollouts, next_values):
+            # GAE runs over the steps: [T, R, E, n], each run with its own gamma and lambda.
+            advantages, returns = (x.transpose(0, 1) for x in ppo.gae(
+                rollout.rewards.transpose(0, 1), rollout.values.transpose(0, 1), terminated.transpose(0, 1),
+                truncated.transpose(0, 1), next_value, self.gamma, self.gae_lambda))
+            explained.append(ppo.explained_variance(rollout.values.flatten(1), returns.flatten(1)))
+            samples.append(self._value_targets(role.name, Samples.of(rollout, advantages, returns)))
+        self.explained_variance.copy_(torch.stack(explained).mean(0))
+        runs = torch.arange(len(self.configs), device=self.device)[:, None]
+        row = 0
+        for _ in range(self.configs[0].epochs):
+            orders = [[torch.randperm(s.num_samples, device=self.device, generator=generator)
+                       .tensor_split(self.minibatches) for generator in self.generators] for s in samples]
+            self.epoch_kl.zero_()
+            for m in range(self.minibatches):
+                self.step_on_minibatch([s.pick(runs, torch.stack([order[m] for order in run_orders]))
+                                        for s, run_orders in zip(samples, orders)], row)
+                row += 1
+            self.world.all_reduce_mean(self.epoch_kl)  # every process moves its rates alike
+            self.learning_rates.end_epoch(self.epoch_kl)
+
+    def _value_targets(self, role_name: str, samples: Samples) -> Samples:
+        """``samples`` with returns and values in the units the role's critic learns: normalised
+        by each run's running statistics of the returns, after merging these ones, when it normalises."""
+        normalizer = self.policies.network(role_name).value_normalizer
+        if normalizer is None:
+            return samples
+        normalizer.update(samples.returns, self.world.all_reduce_sum)
+        return samples._replace(returns=normalizer.normalize(samples.returns),
+                                values=normalizer.normalize(samples.values))
+
+    def _rollout_on_policy_device(self) -> tuple[list[RoleRollout], torch.Tensor, torch.Tensor]:
+        """Each learning role's rollout, terminated and truncated, all on the networks' device."""
+        rollouts = list(self.storage.values())
+        if self.mirror is None:
+            return rollouts, self.terminated, self.truncated
+        # Hybrid: the environments' side moves over once per iteration, one copy per buffer.
+        n, moved = len(rollouts), self.mirror.refresh()
+        return ([dataclasses.replace(rollout, observations=observations, rewards=rewards)
+                 for rollout, observations, rewards in zip(rollouts, moved[:n], moved[n:2 * n])],
+                moved[2 * n], moved[2 * n + 1])
+
+    def step_on_minibatch(self, minibatches: list[Samples], row: int) -> None:
+        """One optimizer step on every run's and learning role's minibatch; its statistics go into
+        ``update_stats[:, row]``."""
+        with self.autocast():
+            outputs = self.model([batch.observations for batch in minibatches], [role.name for role in self.learners])
+        loss = torch.zeros(len(self.configs), device=self.device)
+        per_role = []
+        for batch, (logits, value) in zip(minibatches, outputs):
+            loss, role_stats = self.loss(loss, logits, value, batch)
+            per_role.append(role_stats)
+        stats = torch.stack(per_role)  # [L, R, STATS]
+        self.epoch_kl += stats[:, :, APPROX_KL].T / self.minibatches
+        self.optimizer.zero_grad(set_to_none=True)
+        if self.scaler is None:
+            loss.sum().backward()
+            self._clip_gradients()
+            self.optimizer.step()
+        else:
+            self.scaler.scale(loss.sum()).backward()
+            self.scaler.unscale_(self.optimizer)
+            self._clip_gradients()
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+        self.nonfinite |= ~torch.isfinite(loss.detach())
+        self.update_stats[:, row, 0] = stats[:, :, 0].amax(0)
+        self.update_stats[:, row, 1:] = stats[:, :, 1:].mean(0)
+
+    def _clip_gradients(self) -> None:
+        """Scales each run's gradients of each group down to at most its max_grad_norm, as
+        ``clip_grad_norm_`` would on that run's parameters alone."""
+        for group in self.clipped_groups:
+            gradients = [parameter.grad for parameter in group if parameter.grad is not None]
+            # [R, P], each run's row contiguous: the norm over its parameters sums as it would alone.
+            norms = torch.stack([gradient.flatten(1).norm(dim=1) for gradient in gradients], dim=1).norm(dim=1)
+            scale = (self.max_grad_norm / (norms + 1e-6)).clamp(max=1.0)
+            for gradient in gradients:
+                gradient.mul_(scale.view(-1, *(1,) * (gradient.dim() - 1)))
+
+    def run_state_dict(self, run: int) -> dict:
+        """Run ``run``'s optimizer, rates and (shared) gradient scaler, as a checkpoint of it alone holds them."""
+        return {"learning_rates": self.learning_rates.run_state_dict(run),
+                "optimizer": self.optimizer.run_state_dict(run),
+                "scaler": None if self.scaler is None else self.scaler.state_dict()}
