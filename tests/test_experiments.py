@@ -205,6 +205,23 @@ def test_an_experiment_directory_is_never_trained_over(tmp_path, capsys):
         capsys, ["train", "--resume", "--seeds", "2", "--run-dir", str(tmp_path / "e")])
     assert "is not an experiment" in cli_error(
         capsys, ["evaluate", str(tmp_path / "e" / "seed=0"), "--measure", "tags_per_episode"])
+    assert "holds an experiment, not a run" in cli_error(capsys, ["train", *GRID_FLAGS, "--run-dir", str(tmp_path / "e")])
+
+
+def test_an_experiment_stopped_before_some_runs_started_evaluates_the_others(tmp_path, capsys):
+    """Two batches (two network widths); the experiment stopped after the first."""
+    train_experiment(TrainConfig(**GRID, iterations=1), tmp_path / "e", seeds=(0, 1), sweep={"hidden_size": [16, 32]},
+                     progress=None)
+    for name in ("hidden_size=32_seed=0", "hidden_size=32_seed=1"):
+        for path in sorted((tmp_path / "e" / name).rglob("*"), reverse=True):
+            path.rmdir() if path.is_dir() else path.unlink()
+        (tmp_path / "e" / name).rmdir()
+    assert main(["evaluate", str(tmp_path / "e"), "--episodes", "4", "--num-envs", "4", "--no-compare-random"]) == 0
+    out = capsys.readouterr().out
+    assert "hidden_size=32_seed=1  not trained yet (continue the experiment with warpsim train --resume)" in out
+    assert "hidden_size=32 (0 seeds, 2 not trained yet)" in out and "hidden_size=16 (2 seeds)" in out
+    assert main(["train", "--resume", "--run-dir", str(tmp_path / "e"), "--quiet"]) == 0
+    assert checkpoint.load(tmp_path / "e" / "hidden_size=32_seed=1")["iteration"] == 1
 
 
 # ----- the statistics ---------------------------------------------------------------------------

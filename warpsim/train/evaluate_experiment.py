@@ -15,6 +15,7 @@ from pathlib import Path
 
 from warpsim.errors import InvalidValueError
 from warpsim.files import write_output
+from warpsim.train.checkpoint import FILE_NAME
 from warpsim.train.evaluate import RunEvaluation, evaluate_run, finite_or_none
 from warpsim.train.experiment import ExperimentDirectory, setting_label
 from warpsim.train.statistics import AGGREGATES, Estimate, aggregate
@@ -26,16 +27,19 @@ class SettingSummary:
 
     setting: dict
     seeds: list[int]
-    """The seeds of its runs that count: those that did not diverge."""
+    """The seeds of its runs that count: those trained that did not diverge."""
     scores: list[float]
     """The measure of each of those runs, in the order of ``seeds``."""
     diverged: int
     """How many of its runs diverged."""
+    untrained: int
+    """How many of its runs have no checkpoint yet (an experiment stopped before they started)."""
     estimates: dict[str, Estimate]
     """Each aggregate of ``scores`` (``statistics.AGGREGATES``) with its 95% interval."""
 
     def record(self) -> dict:
         return {"setting": self.setting, "seeds": self.seeds, "scores": self.scores, "diverged": self.diverged,
+                "untrained": self.untrained,
                 **{name: estimate.record() for name, estimate in self.estimates.items()}}
 
 
@@ -57,13 +61,16 @@ class ExperimentEvaluation:
         for run in self.runs:
             evaluation: RunEvaluation | None = run["evaluation"]
             if evaluation is None:
-                lines.append(f"  {run['name']:<{width}}  diverged by iteration {run['diverged_at']}")
+                status = (f"diverged by iteration {run['diverged_at']}" if run["diverged_at"] is not None
+                          else "not trained yet (continue the experiment with warpsim train --resume)")
+                lines.append(f"  {run['name']:<{width}}  {status}")
             else:
                 lines.append(f"  {run['name']:<{width}}  {_figures(evaluation, self.play, self.measure)}")
         lines.append(f"per setting, over its seeds: {', '.join(AGGREGATES)} with 95% bootstrap intervals, "
                      f"highest IQM first:")
         for summary in self.settings:
-            diverged = f", {summary.diverged} diverged" if summary.diverged else ""
+            diverged = (f", {summary.diverged} diverged" if summary.diverged else "") + (
+                f", {summary.untrained} not trained yet" if summary.untrained else "")
             figures = "  ".join(f"{name} {estimate}" for name, estimate in summary.estimates.items())
             lines.append(f"  {setting_label(summary.setting)} ({len(summary.scores)} seeds{diverged}): {figures}")
         return "\n".join(lines)
@@ -92,8 +99,9 @@ def evaluate_experiment(source: Path | str, episodes: int = 200, *, measure: str
     runs: list[dict] = []
     for index, run in enumerate(planned):
         entry = {"name": run.name, "setting": run.setting, "seed": run.config.seed,
-                 "diverged_at": diverged.get(run.name), "evaluation": None, "score": math.nan}
-        if run.name not in diverged:
+                 "diverged_at": diverged.get(run.name), "evaluation": None, "score": math.nan,
+                 "trained": (experiment.path / run.name / FILE_NAME).is_file()}
+        if run.name not in diverged and entry["trained"]:
             if progress:
                 progress.write(f"evaluating run {index + 1}/{len(planned)}: {run.name}\n")
             evaluation = evaluate_run(experiment.path / run.name, episodes, **settings)
@@ -111,8 +119,10 @@ def evaluate_experiment(source: Path | str, episodes: int = 200, *, measure: str
         members = [run for run in runs if setting_label(run["setting"]) == label]
         counted = [run for run in members if run["evaluation"] is not None]
         scores = [run["score"] for run in counted]
+        diverged_count = sum(run["diverged_at"] is not None for run in members)
         summaries.append(SettingSummary(members[0]["setting"], [run["seed"] for run in counted], scores,
-                                        len(members) - len(counted), aggregate(scores)))
+                                        diverged_count, len(members) - len(counted) - diverged_count,
+                                        aggregate(scores)))
     summaries.sort(key=lambda summary: -summary.estimates["iqm"].value if summary.scores else math.inf)
     return ExperimentEvaluation(str(source), measure or "(no run to measure)", plays[0], runs, summaries)
 

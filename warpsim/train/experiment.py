@@ -19,13 +19,12 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from warpsim.errors import InvalidValueError, RunFileError
+from warpsim.errors import InvalidValueError, RunFileError, WarpsimError
 from warpsim.files import describe_os_error, make_directory, replace_atomically, usable_directory
 from warpsim.registry import env_class
 from warpsim.train.config import TrainConfig, build_config, field_names
-from warpsim.train.run_dir import CONFIG_FILE, RunDirectory
+from warpsim.train.run_dir import CONFIG_FILE, EXPERIMENT_FILE, RunDirectory
 
-EXPERIMENT_FILE = "experiment.json"
 FORMAT = 1
 MAX_RUNS = 4096
 """Most runs one experiment may plan: more is a slip of the seeds or the sweep."""
@@ -208,7 +207,10 @@ class ExperimentDirectory:
     def planned_runs(self) -> list[PlannedRun]:
         """The runs of the plan, each with the config its directory holds (or the plan's, before it started)."""
         plan = self.read()
-        base = build_config(plan["config"])
+        try:
+            base = build_config(plan["config"])
+        except (WarpsimError, TypeError) as error:
+            raise RunFileError(f"{self.file}: its config cannot be used: {error}") from None
         runs = []
         for run in plan["runs"]:
             saved = self.path / run["name"] / CONFIG_FILE

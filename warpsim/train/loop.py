@@ -125,7 +125,9 @@ def train_experiment(config: TrainConfig | None, directory: Path | str, *, seeds
             say(f"batch {number}/{len(pending)}: {len(runs)} run(s), {_batch_label(runs)} (runs that "
                 f"differ in a shape train in separate batches, one after another)\n")
         saved_states = [saved for _, _, saved in batch]
-        trainer = Trainer([run.config for run in runs], world, load_opponents=saved_states[0] is None)
+        # Frozen opponents are loaded from their runs for the runs that start here; the others have them saved.
+        trainer = Trainer([run.config for run in runs], world,
+                          load_opponents=any(state is None for state in saved_states))
         bar = ProgressBar(runs[0].config.iterations, progress, saved_states[0]["iteration"] if saved_states[0] else 0) \
             if progress else None
 

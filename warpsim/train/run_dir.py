@@ -25,6 +25,8 @@ from warpsim.train.config import TrainConfig, build_saved_config
 
 CONFIG_FILE = "config.json"
 METRICS_FILE = "metrics.jsonl"
+EXPERIMENT_FILE = "experiment.json"
+"""What marks an experiment's directory (experiment.py), which holds runs but is none."""
 
 
 class RunDirectory:
@@ -43,6 +45,9 @@ class RunDirectory:
         if not resume and self.config_path.exists():
             raise RunFileError(f"{self.path} already holds a run; continue it with --resume, or "
                              f"choose another run directory (nothing was written)")
+        if (self.path / EXPERIMENT_FILE).exists():
+            raise RunFileError(f"{self.path} holds an experiment, not a run: give one of its run directories, "
+                               f"or continue the experiment with --resume (nothing was written)")
 
     def saved_config(self) -> TrainConfig:
         """The run's config.json; a RunFileError naming the file when it cannot be used."""
