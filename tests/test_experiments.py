@@ -206,6 +206,8 @@ def test_an_experiment_directory_is_never_trained_over(tmp_path, capsys):
     assert "is not an experiment" in cli_error(
         capsys, ["evaluate", str(tmp_path / "e" / "seed=0"), "--measure", "tags_per_episode"])
     assert "holds an experiment, not a run" in cli_error(capsys, ["train", *GRID_FLAGS, "--run-dir", str(tmp_path / "e")])
+    assert f"is an experiment: render one of its runs, e.g. {tmp_path / 'e' / 'seed=0'}" in cli_error(
+        capsys, ["render", str(tmp_path / "e")])
 
 
 def test_an_experiment_stopped_before_some_runs_started_evaluates_the_others(tmp_path, capsys):

@@ -200,6 +200,9 @@ def add_render(parser: argparse.ArgumentParser) -> None:
 
 def run_render(args) -> int:
     source = Path(args.source)
+    if is_experiment(source):
+        first = ExperimentDirectory(source, resume=True).planned_runs()[0].name
+        raise InvalidValueError(f"{source} is an experiment: render one of its runs, e.g. {source / first}")
     out = output_file(args.out or (source if source.is_dir() else source.parent) / EPISODE_FILE, "output",
                       ".gif")  # before the episode is played
     env, policies, config = load_run(args.source, 1, backend=args.backend, seed=args.seed,

@@ -26,7 +26,7 @@ from warpsim.train.experiment import ExperimentDirectory, PlannedRun, plan_runs,
 from warpsim.train.loggers import MetricLog, import_wandb, log_to_all, open_logs
 from warpsim.train.placement import environment_placement
 from warpsim.train.progress import ProgressBar
-from warpsim.train.run_dir import RunDirectory
+from warpsim.train.run_dir import CONFIG_FILE, RunDirectory
 from warpsim.train.runs import batch_key
 from warpsim.train.trainer import Trainer, TrainingDiverged
 
@@ -87,26 +87,23 @@ def train_experiment(config: TrainConfig | None, directory: Path | str, *, seeds
     if resume:
         experiment = ExperimentDirectory(directory, resume=True)
         planned = experiment.planned_runs()
+        world = _one_process(planned[0].config.backend)
     elif config is None:
         raise InvalidValueError("give a config, or resume an experiment directory")
     else:
         planned = plan_runs(config, seeds, sweep or {})
         for env_params in {repr(run.config.env_params): run.config.env_params for run in planned}.values():
-            layout(planned[0].config.env, 1, **env_params)  # every environment's parameters, before writing
+            layout(config.env, 1, **env_params)  # every environment's parameters, before writing
         experiment = ExperimentDirectory(directory, resume=False)
-    world = World.from_environment(uses_gpu=environment_placement(planned[0].config.backend).on_gpu)
-    if world.size > 1:
-        raise InvalidValueError(f"an experiment under torchrun ({world.size} processes) is not supported yet; "
-                                f"train it in one process (its runs share the device), or each run under torchrun")
-    if not resume:
-        experiment.create(config, seeds, sweep or {}, planned)  # type: ignore[arg-type]
+        world = _one_process(config.backend)
+        experiment.create(config, seeds, sweep or {}, planned)
     diverged = experiment.diverged()
     pending: dict[tuple, list[tuple[PlannedRun, RunDirectory, dict | None]]] = {}
     for run in planned:
         if run.name in diverged:
             continue
         path = experiment.path / run.name
-        started = RunDirectory(path, resume=True) if (path / "config.json").is_file() else None
+        started = RunDirectory(path, resume=True) if (path / CONFIG_FILE).is_file() else None
         saved = checkpoint.load(started.checkpoint_path, needs=checkpoint.RESUME_KEYS) if started else None
         done = saved["iteration"] if saved else 0
         config_of_run = _with_iterations(run.config, iterations, done, path) if resume else run.config
@@ -119,17 +116,19 @@ def train_experiment(config: TrainConfig | None, directory: Path | str, *, seeds
     say = progress.write if progress else (lambda text: None)
     if not pending:
         say(f"nothing to do: every run of {experiment.path} is done or diverged\n")
-    for number, batch in enumerate(pending.values(), 1):
+    elif len(pending) > 1:
+        say(f"{sum(map(len, pending.values()))} runs in {len(pending)} batches, one after another (runs that differ "
+            f"in a shape, or stand at different iterations after a stop, cannot share one)\n")
+    for number, ((_, done), batch) in enumerate(pending.items(), 1):
         runs = [run for run, _, _ in batch]
         if len(pending) > 1:
-            say(f"batch {number}/{len(pending)}: {len(runs)} run(s), {_batch_label(runs)} (runs that "
-                f"differ in a shape train in separate batches, one after another)\n")
+            start = f", from iteration {done}" if done else ""
+            say(f"batch {number}/{len(pending)}: {len(runs)} run(s), {_batch_label(runs)}{start}\n")
         saved_states = [saved for _, _, saved in batch]
         # Frozen opponents are loaded from their runs for the runs that start here; the others have them saved.
         trainer = Trainer([run.config for run in runs], world,
                           load_opponents=any(state is None for state in saved_states))
-        bar = ProgressBar(runs[0].config.iterations, progress, saved_states[0]["iteration"] if saved_states[0] else 0) \
-            if progress else None
+        bar = ProgressBar(runs[0].config.iterations, progress, done) if progress else None
 
         def stop(index: int, trainer: Trainer = trainer, runs: list[PlannedRun] = runs,
                  bar: ProgressBar | None = bar) -> None:
@@ -140,6 +139,15 @@ def train_experiment(config: TrainConfig | None, directory: Path | str, *, seeds
 
         _train_batch(trainer, [directory for _, directory, _ in batch], saved_states, bar, stop_after, stop)
     return experiment
+
+
+def _one_process(backend: str) -> World:
+    """This process's world; an experiment under torchrun is refused before anything is written."""
+    world = World.from_environment(uses_gpu=environment_placement(backend).on_gpu)
+    if world.size > 1:
+        raise InvalidValueError(f"an experiment under torchrun ({world.size} processes) is not supported yet; "
+                                f"train it in one process (its runs share the device), or each run under torchrun")
+    return world
 
 
 def _batch_label(runs: list[PlannedRun]) -> str:
