@@ -94,8 +94,10 @@ for stage in "$@"; do
         learning)
             "$0" "$out" grid-chase tag-chase tag-evade self-play ;;
         many-runs)  # 16 tag-chase-small runs batched against 16 processes in turn (target: 10x), start-ups included
-            step many-runs 580 python3 benchmarks/many_runs.py --config tag-chase-small --runs 16 --iterations 40 \
-                --results-dir "$out/many_runs" ;;
+            step many-runs 520 python3 benchmarks/many_runs.py --config tag-chase-small --runs 16 --iterations 40 \
+                --results-dir "$out/many_runs"
+            step stacked-networks 60 python3 benchmarks/stacked_networks.py --runs 16 --batch 4096 --hidden 128 \
+                --device cuda ;;
         neighbour-search)
             step neighbour-search 300 python3 benchmarks/neighbour_search.py --results-dir "$out/bench" ;;
         placement)
