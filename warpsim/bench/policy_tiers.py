@@ -2,7 +2,7 @@
 
 * ``sim+policy``: rollouts of T steps: the policies' forward pass and action sampling
   on the device, the actions written into the environment's buffer, the step, and
-  the rollout storage (``Trainer.collect``).
+  the rollout storage (``Collector.collect``).
 * ``train``: whole PPO iterations, rollout and update (``Trainer.iterate``), counting
   the environment steps collected per second of wall time, and the milliseconds each
   iteration's rollout and update took apart (``rollout_ms``, ``update_ms``).

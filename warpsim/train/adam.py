@@ -32,11 +32,7 @@ class RunAdam(torch.optim.Optimizer):
             for parameter in group["params"]:
                 if parameter.grad is None:
                     continue
-                state = self.state[parameter]
-                if not state:
-                    state["step"] = torch.zeros((), dtype=torch.float32, device=parameter.device)
-                    state["exp_avg"] = torch.zeros_like(parameter)
-                    state["exp_avg_sq"] = torch.zeros_like(parameter)
+                state = self._state_of(parameter)
                 step, exp_avg, exp_avg_sq = state["step"], state["exp_avg"], state["exp_avg_sq"]
                 gradient = parameter.grad
                 step += 1
@@ -46,6 +42,15 @@ class RunAdam(torch.optim.Optimizer):
                 step_size = rate / (1 - beta1 ** step)
                 denominator = (exp_avg_sq.sqrt() / (1 - beta2 ** step).sqrt()).add_(EPS)
                 parameter.sub_(step_size * exp_avg / denominator)
+
+    def _state_of(self, parameter: torch.Tensor) -> dict:
+        """The parameter's step count and moments, made (zero) at their first use."""
+        state = self.state[parameter]
+        if not state:
+            state["step"] = torch.zeros((), dtype=torch.float32, device=parameter.device)
+            state["exp_avg"] = torch.zeros_like(parameter)
+            state["exp_avg_sq"] = torch.zeros_like(parameter)
+        return state
 
     def run_state_dict(self, run: int) -> dict:
         """Run ``run``'s part, as torch's Adam over that run's parameters would save it (on the CPU)."""
@@ -75,11 +80,7 @@ class RunAdam(torch.optim.Optimizer):
             entry = saved["state"].get(index)
             if entry is None:
                 continue
-            state = self.state[parameter]
-            if not state:
-                state["step"] = torch.zeros((), dtype=torch.float32, device=parameter.device)
-                state["exp_avg"] = torch.zeros_like(parameter)
-                state["exp_avg_sq"] = torch.zeros_like(parameter)
+            state = self._state_of(parameter)
             for name in ("exp_avg", "exp_avg_sq"):
                 if tuple(entry[name].shape) != tuple(parameter.shape[1:]):
                     raise ValueError(f"parameter {index}'s {name} has shape {tuple(entry[name].shape)}, "

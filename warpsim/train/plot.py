@@ -136,6 +136,11 @@ def plot_runs(run_dirs: list[Path | str], out: Path | str, metric: str | None = 
     axes[1].legend(loc="best", fontsize="small")
     for axis in axes:
         axis.grid(alpha=0.3)
+    return _write_png(plt, figure, out)
+
+
+def _write_png(plt, figure, out: Path) -> Path:
+    """The figure as a PNG at ``out``, written whole (the bytes made in memory first)."""
     figure.tight_layout()
     image = io.BytesIO()
     figure.savefig(image, format="png", dpi=100)
@@ -241,8 +246,4 @@ def plot_experiment(source: Path | str, out: Path | str, metric: str | None = No
     axis.set_title(f"{experiment.path.name}: {len(planned)} runs, {len(settings)} setting(s)")
     axis.legend(loc="best", fontsize="small")
     axis.grid(alpha=0.3)
-    figure.tight_layout()
-    image = io.BytesIO()
-    figure.savefig(image, format="png", dpi=100)
-    plt.close(figure)
-    return write_output(out, image.getvalue(), "plot")
+    return _write_png(plt, figure, out)

@@ -201,7 +201,6 @@ class RunPolicies(nn.Module):
 
     def __init__(self, runs: list[RolePolicies]):
         super().__init__()
-        self.runs = len(runs)
         self.role_names = runs[0].role_names
         self.action_levels = runs[0].action_levels
         self.networks = nn.ModuleList(StackedActorCritic([policies.network(name) for policies in runs])
