@@ -33,6 +33,7 @@ CONFIGS = (
     ("tag_gridworld", "partial", dict(use_full_observation=False)),
     ("tag_gridworld", "full", dict(use_full_observation=True)),
     ("beacon", "default", {}),
+    ("beacon", "continuous", {"continuous_actions": True}),
 )
 """(environment, label, params): the headline's and train-ref's K = 10 with each search (the
 grid and the state the observations read in shared memory; bfloat16 observations; the state

@@ -22,7 +22,7 @@ from warpsim.registry import env_class
 from warpsim.removed import RemovedError
 
 CONFIGURATIONS = {
-    "beacon": [dict(num_agents=3, episode_length=2)],
+    "beacon": [dict(num_agents=3, episode_length=2), dict(num_agents=3, episode_length=2, continuous_actions=True)],
     "tag_continuous": [
         dict(num_taggers=2, num_runners=3, episode_length=2, observe_own_state=True),
         dict(num_taggers=2, num_runners=3, episode_length=2, use_full_observation=False,

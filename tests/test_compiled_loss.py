@@ -31,7 +31,7 @@ def test_the_compiled_loss_gives_the_eager_loss_and_gradients_and_trains_alike(t
     # A minibatch of the trained size at random: the same loss, statistics and gradients. Fused
     # arithmetic rounds differently: float32 sums of 16 terms agree to about 1e-6. One run: a leading
     # dimension of 1.
-    eager = MinibatchLoss(trainer.configs, trainer.env.spec.action_levels, compiled=False, device=trainer.device)
+    eager = MinibatchLoss(trainer.configs, trainer.policies.head, compiled=False, device=trainer.device)
     generator = torch.Generator().manual_seed(1)
     levels = trainer.env.spec.action_levels
     actions = torch.stack([torch.randint(0, level, (16,), generator=generator) for level in levels], 1)

@@ -52,9 +52,9 @@ def test_tag_gridworld_kernels_compile_to_float32_ptx():
 
 
 def test_template_kernels_compile_to_float32_ptx():
-    results = compile_all("beacon", {})
-    assert {r["kernel"] for r in results} == {"advance_clock", "move_and_observe", "reset_beacons",
-                                              "reset_agents", "count_resets"}
+    results = compile_all("beacon", {}) + compile_all("beacon", {"continuous_actions": True})
+    assert {r["kernel"] for r in results} == {"advance_clock", "move_and_observe", "move_and_observe_continuous",
+                                              "reset_beacons", "reset_agents", "count_resets"}
     assert_compiled_as_numpy_rounds(results)
 
 

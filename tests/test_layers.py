@@ -19,7 +19,7 @@ LAYERS = (
     ("helpers", {"errors", "files", "extras", "limits", "removed", "source_commit", "validation"}),
     ("device and drawing", {"device", "spec", "layout", "inputs", "render"}),
     ("the environment", {"binding", "environment", "checked_mode", "graph", "kernels"}),
-    ("what environments are", {"roles", "configs", "registry", "envs"}),
+    ("what environments are", {"roles", "actions", "configs", "registry", "envs"}),
     ("users of environments", {"check", "train", "adapters"}),
     ("benchmarks", {"bench"}),
     ("the front door", {"cli", FACADE}),

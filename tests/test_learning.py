@@ -8,7 +8,10 @@ output: the test log keeps pytest's own lines (``warpsim train --config PRESET``
 import pytest
 
 import warpsim
+from warpsim.envs.template.heuristic import walk_to_beacon
+from warpsim.roles import roles_of
 from warpsim.train.config import build_config
+from warpsim.train.episodes import EpisodeStats
 from warpsim.train.evaluate import Player, evaluate
 from warpsim.train.loop import train
 from warpsim.train.presets import PRESETS
@@ -18,9 +21,19 @@ pytestmark = pytest.mark.slow
 
 def play(config, policies) -> warpsim.train.evaluate.Evaluation:
     env = warpsim.make(config.env, 64, backend="numpy", seed=1234, **config.env_params)
-    player = Player(env, policies, random_roles=("runner",) if policies else (),
-                    stack_observations=config.stack_observations, seed=99)
+    random_roles = tuple(config.opponents) if policies else ()
+    player = Player(env, policies, random_roles=random_roles, stack_observations=config.stack_observations, seed=99)
     return evaluate(player, episodes=400)
+
+
+def heuristic_return(config) -> float:
+    """The mean return of walking straight at the beacon, on the episodes ``play`` plays."""
+    env = warpsim.make(config.env, 64, backend="numpy", seed=1234, **config.env_params)
+    stats = EpisodeStats(env, roles_of(env.spec, env.device), episodes_per_env=400 // 64 + 1)
+    while stats.finished.min() < stats.episodes_per_env:
+        env.step(walk_to_beacon(env))
+        stats.record()
+    return stats.read()["return_walker"]
 
 
 def test_tag_small_taggers_tag_at_least_twice_as_often_as_random_ones(tmp_path):
@@ -38,3 +51,14 @@ def test_taggers_end_games_at_least_one_and_a_half_times_sooner_than_random_ones
     trained, random = play(config, trainer.run_policies()), play(config, None)
     assert random.terminated_fraction < 0.9, "random taggers often run out of time"
     assert 1.5 * trained.episode_length <= random.episode_length, f"trained: {trained}\nrandom: {random}"
+
+
+def test_a_gaussian_policy_walks_to_the_beacon_as_well_as_the_obvious_heuristic(tmp_path):
+    """beacon-continuous: the trained walkers' greedy play earns at least 90% of the return of
+    walking straight at the beacon at full speed (envs/template/heuristic.py), on the same seeds."""
+    config = build_config(PRESETS["beacon-continuous"], {"backend": "numpy"})
+    trainer = train(config, tmp_path, progress=None)
+    trained = play(config, trainer.run_policies())
+    heuristic = heuristic_return(config)
+    assert trained.returns["walker"] >= 0.9 * heuristic, f"trained: {trained}\nheuristic: {heuristic}"
+    assert play(config, None).returns["walker"] < 0.2 * heuristic, "random play does not"

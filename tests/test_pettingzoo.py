@@ -8,12 +8,14 @@ import pytest
 import torch
 
 pytest.importorskip("pettingzoo")
+import gymnasium  # noqa: E402
 from pettingzoo.test import parallel_api_test, parallel_seed_test  # noqa: E402
 
 import warpsim  # noqa: E402
 from ticks_env import Ticks  # noqa: E402
 
 from warpsim.adapters.pettingzoo import WarpsimParallelEnv, parallel_env, parallel_envs  # noqa: E402
+from warpsim.errors import InvalidValueError  # noqa: E402
 
 SMALL = {
     "tag_continuous": dict(num_taggers=2, num_runners=4, grid_length=4.0, episode_length=30,
@@ -328,3 +330,17 @@ def test_bad_views_are_refused():
         parallel_envs(batch)[0].action_space("runner_1")
     with pytest.raises(RuntimeError, match="call reset"):
         parallel_envs(batch)[0].step({})
+
+
+def test_continuous_actions_are_a_box_of_the_bounds_and_pass_the_api_and_seed_tests():
+    penv = parallel_env("beacon", seed=0, num_agents=3, episode_length=12, continuous_actions=True)
+    space = penv.action_space("walker_0")
+    assert isinstance(space, gymnasium.spaces.Box) and space.dtype == np.float32 and space.shape == (2,)
+    assert space.low.tolist() == [-1.0, -1.0] and space.high.tolist() == [1.0, 1.0]
+    strict_api_test(penv)
+    parallel_seed_test(lambda: parallel_env("beacon", num_agents=3, episode_length=12, continuous_actions=True),
+                       num_cycles=50)
+    penv.reset(seed=1)
+    with pytest.raises(InvalidValueError, match=r"action array\(\[2\., 0\.\].*walker_1 is not in its action space"):
+        penv.step({"walker_0": np.zeros(2, np.float32), "walker_1": np.array([2.0, 0.0], np.float32),
+                   "walker_2": np.zeros(2, np.float32)})

@@ -13,6 +13,7 @@ from warpsim.errors import InvalidValueError, RunFileError
 from warpsim.train import TrainConfig, Trainer, checkpoint
 from warpsim.train.config import build_saved_config
 from warpsim.train.loop import train
+from warpsim.train.action_heads import CategoricalHeads
 from warpsim.train.policy import ActorCritic
 from warpsim.train.ppo import explained_variance
 from warpsim.train.schedule import KL_FACTOR, LearningRates
@@ -71,7 +72,7 @@ def test_the_critic_learns_normalised_returns_and_reports_them_in_return_units()
 # ----- actor and critic -----------------------------------------------------------------
 @pytest.mark.parametrize("shared", [False, True])
 def test_the_value_loss_reaches_the_policy_only_through_a_shared_trunk(shared):
-    network = ActorCritic(6, (3, 4), 8, 2, shared_trunk=shared)
+    network = ActorCritic(6, CategoricalHeads((3, 4)), 8, 2, shared_trunk=shared)
     _, value = network(torch.randn(5, 6))
     value.square().sum().backward()
     policy_side = [p.grad for p in [*network.trunk.parameters(), *network.policy_head.parameters()]]

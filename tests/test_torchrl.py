@@ -11,6 +11,7 @@ import torch
 pytest.importorskip("torchrl")
 from helpers import KERNEL_TARGETS, require_target  # noqa: E402
 from ticks_env import Ticks  # noqa: E402
+from torchrl.data import Bounded  # noqa: E402
 from torchrl.envs.utils import check_env_specs, step_mdp  # noqa: E402
 
 import warpsim  # noqa: E402
@@ -164,3 +165,15 @@ def test_kernels_run_behind_the_adapter(target):
     assert all(tensor.device == env.env.observations.device for tensor in data.values(True, True))
     check_env_specs(env)
     check_rollout_across_episode_ends(env, steps=2 * EPISODE_LENGTH + 1)
+
+
+def test_continuous_actions_are_bounded_and_pass_check_env_specs():
+    env = TorchRLEnv(warpsim.make("beacon", 3, backend="numpy", num_agents=2, episode_length=4,
+                                  continuous_actions=True))
+    spec = env.full_action_spec["walker", "action"]
+    assert isinstance(spec, Bounded) and spec.dtype == torch.float32 and tuple(spec.shape) == (3, 2, 2)
+    assert (spec.space.low == -1).all() and (spec.space.high == 1).all()
+    check_env_specs(env, break_when_any_done="both")
+    data = env.rollout(5, break_when_any_done=False)
+    assert data["walker", "action"].dtype == torch.float32
+    assert ((data["walker", "action"] >= -1) & (data["walker", "action"] <= 1)).all()

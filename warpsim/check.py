@@ -175,7 +175,16 @@ def check(env: str | type[Environment], num_envs: int = 2, steps: int | None = N
     dims = {**BASE_ARRAY_DIMS, **{array.name: array.dims for array in kernels.spec.state}}
     axes = {name: tuple(AXIS_NAMES.get(dim, "element") for dim in dims[name]) for name in names}
     rng = np.random.default_rng(seed)
-    levels = np.array(kernels.spec.action_levels)
+    spec = kernels.spec
+    bounds = np.array(spec.action_bounds, np.float32).reshape(-1, 2)
+
+    def random_actions() -> np.ndarray:
+        """Indices uniform over each component's levels, or values uniform in its bounds."""
+        shape = tuple(kernels.actions.shape)
+        if spec.continuous:
+            return rng.uniform(bounds[:, 0], bounds[:, 1], size=shape).astype(np.float32)
+        return rng.integers(0, np.array(spec.action_levels), size=shape, dtype=np.int32)
+
     values_per_step = sum(_arrays(kernels)[name].size for name in names)
     near_ties: list[Mismatch] = []
     probe = _NearTieProbe(cls, num_envs, seed, params, rtol, atol)
@@ -191,7 +200,7 @@ def check(env: str | type[Environment], num_envs: int = 2, steps: int | None = N
     episodes_ended = 0
     for step in range(steps + 1):
         if step > 0:
-            actions = rng.integers(0, levels, size=tuple(kernels.actions.shape), dtype=np.int32)
+            actions = random_actions()
             before = {name: array.copy() for name, array in _arrays(reference).items()}
             reference.step(actions)
             kernels.step(actions)

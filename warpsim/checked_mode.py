@@ -1,4 +1,7 @@
-"""Checked mode: action indices in range and a valid state, without a host read per GPU step.
+"""Checked mode: actions in range and a valid state, without a host read per GPU step.
+
+An action index must be within its component's levels; a continuous action finite and
+within its component's bounds (the step would clamp it: checked mode refuses it instead).
 
 Actions given from the host to ``step(actions)`` are checked on the host before they are
 copied in. What is already in the environment's memory (actions written in place, a tensor
@@ -27,7 +30,8 @@ class CheckedMode:
     spec: EnvSpec
     state: ArrayNamespace
     checked: bool
-    _action_levels: torch.Tensor
+    _action_limits: torch.Tensor
+    display_name: str
     _bad_actions_seen: torch.Tensor
     _steps_since_check: int
     _check_every: int
@@ -49,16 +53,26 @@ class CheckedMode:
 
     def _bad_actions(self, actions: torch.Tensor) -> torch.Tensor:
         # .to: actions given from the host are checked on the host, before they are copied over
-        return (actions < 0) | (actions >= self._action_levels.to(actions.device))
+        low, high = self._action_limits.to(actions.device)
+        if self.spec.continuous:
+            return ~((actions >= low) & (actions <= high))  # NaN fails both comparisons
+        return (actions < low) | (actions >= high)
 
     def _check_host_actions(self, actions: torch.Tensor) -> None:
-        """Checked mode, actions on the host: refused at once, naming the first bad index."""
+        """Checked mode, actions on the host: refused at once, naming the first bad value."""
         bad = self._bad_actions(actions)
         if bool(bad.any()):
             env, agent, component = (int(i) for i in bad.nonzero()[0])
-            value = int(actions[env, agent, component])
+            value = actions[env, agent, component]
+            if self.spec.continuous:
+                low, high = self.spec.action_bounds[component]
+                # NumPy's shortest text of the value in its own precision: -1.0001, not -1.000100016593933
+                shown = value.to(torch.float64 if value.dtype == torch.float64 else torch.float32).numpy()
+                raise InvalidValueError(
+                    f"{self.display_name}: action {shown!s} of component {component} (env {env}, agent {agent}) is "
+                    f"not allowed; allowed: a finite value in [{low:g}, {high:g}]")
             raise InvalidValueError(
-                f"action index {value} of component {component} (env {env}, agent {agent}) is out "
+                f"action index {int(value)} of component {component} (env {env}, agent {agent}) is out "
                 f"of range; allowed: 0..{self.spec.action_levels[component] - 1}")
 
     def _check_device_actions(self, actions: torch.Tensor) -> None:
@@ -95,11 +109,18 @@ class CheckedMode:
             return
         if bool(flags[0]):
             self._bad_actions_seen.zero_()
-            allowed = ", ".join(f"component {k}: 0..{levels - 1}" for k, levels in enumerate(self.spec.action_levels))
+            if self.spec.continuous:
+                allowed = ", ".join(f"component {k}: [{low:g}, {high:g}]"
+                                    for k, (low, high) in enumerate(self.spec.action_bounds))
+                what = "an action outside its bounds, NaN or inf"
+            else:
+                allowed = ", ".join(f"component {k}: 0..{levels - 1}"
+                                    for k, levels in enumerate(self.spec.action_levels))
+                what = "an action index out of range"
             raise InvalidValueError(
-                f"an action index out of range reached env.actions on the device within the last {steps} step(s) "
-                f"(the kernels clamped it to the nearest valid index); allowed: {allowed}. Actions given from "
-                f"the host to step(actions) are checked at once; set env.check_every = 1 to find the step")
+                f"{what} reached env.actions on the device within the last {steps} step(s) (the step clamped it "
+                f"to the nearest valid value); allowed: {allowed}. Actions given from the host to step(actions) are "
+                f"checked at once; set env.check_every = 1 to find the step")
         self.validate_state()
 
     @functools.cached_property

@@ -140,7 +140,11 @@ class Environment(CheckedMode):
         self.scratch = ArrayNamespace({name: kernel_view(tensor)
                                        for name, tensor in zip(scratch_sizes, self._scratch_tensors)})
         """The kernels' working arrays declared in ``EnvSpec.scratch``, as kernel views."""
-        self._action_levels = torch.tensor(self.spec.action_levels, dtype=torch.int32, device=device_)
+        self._action_limits = (torch.tensor(self.spec.action_bounds, dtype=torch.float32, device=device_).T
+                               if self.spec.continuous else
+                               torch.tensor([[0] * self.spec.action_size, self.spec.action_levels], dtype=torch.int32,
+                                            device=device_))
+        """[2, A]: each component's low and high bound (continuous), or 0 and its number of levels."""
         self._every_env = torch.ones(self.num_envs, dtype=torch.bool, device=device_)
         self.every_env = kernel_view(self._every_env)
         """bool[E], all True: the mask for kernels that concern every environment."""
@@ -447,6 +451,18 @@ class Environment(CheckedMode):
         if tuple(actions.shape) != tuple(self.actions.shape):
             raise InvalidValueError(f"actions have shape {tuple(actions.shape)}; expected "
                              f"{tuple(self.actions.shape)} (num_envs, num_agents, action components)")
+        if self.spec.continuous:
+            if not actions.dtype.is_floating_point:
+                raise InvalidTypeError(f"actions have dtype {actions.dtype}; {self.display_name}'s actions are "
+                                       f"continuous: give floating-point values (float32 is stored, float64 "
+                                       f"converted)")
+            if self.checked and actions.device.type == "cpu":
+                self._check_host_actions(actions)  # before rounding to float32, which could round onto a bound
+            actions = actions.to(self.device)
+            if self.checked and actions.device.type != "cpu":
+                self._check_device_actions(actions)
+            self.actions.copy_(actions)
+            return
         if actions.dtype.is_floating_point or actions.dtype.is_complex or actions.dtype == torch.bool:
             raise InvalidTypeError(f"actions have dtype {actions.dtype}; expected an integer dtype (int32 is stored)")
         if self.checked and actions.device.type == "cpu":

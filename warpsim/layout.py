@@ -28,12 +28,13 @@ def array_shapes(owner: str, spec: EnvSpec, num_envs: int) -> Shapes:
     """The buffers every environment has and the state arrays ``spec`` declares, for ``num_envs``
     environments; a declaration that cannot be allocated raises InvalidValueError naming ``owner``."""
     e, n = num_envs, spec.num_agents
+    check_actions(owner, spec)
     if spec.observation_dtype not in OBSERVATION_DTYPES:
         raise InvalidValueError(f"{owner} declares observation_dtype={spec.observation_dtype!r}; "
                                 f"allowed: {', '.join(OBSERVATION_DTYPES)}")
     shapes: Shapes = {
         "observations": ((e, n, spec.observation_size), getattr(torch, spec.observation_dtype)),
-        "actions": ((e, n, len(spec.action_levels)), torch.int32),
+        "actions": ((e, n, spec.action_size), torch.float32 if spec.continuous else torch.int32),
         "rewards": ((e, n), torch.float32),
         "done": ((e,), torch.bool),
         "terminated": ((e,), torch.bool),
@@ -51,6 +52,29 @@ def array_shapes(owner: str, spec: EnvSpec, num_envs: int) -> Shapes:
             raise InvalidValueError(f"{owner} names {name!r} as a counter; a counter must be "
                                     f"one of its state arrays with dtype int32 and dims ('E',)")
     return shapes
+
+
+def check_actions(owner: str, spec: EnvSpec) -> None:
+    """One kind of actions, declared as the spec documents it: levels >= 1, or finite bounds with low < high."""
+    levels, bounds = spec.action_levels, spec.action_bounds
+    if bool(levels) == bool(bounds):
+        given = "both" if levels else "neither"
+        raise InvalidValueError(f"{owner} declares {given} action_levels and action_bounds; declare one: "
+                                f"action_levels=(5,) for discrete actions, action_bounds=((-1.0, 1.0),) for "
+                                f"continuous ones")
+    for k, level in enumerate(levels):
+        if isinstance(level, bool) or not isinstance(level, (int, np.integer)) or level < 1:
+            raise InvalidValueError(f"{owner} declares action_levels[{k}] = {level!r}; give an integer >= 1")
+    for k, pair in enumerate(bounds):
+        if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and all(
+                isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) for v in pair)):
+            raise InvalidValueError(f"{owner} declares action_bounds[{k}] = {pair!r}; give a pair (low, high) of "
+                                    f"numbers, e.g. (-1.0, 1.0)")
+        low, high = (float(v) for v in pair)
+        largest = float(np.finfo(np.float32).max)
+        if not (math.isfinite(low) and math.isfinite(high) and -largest <= low < high <= largest):
+            raise InvalidValueError(f"{owner} declares action_bounds[{k}] = {pair!r}; give finite float32 bounds "
+                                    f"with low < high")
 
 
 def scratch_shapes(owner: str, spec: EnvSpec, num_envs: int, taken: Shapes) -> Shapes:

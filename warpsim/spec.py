@@ -38,8 +38,16 @@ class StateArray:
 class EnvSpec:
     """What an environment is made of, for given parameters.
 
-    ``action_levels[k]`` is the number of choices of action component k: a valid
-    index is in ``[0, action_levels[k] - 1]``. ``agent_roles[i]`` indexes
+    Actions are discrete or continuous, one of the two:
+
+    - ``action_levels[k]`` is the number of choices of action component k: actions are
+      int32[E, N, len(action_levels)], a valid index in ``[0, action_levels[k] - 1]``;
+    - ``action_bounds[k]`` is the closed range ``(low, high)`` of continuous component k
+      (``action_levels`` left empty): actions are float32[E, N, len(action_bounds)]. A
+      value outside its range is clamped to it by the step (the NumPy reference and the
+      kernels alike); checked mode refuses it, and NaN and inf, instead.
+
+    ``agent_roles[i]`` indexes
     ``role_names``; agents of one role share a policy in the trainer.
     ``counters`` names int32[E] state arrays that count events (tags, goals, ...)
     since the environment was made, across resets: the trainer and ``warpsim
@@ -71,6 +79,17 @@ class EnvSpec:
     distance_evaluations_per_step: int | None = None
     scratch: tuple[StateArray, ...] = ()
     observation_dtype: str = "float32"
+    action_bounds: tuple[tuple[float, float], ...] = ()
+
+    @property
+    def continuous(self) -> bool:
+        """Whether the actions are continuous (``action_bounds``) rather than indices (``action_levels``)."""
+        return bool(self.action_bounds)
+
+    @property
+    def action_size(self) -> int:
+        """A, the action components of an agent."""
+        return len(self.action_bounds) if self.continuous else len(self.action_levels)
 
 
 @dataclass(frozen=True)

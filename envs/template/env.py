@@ -13,7 +13,8 @@ from warpsim.envs.template.params import BeaconParams
 class Beacon(Environment):
     """Agents walk to their environment's beacon; each step within reach earns 1.
 
-    Actions int32[E, N, 1]: 0 stay, 1 +x, 2 -x, 3 +y, 4 -y.
+    Actions int32[E, N, 1]: 0 stay, 1 +x, 2 -x, 3 +y, 4 -y. With ``continuous_actions``,
+    float32[E, N, 2]: a velocity (vx, vy) in [-1, 1]^2, clamped to it, times the step size.
     Observations float32[E, N, 3]: offset to the beacon / L (x, y) and t / T.
     """
 
@@ -27,7 +28,8 @@ class Beacon(Environment):
             # Required:
             num_agents=p.num_agents,
             observation_size=3,
-            action_levels=(5,),
+            action_levels=() if p.continuous_actions else (5,),
+            action_bounds=((-1.0, 1.0), (-1.0, 1.0)) if p.continuous_actions else (),  # or continuous: (low, high)
             state=(
                 StateArray("pos_x", np.float32, ("E", "N"), "x position in [0, L]", arena),
                 StateArray("pos_y", np.float32, ("E", "N"), "y position in [0, L]", arena),
@@ -60,7 +62,8 @@ class Beacon(Environment):
 
     def step_cuda(self) -> None:
         self.advance_clock()
-        self.run(kernels.move_and_observe, per="agent")
+        move = kernels.move_and_observe_continuous if self.params.continuous_actions else kernels.move_and_observe
+        self.run(move, per="agent")
 
     def advance_clock(self) -> None:
         """t += 1 and the done flags; its own method so a subclass can swap the kernel (cuda_c.py)."""

@@ -9,6 +9,7 @@ import numpy as np
 from numba import cuda
 
 from warpsim.envs.template.params import DRAWS_PER_AGENT
+from warpsim.kernels.actions import clamp_device
 from warpsim.kernels.indexing import agent_of_thread
 from warpsim.kernels.random import reset_uniform_device
 from warpsim.kernels.rounding import add, mul, squared_distance
@@ -43,6 +44,29 @@ def move_and_observe(actions, moves_x, moves_y, step_size, grid_length, reach_ra
     move = min(max(actions[e, i, 0], 0), moves_x.shape[0] - 1)
     x = min(max(add(pos_x[e, i], mul(moves_x[move], step_size)), ZERO), grid_length)
     y = min(max(add(pos_y[e, i], mul(moves_y[move], step_size)), ZERO), grid_length)
+    pos_x[e, i] = x
+    pos_y[e, i] = y
+    rewards[e, i] = ONE if squared_distance(beacon_x[e] - x, beacon_y[e] - y) < reach_radius_squared else ZERO
+    write_observation(e, i, grid_length, episode_length, beacon_x, beacon_y, t, pos_x, pos_y, observations)
+
+
+@cuda.jit
+def move_and_observe_continuous(actions, step_size, grid_length, reach_radius_squared, episode_length, beacon_x,
+                                beacon_y, t, pos_x, pos_y, rewards, observations):
+    """``move_and_observe`` with each agent's action a velocity in [-1, 1]^2 (clamped to it).
+
+    actions float32[E, N, 2]; step_size, grid_length, reach_radius_squared float32;
+    episode_length int32; beacon_x, beacon_y float32[E]; t int32[E]; pos_x, pos_y float32[E, N];
+    rewards float32[E, N]; observations float32[E, N, 3].
+    """
+    num_envs, n = pos_x.shape
+    e, i = agent_of_thread(n)
+    if e >= num_envs:
+        return
+    move_x = clamp_device(actions[e, i, 0], -ONE, ONE)
+    move_y = clamp_device(actions[e, i, 1], -ONE, ONE)
+    x = min(max(add(pos_x[e, i], mul(move_x, step_size)), ZERO), grid_length)
+    y = min(max(add(pos_y[e, i], mul(move_y, step_size)), ZERO), grid_length)
     pos_x[e, i] = x
     pos_y[e, i] = y
     rewards[e, i] = ONE if squared_distance(beacon_x[e] - x, beacon_y[e] - y) < reach_radius_squared else ZERO

@@ -3,6 +3,7 @@
 import numpy as np
 
 from warpsim.envs.template.params import DRAWS_PER_AGENT
+from warpsim.kernels.actions import clamp
 from warpsim.kernels.random import reset_uniform
 
 MOVES_X = np.array([0, 1, -1, 0, 0], np.float32)
@@ -27,10 +28,14 @@ def step(v, p):
     """Clock, moves, rewards, done, then observations of every environment."""
     v.t[:] += 1
     v.done[:] = v.t >= p.episode_length
-    move = np.clip(v.actions[:, :, 0], 0, len(MOVES_X) - 1)
+    if p.continuous_actions:  # a velocity in [-1, 1]^2, clamped to it
+        move_x, move_y = clamp(v.actions[:, :, 0], -1, 1), clamp(v.actions[:, :, 1], -1, 1)
+    else:
+        move = np.clip(v.actions[:, :, 0], 0, len(MOVES_X) - 1)
+        move_x, move_y = MOVES_X[move], MOVES_Y[move]
     step_size, length = np.float32(p.step_size), np.float32(p.grid_length)
-    v.pos_x[:] = np.minimum(np.maximum(v.pos_x + MOVES_X[move] * step_size, 0), length)
-    v.pos_y[:] = np.minimum(np.maximum(v.pos_y + MOVES_Y[move] * step_size, 0), length)
+    v.pos_x[:] = np.minimum(np.maximum(v.pos_x + move_x * step_size, 0), length)
+    v.pos_y[:] = np.minimum(np.maximum(v.pos_y + move_y * step_size, 0), length)
     dx = v.beacon_x[:, None] - v.pos_x
     dy = v.beacon_y[:, None] - v.pos_y
     reached = dx * dx + dy * dy < np.float32(p.reach_radius) ** 2

@@ -62,6 +62,15 @@ def agent_names(spec: EnvSpec) -> list[str]:
     return names
 
 
+def _action_space(spec: EnvSpec) -> spaces.Discrete | spaces.MultiDiscrete | spaces.Box:
+    """An agent's action space: Discrete (one component) or MultiDiscrete, or a float32 Box of the bounds."""
+    if spec.continuous:
+        bounds = np.array(spec.action_bounds, np.float32)
+        return spaces.Box(bounds[:, 0], bounds[:, 1], (spec.action_size,), np.float32)
+    levels = spec.action_levels
+    return spaces.Discrete(levels[0]) if len(levels) == 1 else spaces.MultiDiscrete(list(levels))
+
+
 class WarpsimParallelEnv(ParallelEnv):
     """Environment ``index`` of the warpsim batch ``env`` as a PettingZoo ``ParallelEnv``.
 
@@ -92,14 +101,11 @@ class WarpsimParallelEnv(ParallelEnv):
         self.possible_agents = agent_names(env.spec)
         self.agents: list[str] = []
         self._agent_ids = {name: i for i, name in enumerate(self.possible_agents)}
-        levels = env.spec.action_levels
         # one space object per agent, as PettingZoo asks: seeding one must not seed another
         self._observation_spaces = {
             name: spaces.Box(-np.inf, np.inf, (env.spec.observation_size,), np.float32)
             for name in self.possible_agents}
-        self._action_spaces = {
-            name: spaces.Discrete(levels[0]) if len(levels) == 1 else spaces.MultiDiscrete(list(levels))
-            for name in self.possible_agents}
+        self._action_spaces = {name: _action_space(env.spec) for name in self.possible_agents}
         self._restart_stream_from: np.uint64 | None = env.seed
         self._seed = env.seed
         self._canvas: FrameCanvas | None = None
@@ -107,7 +113,7 @@ class WarpsimParallelEnv(ParallelEnv):
     def observation_space(self, agent: str) -> spaces.Box:
         return self._observation_spaces[self._checked_name(agent)]
 
-    def action_space(self, agent: str) -> spaces.Discrete | spaces.MultiDiscrete:
+    def action_space(self, agent: str) -> spaces.Discrete | spaces.MultiDiscrete | spaces.Box:
         return self._action_spaces[self._checked_name(agent)]
 
     def reset(self, seed: int | None = None,
@@ -171,7 +177,8 @@ class WarpsimParallelEnv(ParallelEnv):
         return agent
 
     def _action_rows(self, actions: dict[str, Any]) -> np.ndarray:
-        """int32[N, A]: the actions of the live agents; 0 ('no change' or 'stay') for the rest."""
+        """[N, A]: the actions of the live agents; for the rest 0 ('no change' or 'stay'), within the bounds of
+        continuous actions."""
         unknown = [name for name in actions if name not in self._agent_ids]
         if unknown:
             raise InvalidValueError(f"actions for unknown agent(s) {', '.join(map(repr, unknown))}; "
@@ -180,7 +187,12 @@ class WarpsimParallelEnv(ParallelEnv):
         if missing:
             raise InvalidValueError(f"no action for live agent(s) {', '.join(missing)}; give one for every agent "
                              f"in agents")
-        rows = np.zeros((self.env.num_agents, len(self.env.spec.action_levels)), np.int32)
+        spec = self.env.spec
+        if spec.continuous:
+            bounds = np.array(spec.action_bounds, np.float32)
+            rows = np.tile(np.clip(0, bounds[:, 0], bounds[:, 1]), (self.env.num_agents, 1)).astype(np.float32)
+        else:
+            rows = np.zeros((self.env.num_agents, spec.action_size), np.int32)
         for name in self.agents:
             space = self._action_spaces[name]
             if not space.contains(actions[name]):

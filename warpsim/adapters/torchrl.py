@@ -5,7 +5,8 @@ name, n_G its number of agents, D the observation size and A the action componen
 
 * ``(G, "observation")``  float32[E, n_G, D] (bfloat16 where ``EnvSpec.observation_dtype`` says so)
 * ``(G, "action")``       int32[E, n_G] (``Categorical``) when A == 1, else
-  int32[E, n_G, A] (``MultiCategorical``, one index per component)
+  int32[E, n_G, A] (``MultiCategorical``, one index per component); continuous actions
+  (``EnvSpec.action_bounds``) float32[E, n_G, A] (``Bounded`` by each component's bounds)
 * ``(G, "reward")``       float32[E, n_G, 1]
 * ``"done"``, ``"terminated"``, ``"truncated"``  bool[E, 1], per environment
 
@@ -30,7 +31,7 @@ from warpsim.roles import Role, roles_of
 
 try:
     from tensordict import TensorDict, TensorDictBase
-    from torchrl.data import Categorical, Composite, MultiCategorical, Unbounded
+    from torchrl.data import Bounded, Categorical, Composite, MultiCategorical, Unbounded
     from torchrl.envs import EnvBase
 except ImportError as error:
     raise ImportError(f"the TorchRL adapter needs torchrl: {install_hint('torchrl')}") from error
@@ -67,6 +68,10 @@ class TorchRLEnv(EnvBase):
             return Composite(entries, shape=(e, n), device=device)
 
         def action(n: int):
+            if spec.continuous:
+                low, high = torch.tensor(spec.action_bounds, dtype=torch.float32).T
+                return Bounded(low.expand(e, n, -1), high.expand(e, n, -1), shape=(e, n, spec.action_size),
+                               dtype=torch.float32, device=device)
             if len(levels) == 1:
                 return Categorical(levels[0], shape=(e, n), dtype=torch.int32, device=device)
             return MultiCategorical(levels, shape=(e, n, len(levels)), dtype=torch.int32, device=device)
@@ -88,7 +93,8 @@ class TorchRLEnv(EnvBase):
         env = self.env
         for role in self.roles:
             action = tensordict.get((role.name, "action"))
-            role.write(env.actions, action.unsqueeze(-1) if len(env.spec.action_levels) == 1 else action)
+            one_index = not env.spec.continuous and env.spec.action_size == 1  # Categorical drops the component
+            role.write(env.actions, action.unsqueeze(-1) if one_index else action)
         env.step(auto_reset=False)
         done = env.done.unsqueeze(-1)
         terminated = env.terminated.unsqueeze(-1)

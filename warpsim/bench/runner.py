@@ -31,6 +31,7 @@ from pathlib import Path
 
 import torch
 
+from warpsim.actions import RandomActions
 from warpsim.bench.floor import UNKNOWN, floor_fields
 from warpsim.configs import BenchConfig
 from warpsim.device import THREADS_PER_BLOCK, cuda_driver_version, device_name, resolve_placement, simulator_enabled
@@ -155,10 +156,8 @@ def _seconds_per_step(config: BenchConfig, num_envs: int, backend: str, seed: in
 def _ready_env(config: BenchConfig, num_envs: int, backend: str, seed: int) -> Environment:
     """The environment with random actions in its action buffer, stepped once (kernels compiled)."""
     env = make(config.env, num_envs, backend=backend, seed=seed, checked=False, **config.params)
-    levels = torch.tensor(env.spec.action_levels, device=env.device)
     generator = torch.Generator(device=env.device).manual_seed(seed)
-    random = torch.rand(env.actions.shape, device=env.device, generator=generator)
-    env.actions.copy_((random * levels).to(torch.int32))
+    env.actions.copy_(RandomActions(env.spec, env.device)(tuple(env.actions.shape[:2]), generator))
     env.step()
     synchronize(env)
     return env

@@ -16,10 +16,12 @@ FILE_NAME = "checkpoint.pt"
 
 
 def signature(env: Environment) -> dict:
-    """What a policy's shapes depend on: the environment, its observation and action sizes, its roles."""
+    """What a policy's shapes depend on: the environment, its observation size, its actions (levels,
+    or the bounds of continuous ones), its roles."""
     spec = env.spec
+    continuous = {"action_bounds": [list(pair) for pair in spec.action_bounds]} if spec.continuous else {}
     return {"env": env.name, "observation_size": spec.observation_size,
-            "action_levels": list(spec.action_levels), "role_names": list(spec.role_names)}
+            "action_levels": list(spec.action_levels), "role_names": list(spec.role_names), **continuous}
 
 
 REQUIRED_KEYS = ("signature", "config", "policies")

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from warpsim.actions import RandomActions
 from warpsim.environment import Environment
 from warpsim.roles import Role
 from warpsim.train.episodes import EpisodeStats
@@ -70,7 +71,7 @@ class Collector:
         self.hybrid = self.device != self.envs[0].device
         self.step_actions = [torch.zeros_like(env.actions, device=self.device) if self.hybrid else env.actions
                              for env in self.envs]
-        self.levels = torch.tensor(self.envs[0].spec.action_levels, device=self.device)
+        self.random_actions = RandomActions(self.envs[0].spec, self.device)
 
     @torch.no_grad()
     def collect(self) -> list[torch.Tensor]:
@@ -91,7 +92,7 @@ class Collector:
                     stored.log_probs[:, t].copy_(log_probs.view(stored.log_probs[:, t].shape))
                     stored.values[:, t].copy_(values.view(stored.values[:, t].shape))
                     stored.actions[:, t].copy_(actions)
-                for run_actions, run_step_actions in zip(actions, self.step_actions):
+                for run_actions, run_step_actions in zip(self.policies.head.to_env(actions), self.step_actions):
                     self.policy_roles[role.name].write(run_step_actions, run_actions)
             self._step(self.random_roles)
             for run, env in enumerate(self.envs):
@@ -125,8 +126,8 @@ class Collector:
     def _step(self, random_roles: list[Role]) -> None:
         """Draws ``random_roles``' actions, hands the step's actions to the environments and steps them."""
         for env, stack, actions, generator in zip(self.envs, self.inputs, self.step_actions, self.generators):
-            write_random_actions([self.policy_roles[role.name] for role in random_roles], actions, self.levels,
-                                 generator)
+            write_random_actions([self.policy_roles[role.name] for role in random_roles], actions,
+                                 self.random_actions, generator)
             if self.hybrid:
                 env.actions.copy_(actions)  # the step's one copy back
             env.step()

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import torch
 
+from warpsim.actions import RandomActions
 from warpsim.device import device_name
 from warpsim.environment import Environment
 from warpsim.errors import InvalidValueError, WarpsimError
@@ -211,7 +212,7 @@ class Player:
         self.greedy = greedy
         self.inputs = ObservationStack(env, stack_observations)
         self.generator = torch.Generator(env.device).manual_seed(seed)
-        self.levels = torch.tensor(env.spec.action_levels, device=env.device)
+        self.random_actions = RandomActions(env.spec, env.device)
 
     def reset(self) -> None:
         self.env.reset()
@@ -226,8 +227,8 @@ class Player:
             acted = self.policies.act([role.of(inputs).flatten(0, 1) for role in self.acting],
                                       [role.name for role in self.acting], self.generator, greedy=self.greedy)
             for role, (actions, _, _) in zip(self.acting, acted):
-                role.write(env.actions, actions.view(env.num_envs, role.count, -1))
-        write_random_actions(self.random, env.actions, self.levels, self.generator)
+                role.write(env.actions, self.policies.head.to_env(actions).view(env.num_envs, role.count, -1))
+        write_random_actions(self.random, env.actions, self.random_actions, self.generator)
         env.step()
         self.inputs.stepped()
 

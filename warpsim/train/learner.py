@@ -74,7 +74,7 @@ class Learner:
         # so that a graph can capture the step.
         self.optimizer = RunAdam([{"params": list(network.parameters()), "lr": self.learning_rates.rates[:, index]}
                                   for index, network in enumerate(networks)])
-        self.loss = MinibatchLoss(configs, self.policies.action_levels, compiled=configs[0].compile_loss,
+        self.loss = MinibatchLoss(configs, self.policies.head, compiled=configs[0].compile_loss,
                                   device=device)
         """One learning role's loss on a minibatch, eager or compiled (``config.compile_loss``)."""
         self.nonfinite = torch.zeros(runs, dtype=torch.bool, device=device)

@@ -22,6 +22,7 @@ import torch
 
 from warpsim.errors import UnavailableError
 from warpsim.train import ppo
+from warpsim.train.action_heads import ActionHead
 from warpsim.train.config import TrainConfig
 from warpsim.train.rollout import Samples
 from warpsim.train.runs import per_run
@@ -34,15 +35,14 @@ class MinibatchLoss:
     """``loss(total, logits, value, batch)`` adds one role's loss on ``batch`` to ``total``.
 
     total float32[R]: each run's loss of the roles before this one (zero for the first).
-    logits float[R, B, sum(action_levels)], value float[R, B]: the role's networks on the
+    policy float[R, B, head.size], value float[R, B]: the role's networks on the
     minibatch, in the networks' precision. batch: the role's Samples of the minibatch.
     Returns (total + policy loss + value_coef x value loss - entropy_coef x entropy,
     float32[R, 6]: the ``STATS``), each run with its config's coefficients.
     """
 
-    def __init__(self, configs: list[TrainConfig], action_levels: tuple[int, ...], compiled: bool,
-                 device: torch.device):
-        self.action_levels = action_levels
+    def __init__(self, configs: list[TrainConfig], head: ActionHead, compiled: bool, device: torch.device):
+        self.head = head
         self.compiled = compiled
         self.compile_seconds = 0.0
         """Seconds ``compile_for`` spent compiling (0 when eager)."""
@@ -55,9 +55,8 @@ class MinibatchLoss:
         def role_loss(logits: torch.Tensor, value: torch.Tensor, actions: torch.Tensor, old_log_probs: torch.Tensor,
                       old_values: torch.Tensor, advantages: torch.Tensor,
                       returns: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-            heads = ppo.split_heads(logits, action_levels)
-            new_log_prob = ppo.log_prob(heads, actions)
-            entropy = ppo.entropy(heads).mean(-1)
+            new_log_prob = head.log_prob(logits, actions)
+            entropy = head.entropy(logits).mean(-1)
             if normalize:
                 advantages = ppo.normalize(advantages)
             policy_loss, ratio = ppo.policy_loss(new_log_prob, old_log_probs, advantages, clip)
@@ -91,13 +90,13 @@ class MinibatchLoss:
         # torch.tensor_split's minibatches: n // m samples, and one more in the first n % m of them.
         m = minibatches
         sizes = {n // m + extra for n in samples for extra in ((0, 1) if n % m else (0,))}
-        outputs, actions, runs = sum(self.action_levels), len(self.action_levels), len(self.value_coef)
+        head, runs = self.head, len(self.value_coef)
         started = time.perf_counter()
         try:
             for size in sorted(sizes):
-                logits = torch.zeros(runs, size, outputs, dtype=dtype, device=device, requires_grad=True)
+                logits = torch.zeros(runs, size, head.size, dtype=dtype, device=device, requires_grad=True)
                 value = torch.zeros(runs, size, dtype=dtype, device=device, requires_grad=True)
-                taken = torch.zeros(runs, size, actions, dtype=torch.int32, device=device)
+                taken = torch.zeros(runs, size, head.action_size, dtype=head.action_dtype, device=device)
                 # log-probs, values, advantages, returns
                 floats = [torch.zeros(runs, size, device=device) for _ in range(4)]
                 policy_loss, value_loss, entropy, _ = self._function(logits, value, taken, *floats)

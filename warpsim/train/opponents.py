@@ -13,6 +13,7 @@ from pathlib import Path
 
 import torch
 
+from warpsim.actions import RandomActions
 from warpsim.environment import Environment
 from warpsim.errors import InvalidValueError, RunFileError
 from warpsim.roles import Role
@@ -83,14 +84,8 @@ def frozen_network_state(role: str, kind: str, env: Environment, role_names: lis
     return {key[len(prefix):]: value for key, value in saved["policies"].items() if key.startswith(prefix)}
 
 
-def write_random_actions(roles: list[Role], actions: torch.Tensor, levels: torch.Tensor,
+def write_random_actions(roles: list[Role], actions: torch.Tensor, random_actions: RandomActions,
                          generator: torch.Generator) -> None:
-    """Writes uniformly random actions of every role of ``roles`` into ``actions`` int32[E, N, A], in order."""
+    """Writes uniformly random actions of every role of ``roles`` into ``actions`` [E, N, A], in order."""
     for role in roles:
-        role.write(actions, random_actions(levels, actions.shape[0], role.count, generator))
-
-
-def random_actions(levels: torch.Tensor, num_envs: int, count: int, generator: torch.Generator) -> torch.Tensor:
-    """int32[E, count, A]: each component uniform over its ``levels`` (int[A]) choices."""
-    uniform = torch.rand((num_envs, count, len(levels)), device=levels.device, generator=generator)
-    return (uniform * levels).to(torch.int32)
+        role.write(actions, random_actions((actions.shape[0], role.count), generator))

@@ -18,16 +18,18 @@ import torch
 from torch import nn
 
 from warpsim.environment import EnvSpec
-from warpsim.train import ppo
+from warpsim.train.action_heads import ActionHead, action_head
 from warpsim.train.config import TrainConfig
 from warpsim.train.value_norm import ValueNormalizer
 
 
 class ActorCriticBase(nn.Module):
-    """A multi-discrete policy and a value estimate: two MLPs, or one trunk under both heads.
+    """A policy and a value estimate: two MLPs, or one trunk under both heads.
 
-    forward(observations float[..., D]) -> (logits float[..., sum(action_levels)], value float[...]);
-    with a ``value_normalizer`` the value is in its normalised units (``value_normalizer.denormalize``).
+    forward(observations float[..., D]) -> (policy float[..., head.size], value float[...]): the
+    policy's outputs as its ``action_heads`` head reads them (logits; or the means and, appended,
+    the learned log standard deviations of continuous actions); with a ``value_normalizer`` the
+    value is in its normalised units (``value_normalizer.denormalize``).
     """
 
     trunk: nn.Module
@@ -35,13 +37,18 @@ class ActorCriticBase(nn.Module):
     value_trunk: nn.Module | None
     """The critic's own hidden layers (None with a shared trunk)."""
     policy_head: nn.Module
+    log_std: nn.Parameter | None
+    """Continuous actions: each component's log standard deviation, not a function of the observation."""
     value_head: nn.Module
     value_normalizer: ValueNormalizer | None
 
     def forward(self, observations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         features = self.trunk(observations)
         value_features = features if self.value_trunk is None else self.value_trunk(observations)
-        return self.policy_head(features), self.value_head(value_features).squeeze(-1)
+        policy = self.policy_head(features)
+        if self.log_std is not None:
+            policy = torch.cat([policy.float(), self.log_std.unsqueeze(-2).expand(policy.shape)], dim=-1)
+        return policy, self.value_head(value_features).squeeze(-1)
 
     def returns_scale(self, value: torch.Tensor) -> torch.Tensor:
         """The value head's output in units of the returns."""
@@ -50,7 +57,8 @@ class ActorCriticBase(nn.Module):
     def parameter_groups(self) -> list[list[nn.Parameter]]:
         """The parameters whose gradients are clipped together: the actor's and the critic's
         apart, so that a large value gradient cannot shrink the policy's (one group when shared)."""
-        actor = [*self.trunk.parameters(), *self.policy_head.parameters()]
+        actor = [*self.trunk.parameters(), *self.policy_head.parameters(),
+                 *([] if self.log_std is None else [self.log_std])]
         if self.value_trunk is None:
             return [actor + list(self.value_head.parameters())]
         return [actor, [*self.value_trunk.parameters(), *self.value_head.parameters()]]
@@ -59,13 +67,15 @@ class ActorCriticBase(nn.Module):
 class ActorCritic(ActorCriticBase):
     """One run's network of a role, float[B, D] in."""
 
-    def __init__(self, observation_size: int, action_levels: tuple[int, ...], hidden_size: int,
+    def __init__(self, observation_size: int, head: ActionHead, hidden_size: int,
                  hidden_layers: int, *, shared_trunk: bool = False, value_normalization: bool = True):
         super().__init__()
         self.trunk = _mlp(observation_size, hidden_size, hidden_layers)
         self.value_trunk = None if shared_trunk else _mlp(observation_size, hidden_size, hidden_layers)
-        # Small initial logits make the first policy nearly uniform (CleanRL's choice).
-        self.policy_head = _orthogonal(nn.Linear(hidden_size, sum(action_levels)), gain=0.01)
+        # Small initial logits or means make the first policy nearly uniform, or centred (CleanRL's choice).
+        self.policy_head = _orthogonal(nn.Linear(hidden_size, head.size - head.continuous * head.action_size),
+                                       gain=0.01)
+        self.log_std = nn.Parameter(torch.zeros(head.action_size)) if head.continuous else None
         self.value_head = _orthogonal(nn.Linear(hidden_size, 1), gain=1.0)
         self.value_normalizer = ValueNormalizer() if value_normalization else None
 
@@ -96,9 +106,10 @@ class RolePolicies(nn.Module):
                  hidden_layers: int, *, shared_trunk: bool = False, value_normalization: bool = True):
         super().__init__()
         self.role_names = list(role_names)
-        self.action_levels = tuple(spec.action_levels)
+        self.head = action_head(spec)
+        """How the networks' policy outputs are read (logits, or a Gaussian's mean and log-std)."""
         self.networks = nn.ModuleList(
-            ActorCritic(input_size, spec.action_levels, hidden_size, hidden_layers, shared_trunk=shared_trunk,
+            ActorCritic(input_size, self.head, hidden_size, hidden_layers, shared_trunk=shared_trunk,
                         value_normalization=value_normalization) for _ in role_names)
 
     @classmethod
@@ -126,10 +137,10 @@ class RolePolicies(nn.Module):
         with autocast():
             outputs = self(inputs, role_names)
         acted = []
-        for name, (logits, values) in zip(role_names, outputs):
-            heads = ppo.split_heads(logits, self.action_levels)
-            actions = ppo.sample(heads, generator, greedy)
-            acted.append(Acted(actions, ppo.log_prob(heads, actions), self.network(name).returns_scale(values.float())))
+        for name, (policy, values) in zip(role_names, outputs):
+            actions = self.head.sample(policy, generator, greedy)
+            acted.append(Acted(actions, self.head.log_prob(policy, actions),
+                               self.network(name).returns_scale(values.float())))
         return acted
 
 
@@ -137,7 +148,7 @@ class Acted(NamedTuple):
     """One role's part of ``RolePolicies.act``."""
 
     actions: torch.Tensor
-    """int32[B, A]"""
+    """int32[B, A] indices, or float32[B, k] continuous actions (unclipped: ``head.to_env`` clips them)"""
     log_probs: torch.Tensor
     """float32[B], of the actions"""
     values: torch.Tensor
@@ -185,6 +196,9 @@ class StackedActorCritic(ActorCriticBase):
         self.value_trunk = (None if first.value_trunk is None
                             else _stacked([network.value_trunk for network in networks if network.value_trunk]))
         self.policy_head = _stacked([network.policy_head for network in networks])
+        self.log_std = (None if first.log_std is None else
+                        nn.Parameter(torch.stack([network.log_std.detach() for network in networks
+                                                  if network.log_std is not None])))
         self.value_head = _stacked([network.value_head for network in networks])
         self.value_normalizer = None if first.value_normalizer is None else ValueNormalizer(runs=len(networks))
         if self.value_normalizer is not None:
@@ -202,7 +216,7 @@ class RunPolicies(nn.Module):
     def __init__(self, runs: list[RolePolicies]):
         super().__init__()
         self.role_names = runs[0].role_names
-        self.action_levels = runs[0].action_levels
+        self.head = runs[0].head
         self.networks = nn.ModuleList(StackedActorCritic([policies.network(name) for policies in runs])
                                       for name in self.role_names)
 
@@ -237,9 +251,9 @@ class RunPolicies(nn.Module):
         with autocast():
             outputs = self(inputs, role_names)
         acted = []
-        for name, (logits, values) in zip(role_names, outputs):
-            heads = ppo.split_heads(logits, self.action_levels)
-            actions = torch.stack([ppo.sample(tuple(head[run] for head in heads), generator)
+        for name, (policy, values) in zip(role_names, outputs):
+            actions = torch.stack([self.head.sample(policy[run], generator)
                                    for run, generator in enumerate(generators)])
-            acted.append(Acted(actions, ppo.log_prob(heads, actions), self.network(name).returns_scale(values.float())))
+            acted.append(Acted(actions, self.head.log_prob(policy, actions),
+                               self.network(name).returns_scale(values.float())))
         return acted

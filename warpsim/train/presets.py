@@ -18,6 +18,8 @@ TAG_SMALL_ENV = dict(num_taggers=1, num_runners=6, grid_length=10.0, episode_len
                      num_acceleration_levels=3, min_turn=-0.8, max_turn=0.8, num_turn_levels=9)
 TAG_CHASE_SMALL_ENV = dict(TAG_SMALL_ENV, num_taggers=2, num_runners=2, episode_length=100, observe_own_state=True)
 GRID_SMALL_ENV = dict(num_taggers=2, grid_length=12, episode_length=40, use_full_observation=False)
+BEACON_CONTINUOUS_ENV = dict(num_agents=4, episode_length=30, continuous_actions=True)
+"""The template's beacon with a velocity for an action: a Gaussian policy's first task (seconds on a CPU)."""
 
 CHASE = dict(hidden_size=128, log_every=10)
 """tag-chase's networks, at train-ref scale and on the CPU alike."""
@@ -42,6 +44,8 @@ PRESETS = {
                             stagger_steps=100, opponents={"runner": "random"}, **CHASE),
     "grid-small": dict(env="tag_gridworld", env_params=GRID_SMALL_ENV, num_envs=32, iterations=100,
                        opponents={"runner": "random"}),
+    "beacon-continuous": dict(env="beacon", env_params=BEACON_CONTINUOUS_ENV, num_envs=32, rollout_steps=30,
+                              iterations=60),
     "tag-chase": _reference("train-ref", OWN_STATE, iterations=1200, stagger_steps=500,
                             opponents={"runner": "random"}, **CHASE),
     "grid-chase": _reference("grid", GRID_CHASE_RULES, iterations=500, stagger_steps=100,

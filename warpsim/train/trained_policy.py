@@ -2,8 +2,9 @@
 
 ``policy.act(observations)`` takes the role's observations as an environment gives them,
 float[..., D] (one agent's float[D], a batch float[B, D], or ``role.of(env.observations)``'s
-float[E, N_r, D]) and returns the actions as the environment takes them, int32[..., A]: a
-NumPy array for NumPy input, a tensor on the input's device for a tensor. A run trained with
+float[E, N_r, D]) and returns the actions as the environment takes them, int32[..., A] indices,
+or float32[..., k] continuous actions within their bounds: a NumPy array for NumPy input, a
+tensor on the input's device for a tensor. A run trained with
 ``stack_observations`` k > 1 saw its last k observations at once; the policy keeps that history
 itself, per row of the batch: call ``reset()`` when an episode starts.
 """
@@ -17,7 +18,8 @@ import numpy as np
 import torch
 
 from warpsim.errors import InvalidTypeError, InvalidValueError, RunFileError, UnavailableError
-from warpsim.train import checkpoint, ppo
+from warpsim.train import checkpoint
+from warpsim.train.action_heads import ActionHead, CategoricalHeads, GaussianHead
 from warpsim.train.config import is_policy_device, saved_config
 from warpsim.train.opponents import random_roles
 from warpsim.train.policy import ActorCritic
@@ -28,19 +30,29 @@ class TrainedPolicy:
     """One role's network from a run, in eval mode, with its observation history (see the module docstring)."""
 
     def __init__(self, network: ActorCritic, role: str, env: str, observation_size: int,
-                 action_levels: tuple[int, ...], stack_observations: int, device: torch.device, seed: int):
+                 head: ActionHead, stack_observations: int, device: torch.device, seed: int):
         self.network = network
         self.role = role
         self.env = env
         """The id of the environment the run trained on."""
         self.observation_size = observation_size
         """D: the size of one agent's observation."""
-        self.action_levels = action_levels
-        """The choices of each action component (A of them)."""
+        self.head = head
+        """The actions it gives: ``head.action_levels`` indices, or continuous ones within ``head.bounds``."""
         self.stack_observations = stack_observations
         self.device = device
         self.generator = torch.Generator(device).manual_seed(seed)
         self._history: torch.Tensor | None = None
+
+    @property
+    def action_levels(self) -> tuple[int, ...]:
+        """The choices of each action component (A of them); empty for continuous actions."""
+        return self.head.action_levels if isinstance(self.head, CategoricalHeads) else ()
+
+    @property
+    def action_bounds(self) -> tuple[tuple[float, float], ...]:
+        """Each continuous component's (low, high); empty for discrete actions."""
+        return self.head.bounds if isinstance(self.head, GaussianHead) else ()
 
     def reset(self) -> None:
         """Forgets the observation history: call it when an episode starts."""
@@ -48,8 +60,9 @@ class TrainedPolicy:
 
     @torch.no_grad()
     def act(self, observations: Any, greedy: bool = True) -> Any:
-        """int32[..., A] actions for float[..., D] observations (a NumPy array, a tensor or a list): the
-        most likely actions (``greedy``) or actions drawn from the policy, as in training."""
+        """int32[..., A] (or continuous float32[..., k]) actions for float[..., D] observations (a NumPy
+        array, a tensor or a list): the most likely actions (``greedy``; a Gaussian's mean) or actions drawn
+        from the policy, as in training; continuous ones clipped to their bounds."""
         greedy = require_bool("greedy", greedy)
         given = observations
         if isinstance(observations, torch.Tensor):
@@ -70,8 +83,8 @@ class TrainedPolicy:
                                     f"agent ({self.env}'s observations)")
         inputs = self._stacked(tensor.to(self.device, torch.float32))
         logits, _ = self.network(inputs.reshape(-1, inputs.shape[-1]))
-        actions = ppo.sample(ppo.split_heads(logits.float(), self.action_levels), self.generator, greedy)
-        actions = actions.reshape(*tensor.shape[:-1], len(self.action_levels)).to(torch.int32)
+        actions = self.head.to_env(self.head.sample(logits.float(), self.generator, greedy))
+        actions = actions.reshape(*tensor.shape[:-1], self.head.action_size)
         if isinstance(given, torch.Tensor):
             return actions.to(given.device)
         return actions.cpu().numpy()
@@ -108,9 +121,11 @@ def load_policy(source: Path | str, role: str, *, device: str = "cpu", seed: int
                                 f"trained policy; trained roles: "
                                 f"{', '.join(name for name in roles if name not in random_roles(config.opponents))}")
     chosen = _torch_device(device)
-    action_levels = tuple(int(levels) for levels in signature["action_levels"])
+    bounds = signature.get("action_bounds")
+    head = (GaussianHead(tuple((float(low), float(high)) for low, high in bounds)) if bounds
+            else CategoricalHeads(tuple(int(levels) for levels in signature["action_levels"])))
     observation_size = int(signature["observation_size"])
-    network = ActorCritic(config.stack_observations * observation_size, action_levels, config.hidden_size,
+    network = ActorCritic(config.stack_observations * observation_size, head, config.hidden_size,
                           config.hidden_layers, shared_trunk=config.shared_trunk,
                           value_normalization=config.value_normalization)
     prefix = f"networks.{roles.index(role)}."
@@ -118,7 +133,7 @@ def load_policy(source: Path | str, role: str, *, device: str = "cpu", seed: int
     if not state:
         raise RunFileError(f"checkpoint {saved['path']} holds no network for {role}: it is incomplete or was altered")
     checkpoint.load_into(network, state, f"{role} network", saved["path"])
-    return TrainedPolicy(network.to(chosen).eval(), role, signature["env"], observation_size, action_levels,
+    return TrainedPolicy(network.to(chosen).eval(), role, signature["env"], observation_size, head,
                          config.stack_observations, chosen, require_int("seed", seed, 0))
 
 

@@ -17,6 +17,7 @@ the rollout and the update each replay a captured graph (``graphs``).
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 from collections.abc import Callable, Sequence
 
@@ -219,8 +220,8 @@ class Trainer:
         return {**settings, "the minibatch count": self.minibatches, "the precision": self.precision}
 
     def _allocate_rollout(self) -> None:
-        r, t, e, spec = self.runs, self.config.rollout_steps, self.config.num_envs, self.env.spec
-        d, a = self.inputs[0].input_size, len(spec.action_levels)
+        r, t, e = self.runs, self.config.rollout_steps, self.config.num_envs
+        d, head = self.inputs[0].input_size, self.policies.head
 
         # The environments' side is pinned when it moves from the CPU to a GPU for the update.
         pin = self.hybrid and self.env_device.type == "cpu" and self.device.type == "cuda"
@@ -235,7 +236,7 @@ class Trainer:
         observed = torch.bfloat16 if self.precision == "bf16" else torch.float32
         self.storage = {role.name: RoleRollout(
             observations=zeros(r, t, e, role.count, d, dtype=observed, env_side=True),
-            actions=zeros(r, t, e, role.count, a, dtype=torch.int32),
+            actions=zeros(r, t, e, role.count, head.action_size, dtype=head.action_dtype),
             log_probs=zeros(r, t, e, role.count), values=zeros(r, t, e, role.count),
             rewards=zeros(r, t, e, role.count, env_side=True)) for role in self.learners}
         """Each learning role's rollout, by role name, in the order of ``learners``."""
@@ -267,19 +268,26 @@ class Trainer:
     # ----- reading and saving --------------------------------------------------------
     def read_metrics(self) -> list[dict]:
         """Each run's episode statistics since the last read and the last update's means (one host
-        read, and one per run for its episodes)."""
+        read, and one per run for its episodes); with continuous actions, ``log_std``: the mean
+        log standard deviation of the learning roles' policies."""
         learner = self.learner
+        log_stds = [network.log_std.detach().mean(-1) for network in
+                    (self.policies.network(role.name) for role in self.learners) if network.log_std is not None]
+        log_std = torch.stack(log_stds).mean(0) if log_stds else torch.full((self.runs,), math.nan,
+                                                                            device=self.device)
         update = torch.cat([learner.update_stats.mean(dim=1), learner.explained_variance[:, None],
-                            learner.nonfinite.float()[:, None], learner.learning_rates.values().mean(1, keepdim=True)],
-                           dim=1).tolist()
+                            learner.nonfinite.float()[:, None], learner.learning_rates.values().mean(1, keepdim=True),
+                            log_std[:, None]], dim=1).tolist()
         reports = []
-        for stats, (*means, explained, nonfinite, rate) in zip(self.stats, update):
+        for stats, (*means, explained, nonfinite, rate, run_log_std) in zip(self.stats, update):
             metrics = {"iteration": self.iteration, "env_steps": self.env_steps * self.world.size,
                        "learning_rate": rate}
             metrics.update(stats.read())
             metrics.update(zip(UPDATE_STATS, means))
             metrics["explained_variance"] = explained
             metrics["diverged"] = nonfinite > 0
+            if log_stds:
+                metrics["log_std"] = run_log_std
             reports.append(metrics)
         return reports
 
