@@ -29,6 +29,8 @@ CONFIGS = (
      dict(PARTIAL, neighbour_search="grid", num_taggers=100, num_runners=1900)),
     ("tag_continuous", "partial K=10, grid in global memory",
      dict(PARTIAL, neighbour_search="grid", num_taggers=50, num_runners=3950)),
+    ("tag_continuous", "partial K=10, grid, continuous actions",
+     dict(PARTIAL, neighbour_search="grid", continuous_actions=True)),
     ("tag_continuous", "full", dict(use_full_observation=True)),
     ("tag_gridworld", "partial", dict(use_full_observation=False)),
     ("tag_gridworld", "full", dict(use_full_observation=True)),

@@ -28,6 +28,7 @@ CONFIGURATIONS = {
         dict(num_taggers=2, num_runners=3, episode_length=2, use_full_observation=False,
              neighbour_search="brute_force"),
         dict(num_taggers=2, num_runners=3, episode_length=2, use_full_observation=False, neighbour_search="grid"),
+        dict(num_taggers=2, num_runners=3, episode_length=2, continuous_actions=True),
     ],
     "tag_gridworld": [
         dict(num_taggers=2, episode_length=2),
@@ -43,7 +44,8 @@ def factory_kernels(env_id: str) -> set:
         return set()
     from warpsim.envs.tag_continuous.step_kernels import step_kernels
 
-    return {*step_kernels(0, True, True, False, False), *step_kernels(2, True, True, False, True)}
+    return {*step_kernels(0, True, True, False, False, False), *step_kernels(2, True, True, False, True, False),
+            *step_kernels(0, True, True, False, False, True)}
 
 
 def is_kernel(value) -> bool:
@@ -193,7 +195,8 @@ def test_a_constant_that_would_shadow_an_array_or_is_a_python_number_is_refused(
 def test_a_docstring_declares_lists_and_ranges_of_parameters():
     from warpsim.envs.tag_continuous.step_kernels import step_kernels
 
-    declared = {name: str(value) for name, value in declarations(step_kernels(0, True, True, False, False).step).items()}
+    step = step_kernels(0, True, True, False, False, False).step
+    declared = {name: str(value) for name, value in declarations(step).items()}
     assert declared["mask"] == "bool[E]" and declared["observe_own_state"] == "bool"
     assert [declared[name] for name in ("loc_x", "loc_y", "speed", "direction", "acceleration")] == \
         ["float32[E, N]"] * 5

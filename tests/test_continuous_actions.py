@@ -181,3 +181,57 @@ def test_a_batch_of_continuous_runs_keeps_each_run_as_alone():
     mine, theirs = batch.read_metrics()[1], alone.read_metrics()[0]
     assert mine.keys() == theirs.keys() and all(mine[k] == theirs[k] or mine[k] != mine[k] for k in mine)
     assert torch.equal(batch.policies.network("walker").log_std[1], alone.policies.network("walker").log_std[0])
+
+
+# ----- tag_continuous ----------------------------------------------------------------------------
+TAG = dict(num_taggers=2, num_runners=3, episode_length=8)
+
+
+@pytest.mark.parametrize("backend", ["numpy", pytest.param("cuda", id="kernels")])
+def test_a_continuous_action_equal_to_a_table_entry_moves_as_the_index_that_picks_it(backend):
+    """docs/tag_rules.md section 1: the numbers are used directly instead of looked up in the tables."""
+    discrete = warpsim.make("tag_continuous", 3, backend=backend, seed=4, **TAG)
+    continuous = warpsim.make("tag_continuous", 3, backend=backend, seed=4, continuous_actions=True, **TAG)
+    assert continuous.spec.action_bounds == ((-1.0, 1.0), (-math.pi / 2, math.pi / 2))
+    acceleration, turn = discrete.constants.acceleration_table, discrete.constants.turn_table
+    rng = np.random.default_rng(0)
+    for _ in range(12):  # over an episode's end and reset
+        indices = np.stack([rng.integers(0, len(acceleration), (3, 5)), rng.integers(0, len(turn), (3, 5))], -1)
+        discrete.step(indices.astype(np.int32))
+        continuous.step(np.stack([acceleration[indices[..., 0]], turn[indices[..., 1]]], -1))
+        for (name, mine), (_, theirs) in zip(continuous.state.items(), discrete.state.items()):
+            assert torch.equal(mine, theirs), name
+        assert torch.equal(continuous.observations, discrete.observations)
+        assert torch.equal(continuous.rewards, discrete.rewards)
+
+
+@pytest.mark.parametrize("params", [dict(), dict(use_full_observation=False, num_other_agents_observed=2)],
+                         ids=["full", "partial"])
+def test_check_steps_continuous_tag_kernels_against_the_reference(params):
+    report = check("tag_continuous", num_envs=2, steps=20, continuous_actions=True, **TAG, **params)
+    assert report.consistent and report.episodes_ended >= 2
+
+
+@pytest.mark.parametrize("target", KERNEL_TARGETS)
+def test_the_tag_kernels_clamp_continuous_actions_as_the_reference_does(target):
+    require_target(target)
+    unchecked = [warpsim.make("tag_continuous", 2, backend=backend, checked=False, seed=3, continuous_actions=True,
+                              **TAG) for backend in ("numpy", "cuda")]
+    wild = torch.tensor([math.nan, math.inf, -math.inf, 5.0, -5.0, 0.25]).repeat(4)[:20].view(2, 5, 2)
+    for actions in (wild, -wild, wild.flip(1)):
+        for env in unchecked:
+            env.step(actions.to(env.device))
+        for (name, mine), (_, theirs) in zip(unchecked[0].state.items(), unchecked[1].state.items()):
+            assert torch.equal(mine, theirs.cpu()), name
+
+
+def test_continuous_tag_needs_ranges_and_refuses_out_of_range_actions():
+    with pytest.raises(InvalidValueError, match=r"continuous_actions=True .*need ranges with min < max; "
+                                                r"\[0.5, 0.5\]"):
+        warpsim.make("tag_continuous", 1, continuous_actions=True, min_acceleration=0.5, max_acceleration=0.5)
+    env = warpsim.make("tag_continuous", 1, backend="numpy", continuous_actions=True, **TAG)
+    actions = np.zeros((1, 5, 2), np.float32)
+    actions[0, 3, 1] = 1.6
+    with pytest.raises(InvalidValueError, match=r"tag_continuous: action 1.6 of component 1 \(env 0, agent 3\) is "
+                                                r"not allowed; allowed: a finite value in \[-1.5708, 1.5708\]"):
+        env.step(actions)

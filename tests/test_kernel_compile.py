@@ -71,7 +71,7 @@ def test_a_new_parameter_value_reuses_the_compiled_kernels():
     import warpsim
     from warpsim.envs.tag_continuous.step_kernels import step_kernels
 
-    configurations = [(0, True, True, False, False), (3, True, True, False, True)]
+    configurations = [(0, True, True, False, False, False), (3, True, True, False, True, False)]
 
     def overloads():
         return [len(kernel.overloads) for configuration in configurations for kernel in step_kernels(*configuration)]

@@ -37,13 +37,15 @@ CONFIGS = {
     "grid, bfloat16, own state": dict(use_full_observation=False, num_other_agents_observed=10,
                                       neighbour_search="grid", observation_dtype="bfloat16", observe_own_state=True),
     "full, bfloat16, own state": dict(use_full_observation=True, observation_dtype="bfloat16", observe_own_state=True),
+    "grid, continuous actions": dict(use_full_observation=False, num_other_agents_observed=10,
+                                     neighbour_search="grid", continuous_actions=True),
 }
 """Every kind of step and reset kernel tag_continuous compiles: its observations, searches and stores."""
 WITHIN_REGISTER_BUDGET = {"reset_environments (full)"}
 """The kernels held to MAX_REGISTERS today; the partial observations' are a target."""
 STEP_MAX_REGISTERS = 96
 """5 blocks of 128 threads an SM: the step kernel's budget where the grid and the state are in shared memory."""
-STAGED_CONFIGS = ("brute force", "grid", "grid tiles", "grid, bfloat16, own state")
+STAGED_CONFIGS = ("brute force", "grid", "grid tiles", "grid, bfloat16, own state", "grid, continuous actions")
 PTXAS_MISSING = 3
 """compile_kernels.py's exit code where ptxas is not installed."""
 

@@ -62,3 +62,11 @@ def test_a_gaussian_policy_walks_to_the_beacon_as_well_as_the_obvious_heuristic(
     heuristic = heuristic_return(config)
     assert trained.returns["walker"] >= 0.9 * heuristic, f"trained: {trained}\nheuristic: {heuristic}"
     assert play(config, None).returns["walker"] < 0.2 * heuristic, "random play does not"
+
+
+def test_continuous_taggers_tag_at_least_twice_as_often_as_random_play(tmp_path):
+    """tag-small-continuous: tag-small with each tagger's action two numbers, learned by a Gaussian policy."""
+    config = build_config(PRESETS["tag-small-continuous"], {"backend": "numpy"})
+    trainer = train(config, tmp_path, progress=None)
+    trained, random = play(config, trainer.run_policies()), play(config, None)
+    assert trained.counters["tags"] >= 2 * random.counters["tags"], f"trained: {trained}\nrandom: {random}"

@@ -332,6 +332,19 @@ def test_bad_views_are_refused():
         parallel_envs(batch)[0].step({})
 
 
+@pytest.mark.parametrize("env_id, params", [
+    ("tag_continuous", dict(num_taggers=2, num_runners=3, grid_length=4.0, episode_length=20, tagging_distance=0.15)),
+    ("tag_continuous", dict(num_taggers=2, num_runners=3, episode_length=20, use_full_observation=False,
+                            num_other_agents_observed=2)),
+], ids=["tag", "tag partial"])
+def test_continuous_tag_passes_the_api_and_seed_tests(env_id, params):
+    penv = parallel_env(env_id, seed=0, continuous_actions=True, **params)
+    space = penv.action_space("runner_0")
+    assert isinstance(space, gymnasium.spaces.Box) and space.shape == (2,) and space.high[0] == 1.0
+    strict_api_test(penv)
+    parallel_seed_test(lambda: parallel_env(env_id, continuous_actions=True, **params), num_cycles=50)
+
+
 def test_continuous_actions_are_a_box_of_the_bounds_and_pass_the_api_and_seed_tests():
     penv = parallel_env("beacon", seed=0, num_agents=3, episode_length=12, continuous_actions=True)
     space = penv.action_space("walker_0")

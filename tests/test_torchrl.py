@@ -167,6 +167,13 @@ def test_kernels_run_behind_the_adapter(target):
     check_rollout_across_episode_ends(env, steps=2 * EPISODE_LENGTH + 1)
 
 
+def test_continuous_tag_passes_check_env_specs():
+    env = TorchRLEnv(warpsim.make("tag_continuous", 3, backend="numpy", num_taggers=1, num_runners=2,
+                                  episode_length=3, continuous_actions=True))
+    assert isinstance(env.full_action_spec["tagger", "action"], Bounded)
+    check_env_specs(env, break_when_any_done="both")
+
+
 def test_continuous_actions_are_bounded_and_pass_check_env_specs():
     env = TorchRLEnv(warpsim.make("beacon", 3, backend="numpy", num_agents=2, episode_length=4,
                                   continuous_actions=True))

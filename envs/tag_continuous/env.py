@@ -45,7 +45,9 @@ class TagContinuous(Environment):
         return EnvSpec(
             num_agents=p.num_agents,
             observation_size=p.observation_size,
-            action_levels=(p.num_acceleration_levels + 1, p.num_turn_levels + 1),
+            action_levels=() if p.continuous_actions else (p.num_acceleration_levels + 1, p.num_turn_levels + 1),
+            action_bounds=(((p.min_acceleration, p.max_acceleration), (p.min_turn, p.max_turn))
+                           if p.continuous_actions else ()),
             state=(
                 StateArray("loc_x", np.float32, per_agent, "x position in [0, L]", (0.0, length)),
                 StateArray("loc_y", np.float32, per_agent, "y position in [0, L]", (0.0, length)),
@@ -104,7 +106,7 @@ class TagContinuous(Environment):
         p = self.params
         num_observed = 0 if p.use_full_observation else p.num_other_agents_observed
         return step_kernels(num_observed, self._observation_grid.in_shared, self._tagger_grid.in_shared,
-                            p.neighbour_search == "grid_tiles", self._state_in_shared)
+                            p.neighbour_search == "grid_tiles", self._state_in_shared, p.continuous_actions)
 
     @functools.cached_property
     def _state_in_shared(self) -> bool:

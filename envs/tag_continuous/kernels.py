@@ -12,6 +12,7 @@ import numpy as np
 from numba import cuda
 
 from warpsim.envs.tag_continuous.params import DRAWS_PER_AGENT, HALF_PI, TWO_PI, ZERO
+from warpsim.kernels.actions import clamp_device
 from warpsim.kernels.bfloat16 import store_observation
 from warpsim.kernels.nearest_keys import EMPTY_KEY, key_id, pop_nearest
 from warpsim.kernels.random import reset_uniform_device
@@ -34,22 +35,34 @@ def wrap_angle(angle):
 
 
 @cuda.jit(device=True)
-def move_agent(e, i, actions, acceleration_table, turn_table, max_speed_by_type, step_reward_by_type, agent_type,
-               grid_length, edge_hit_penalty, t, loc_x, loc_y, speed, direction, acceleration, still_in_game,
-               rewards):
-    """docs/tag_rules.md section 1 steps 1, 2 and 4 for agent i of environment e: clock (agent 0),
-    motion, edge clipping, base reward (written)."""
+def table_action(e, i, actions, acceleration_table, turn_table, action_bounds):
+    """Agent i's acceleration change and turn: the table entries its indices pick (clamped to the tables)."""
+    acc_index = min(max(actions[e, i, 0], 0), acceleration_table.shape[0] - 1)
+    turn_index = min(max(actions[e, i, 1], 0), turn_table.shape[0] - 1)
+    return acceleration_table[acc_index], turn_table[turn_index]
+
+
+@cuda.jit(device=True)
+def bounded_action(e, i, actions, acceleration_table, turn_table, action_bounds):
+    """Agent i's acceleration change and turn: its two numbers, clamped to their bounds (continuous_actions)."""
+    return (clamp_device(actions[e, i, 0], action_bounds[0, 0], action_bounds[1, 0]),
+            clamp_device(actions[e, i, 1], action_bounds[0, 1], action_bounds[1, 1]))
+
+
+@cuda.jit(device=True)
+def move_agent(e, i, acc_change, turn, max_speed_by_type, step_reward_by_type, agent_type, grid_length,
+               edge_hit_penalty, t, loc_x, loc_y, speed, direction, acceleration, still_in_game, rewards):
+    """docs/tag_rules.md section 1 steps 1, 2 and 4 for agent i of environment e, given its action's
+    acceleration change and turn: clock (agent 0), motion, edge clipping, base reward (written)."""
     if i == 0:
         t[e] += 1
     alive = still_in_game[e, i]
     alive_f = np.float32(alive)
     kind = agent_type[i]
     max_speed = max_speed_by_type[kind]
-    acc_index = min(max(actions[e, i, 0], 0), acceleration_table.shape[0] - 1)
-    turn_index = min(max(actions[e, i, 1], 0), turn_table.shape[0] - 1)
 
-    acc = acceleration[e, i] + acceleration_table[acc_index]
-    heading = wrap_angle(direction[e, i] + turn_table[turn_index]) * alive_f
+    acc = acceleration[e, i] + acc_change
+    heading = wrap_angle(direction[e, i] + turn) * alive_f
     velocity = min(max(speed[e, i] + acc, ZERO), max_speed) * alive_f
     if velocity <= ZERO or velocity >= max_speed:
         acc = ZERO

@@ -59,6 +59,10 @@ class TagContinuousParams:
     """Acceleration choices besides 'no change'; action 0 is in [0, this]; >= 1."""
     num_turn_levels: int = 10
     """Turn choices besides 'no change'; action 1 is in [0, this]; >= 1."""
+    continuous_actions: bool = False
+    """Each agent's action is two numbers used directly, the acceleration change in
+    [min_acceleration, max_acceleration] and the turn in [min_turn, max_turn] (clamped to them),
+    instead of indices into the tables (a warpsim extension, docs/tag_rules.md section 1)."""
     edge_hit_penalty: float = -0.0
     """Reward for ending a move clipped at the arena's edge; <= 0."""
     use_full_observation: bool = True
@@ -109,7 +113,7 @@ class TagContinuousParams:
                      -MAX_MAGNITUDE, MAX_MAGNITUDE)
         check_fields(self, require_real, ("tagging_distance",), 0, 1)
         check_fields(self, require_bool, ("use_full_observation", "observe_own_state",
-                                          "runner_exits_game_after_tagged"))
+                                          "runner_exits_game_after_tagged", "continuous_actions"))
         check_fields(self, require_int, ("num_other_agents_observed",), 1)
         if self.num_agents > MAX_INT32:
             raise not_allowed("num_runners", self.num_runners, f"num_taggers + num_runners must be <= {MAX_INT32}")
@@ -118,6 +122,11 @@ class TagContinuousParams:
                               f"it must be >= min_acceleration={self.min_acceleration!r}")
         if self.max_turn < self.min_turn:
             raise not_allowed("max_turn", self.max_turn, f"it must be >= min_turn={self.min_turn!r}")
+        if self.continuous_actions and not (self.min_acceleration < self.max_acceleration
+                                            and self.min_turn < self.max_turn):
+            raise not_allowed("continuous_actions", True, f"continuous actions need ranges with min < max; "
+                              f"[{self.min_acceleration!r}, {self.max_acceleration!r}] and "
+                              f"[{self.min_turn!r}, {self.max_turn!r}] given")
         require_choice("neighbour_search", self.neighbour_search, NEIGHBOUR_SEARCHES)
         require_choice("observation_dtype", self.observation_dtype, OBSERVATION_DTYPES)
         if not self.num_other_agents_observed < self.num_agents or self.num_other_agents_observed > MAX_OBSERVED:
@@ -143,6 +152,9 @@ class Constants:
     """float32[num_acceleration_levels + 1]: change of acceleration per action index."""
     turn_table: np.ndarray
     """float32[num_turn_levels + 1]: turn per action index."""
+    action_bounds: np.ndarray
+    """float32[2, 2]: [[min_acceleration, min_turn], [max_acceleration, max_turn]], what continuous actions
+    are clamped to."""
     max_speed_by_type: np.ndarray
     """float32[2]: speed cap of a runner (type 0) and of a tagger (type 1)."""
     step_reward_by_type: np.ndarray
@@ -165,6 +177,7 @@ class Constants:
         return cls(
             acceleration_table=_action_table(p.min_acceleration, p.max_acceleration, p.num_acceleration_levels),
             turn_table=_action_table(p.min_turn, p.max_turn, p.num_turn_levels),
+            action_bounds=np.array([[p.min_acceleration, p.min_turn], [p.max_acceleration, p.max_turn]], np.float32),
             max_speed_by_type=np.array([p.max_speed * p.skill_level_runner,
                                         p.max_speed * p.skill_level_tagger], np.float32),
             step_reward_by_type=np.array([p.step_reward_for_runner, p.step_penalty_for_tagger], np.float32),

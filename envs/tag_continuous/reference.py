@@ -15,6 +15,7 @@ import numpy as np
 
 from warpsim.envs.tag_continuous.nearest import nearest_in_game
 from warpsim.envs.tag_continuous.params import DRAWS_PER_AGENT, HALF_PI, TWO_PI, ZERO, Constants, TagContinuousParams
+from warpsim.kernels.actions import clamp
 from warpsim.kernels.bfloat16 import bfloat16_bits
 from warpsim.kernels.random import reset_uniform
 from warpsim.kernels.trig import sin_cos
@@ -61,11 +62,15 @@ def step(v, p: TagContinuousParams, c: Constants) -> None:
     alive = v.still_in_game == 1
     alive_f = alive.astype(np.float32)
     max_speed = c.max_speed_by_type[v.agent_type][None, :]
-    acc_index = np.clip(v.actions[:, :, 0], 0, len(c.acceleration_table) - 1)
-    turn_index = np.clip(v.actions[:, :, 1], 0, len(c.turn_table) - 1)
+    if p.continuous_actions:  # the numbers themselves, clamped to their bounds
+        acc_change = clamp(v.actions[:, :, 0], c.action_bounds[0, 0], c.action_bounds[1, 0])
+        turn = clamp(v.actions[:, :, 1], c.action_bounds[0, 1], c.action_bounds[1, 1])
+    else:
+        acc_change = c.acceleration_table[np.clip(v.actions[:, :, 0], 0, len(c.acceleration_table) - 1)]
+        turn = c.turn_table[np.clip(v.actions[:, :, 1], 0, len(c.turn_table) - 1)]
 
-    v.acceleration[:] += c.acceleration_table[acc_index]
-    v.direction[:] = wrap_angle(v.direction + c.turn_table[turn_index]) * alive_f
+    v.acceleration[:] += acc_change
+    v.direction[:] = wrap_angle(v.direction + turn) * alive_f
     v.speed[:] = np.minimum(np.maximum(v.speed + v.acceleration, ZERO), max_speed) * alive_f
     v.acceleration[(v.speed <= ZERO) | (v.speed >= max_speed)] = 0
     sine, cosine = sin_cos(v.direction)  # float32 sin and cos the kernels compute bit for bit

@@ -32,7 +32,15 @@ from warpsim.envs.tag_continuous.grid_search import (
     observation_phase,
     tag_environment,
 )
-from warpsim.envs.tag_continuous.kernels import finish_agent, move_agent, observe_full_agent, reset_agent, tag_runner
+from warpsim.envs.tag_continuous.kernels import (
+    bounded_action,
+    finish_agent,
+    move_agent,
+    observe_full_agent,
+    reset_agent,
+    table_action,
+    tag_runner,
+)
 from warpsim.kernels.neighbours import shared_grid, words_after_grid
 
 
@@ -45,7 +53,7 @@ class StepKernels(NamedTuple):
 
 @functools.cache
 def step_kernels(num_observed: int, observation_grid_in_shared: bool, taggers_in_shared: bool,
-                 tile_search: bool, state_in_shared: bool) -> StepKernels:
+                 tile_search: bool, state_in_shared: bool, continuous_actions: bool) -> StepKernels:
     """The step and reset kernels for K = ``num_observed`` nearest (0: full observations), the grid of
     the partial observations in dynamic shared memory or (``observation_grid_in_shared`` False) in
     the global scratch grid_*, the taggers binned in shared memory for the tag or not
@@ -54,8 +62,10 @@ def step_kernels(num_observed: int, observation_grid_in_shared: bool, taggers_in
     state they read staged in shared memory after the grid (``state_in_shared``, which needs the
     grid there) or read from global memory. One compilation per configuration, so that no
     variant holds another's registers; the K-nearest list is sized when the kernel compiles and
-    lives in registers."""
+    lives in registers. With ``continuous_actions`` the step reads float32 actions, clamped to
+    ``action_bounds``, instead of indices into the tables."""
     list_size = max(num_observed, 1)
+    read_action = bounded_action if continuous_actions else table_action
     observe_environment = observation_phase(tile_search, state_in_shared)
 
     @cuda.jit(device=True)
@@ -135,10 +145,9 @@ def step_kernels(num_observed: int, observation_grid_in_shared: bool, taggers_in
             episode[e] += np.int32(1)
         cuda.syncthreads()
 
-    @cuda.jit
     def step_environments(mask, num_taggers, num_runners, seed, actions, acceleration_table, turn_table,
-                          max_speed_by_type, step_reward_by_type, agent_type, grid_length, edge_hit_penalty,
-                          episode_length, observe_own_state, position_scale, speed_scale,
+                          action_bounds, max_speed_by_type, step_reward_by_type, agent_type, grid_length,
+                          edge_hit_penalty, episode_length, observe_own_state, position_scale, speed_scale,
                           observation_grid_agents_per_cell, observation_grid_cells_capacity,
                           tagger_grid_agents_per_cell, tagger_grid_cells_capacity, tag_radius_squared,
                           tag_reward_for_tagger, tag_penalty_for_runner, runner_exits_game_after_tagged,
@@ -150,6 +159,7 @@ def step_kernels(num_observed: int, observation_grid_in_shared: bool, taggers_in
 
         mask bool[E] (environments that may auto-reset); num_taggers, num_runners int32; seed uint64;
         actions int32[E, N, 2]; acceleration_table float32[A]; turn_table float32[B];
+        action_bounds float32[2, 2];
         max_speed_by_type, step_reward_by_type float32[2]; agent_type int32[N]; grid_length,
         edge_hit_penalty float32; episode_length int32; observe_own_state bool; position_scale,
         speed_scale float32; observation_grid_agents_per_cell, observation_grid_cells_capacity,
@@ -168,9 +178,9 @@ def step_kernels(num_observed: int, observation_grid_in_shared: bool, taggers_in
             return
         i = cuda.threadIdx.x
         while i < loc_x.shape[1]:
-            move_agent(e, i, actions, acceleration_table, turn_table, max_speed_by_type, step_reward_by_type,
-                       agent_type, grid_length, edge_hit_penalty, t, loc_x, loc_y, speed, direction, acceleration,
-                       still_in_game, rewards)
+            acc_change, turn = read_action(e, i, actions, acceleration_table, turn_table, action_bounds)
+            move_agent(e, i, acc_change, turn, max_speed_by_type, step_reward_by_type, agent_type, grid_length,
+                       edge_hit_penalty, t, loc_x, loc_y, speed, direction, acceleration, still_in_game, rewards)
             i += cuda.blockDim.x
         reset_done = False
         while True:  # at most twice: one call site of the observation, so that it is compiled once
@@ -204,6 +214,10 @@ def step_kernels(num_observed: int, observation_grid_in_shared: bool, taggers_in
                   still_in_game, num_runners_left, episode)
             reset_done = True
 
+    if continuous_actions:  # the docstring declares what run() binds: float32 actions here
+        step_environments.__doc__ = str(step_environments.__doc__).replace("actions int32[E, N, 2]",
+                                                                           "actions float32[E, N, 2]")
+
     @cuda.jit
     def reset_environments(mask, num_runners, seed, grid_length, episode_length, observe_own_state,
                            position_scale, speed_scale, observation_grid_agents_per_cell,
@@ -228,4 +242,4 @@ def step_kernels(num_observed: int, observation_grid_in_shared: bool, taggers_in
                 observation_grid_agents_per_cell, observation_grid_cells_capacity, agent_type, t, loc_x, loc_y,
                 speed, direction, acceleration, still_in_game, grid_x, grid_y, grid_ids, grid_cells, observations)
 
-    return StepKernels(step_environments, reset_environments)
+    return StepKernels(cuda.jit(step_environments), reset_environments)

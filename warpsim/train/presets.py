@@ -44,6 +44,8 @@ PRESETS = {
                             stagger_steps=100, opponents={"runner": "random"}, **CHASE),
     "grid-small": dict(env="tag_gridworld", env_params=GRID_SMALL_ENV, num_envs=32, iterations=100,
                        opponents={"runner": "random"}),
+    "tag-small-continuous": dict(env="tag_continuous", env_params=dict(TAG_SMALL_ENV, continuous_actions=True),
+                                 num_envs=64, iterations=300, stack_observations=2, opponents={"runner": "random"}),
     "beacon-continuous": dict(env="beacon", env_params=BEACON_CONTINUOUS_ENV, num_envs=32, rollout_steps=30,
                               iterations=60),
     "tag-chase": _reference("train-ref", OWN_STATE, iterations=1200, stagger_steps=500,
