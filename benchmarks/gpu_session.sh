@@ -6,7 +6,7 @@
 # set beside bench's headline), train-speed (the train tier with the update captured, against its
 # targets), neighbour-search (each search forced: sweep-N, and the headline with each grid search),
 # placement, many-runs (an experiment of 16 runs batched against the 16 in turn), profile (Nsight Compute), and the
-# reference learning tasks: grid-chase, tag-chase, tag-evade (needs tag-chase's run, in the same
+# reference learning tasks: grid-chase, tag-chase, tag-chase-continuous, tag-evade (needs tag-chase's run, in the same
 # OUT_DIR) and self-play (train-ref, both roles learn), each one call of at most 10 minutes;
 # learning runs all four in turn; peers-jaxmarl and peers-jaxmarl-headline (JaxMARL's simple_tag at
 # train-ref's and at headline's E x N, installed from wheels carried to the machine, named by
@@ -81,6 +81,8 @@ for stage in "$@"; do
             learn grid-chase 300 episode_length ;;
         tag-chase)
             learn tag-chase 390 episode_length ;;
+        tag-chase-continuous)  # tag-chase with continuous actions (a Gaussian policy): the same bar
+            learn tag-chase-continuous 390 episode_length ;;
         tag-evade)
             learn tag-evade 390 return_runner --opponent "tagger=checkpoint:$out/runs/tag-chase"
             step evaluate-tag-evade-random-runners 150 warpsim evaluate "$out/runs/tag-evade" --random runner \

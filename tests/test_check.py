@@ -197,14 +197,14 @@ def test_every_shipped_environment_is_consistent(env_id):
     assert report.episodes_ended >= 4, "the comparison must cover resets"
 
 
-TURN_LINE = "    heading = wrap_angle(direction[e, i] + turn_table[turn_index]) * alive_f\n"
+TURN_LINE = "    heading = wrap_angle(direction[e, i] + turn) * alive_f\n"
 POSITION_LINE = "    loc_x[e, i] = min(max(x, ZERO), grid_length)\n"
 
 
 def test_arrays_that_differ_are_named_in_the_order_the_step_computes_them(monkeypatch, tmp_path):
     # A wrong turn changes the heading, which moves the agent and changes what it observes:
     # the report must name direction first, not loc_x or loc_y (declared first).
-    plant_bug(monkeypatch, tmp_path, TURN_LINE, TURN_LINE.replace("+ turn_table", "- turn_table"))
+    plant_bug(monkeypatch, tmp_path, TURN_LINE, TURN_LINE.replace("+ turn", "- turn"))
     report = check("tag_continuous", num_envs=2, steps=3, **SMALL)
 
     mismatch = report.mismatch

@@ -50,6 +50,8 @@ PRESETS = {
                               iterations=60),
     "tag-chase": _reference("train-ref", OWN_STATE, iterations=1200, stagger_steps=500,
                             opponents={"runner": "random"}, **CHASE),
+    "tag-chase-continuous": _reference("train-ref", dict(OWN_STATE, continuous_actions=True), iterations=1200,
+                                       stagger_steps=500, opponents={"runner": "random"}, **CHASE),
     "grid-chase": _reference("grid", GRID_CHASE_RULES, iterations=500, stagger_steps=100,
                              opponents={"runner": "random"}, log_every=10),
     "tag-evade": _reference("train-ref", OWN_STATE, iterations=600, stagger_steps=500,
