@@ -19,7 +19,7 @@ from warpsim.layout import check_actions
 from warpsim.spec import EnvSpec
 from warpsim.cli import main
 from warpsim.train import TrainConfig, Trainer, train
-from warpsim.train.action_heads import GaussianHead
+from warpsim.train.action_heads import GaussianHead, TanhNormalHead
 from warpsim.train.evaluate import Player, evaluate
 
 BEACON = dict(num_agents=3, episode_length=6, continuous_actions=True)
@@ -235,3 +235,32 @@ def test_continuous_tag_needs_ranges_and_refuses_out_of_range_actions():
     with pytest.raises(InvalidValueError, match=r"tag_continuous: action 1.6 of component 1 \(env 0, agent 3\) is "
                                                 r"not allowed; allowed: a finite value in \[-1.5708, 1.5708\]"):
         env.step(actions)
+
+
+def test_the_tanh_normal_heads_log_prob_is_torchs_squashed_normal():
+    head = TanhNormalHead(((-1.0, 1.0), (0.0, 4.0)))
+    generator = torch.Generator().manual_seed(1)
+    outputs = torch.cat([torch.randn(6, 2, generator=generator), torch.randn(6, 2, generator=generator)], -1)
+    pre_squash = head.sample(outputs, generator)
+    mean, log_std = head.split(outputs)
+    low, high = torch.tensor([-1.0, 0.0]), torch.tensor([1.0, 4.0])
+    squashed = torch.distributions.TransformedDistribution(
+        torch.distributions.Normal(mean, log_std.exp()),
+        [torch.distributions.TanhTransform(), torch.distributions.AffineTransform((low + high) / 2, (high - low) / 2)])
+    actions = head.to_env(pre_squash)
+    assert ((actions >= low) & (actions <= high)).all()
+    torch.testing.assert_close(head.log_prob(outputs, pre_squash), squashed.log_prob(actions).sum(-1),
+                               rtol=1e-4, atol=1e-4)
+    assert torch.equal(head.to_env(head.sample(outputs, None, greedy=True)), head.to_env(mean))
+
+
+def test_a_tanh_normal_run_trains_and_plays():
+    config = TrainConfig(env="tag_continuous", env_params=dict(TAG, continuous_actions=True), num_envs=4,
+                         rollout_steps=6, backend="numpy", policy_head="tanh_normal", opponents={"runner": "random"})
+    trainer = Trainer(config)
+    assert trainer.policies.network("tagger").log_std is None, "its scale comes from the network"
+    trainer.iterate()
+    metrics, = trainer.read_metrics()
+    assert "log_std" not in metrics and math.isfinite(metrics["approx_kl"])
+    env = warpsim.make("tag_continuous", 4, backend="numpy", continuous_actions=True, **TAG)
+    assert evaluate(Player(env, trainer.run_policies(), random_roles=("runner",)), episodes=4).episodes == 4

@@ -1,13 +1,18 @@
 """What a policy's outputs mean: one categorical distribution per discrete action component,
-or a diagonal Gaussian over continuous ones.
+or a distribution over continuous ones.
 
 A network's policy output is one tensor, float[..., size]: the logits of every discrete
 component side by side, or, for continuous actions, the mean of each component followed
-by its log standard deviation. The Gaussian is the design CleanRL, PureJaxRL and JaxMARL
-share: a mean layer initialised small, a learned log standard deviation that does not
-depend on the observation (initialised to 0), the sample clipped to the bounds only where
-it is written to the environment, and the log-probability of the unclipped sample. All
-the distribution's arithmetic runs in float32 whatever precision the network ran in.
+by its log standard deviation. Two continuous heads (``TrainConfig.policy_head``):
+
+- ``GaussianHead`` (the default), the design CleanRL, PureJaxRL and JaxMARL share: a mean
+  layer initialised small, a learned log standard deviation that does not depend on the
+  observation (initialised to 0), the sample clipped to the bounds only where it is written
+  to the environment, and the log-probability of the unclipped sample;
+- ``TanhNormalHead``, as BenchMARL and TorchRL's tutorials use: a Gaussian whose scale the
+  network outputs too, its sample squashed into the bounds by tanh.
+
+All the distributions' arithmetic runs in float32 whatever precision the network ran in.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ class CategoricalHeads:
     """Independent categorical distributions, one per discrete component: actions int32[..., A]."""
 
     continuous = False
+    learned_log_std = False
+    """Whether the network holds a log standard deviation of its own, apart from its outputs."""
 
     def __init__(self, action_levels: tuple[int, ...]):
         self.action_levels = tuple(action_levels)
@@ -56,6 +63,7 @@ class GaussianHead:
     ``bounds`` only where they are written to the environment (``to_env``)."""
 
     continuous = True
+    learned_log_std = True
 
     def __init__(self, action_bounds: tuple[tuple[float, float], ...]):
         self.bounds = tuple(action_bounds)
@@ -89,16 +97,55 @@ class GaussianHead:
 
     def to_env(self, actions: torch.Tensor) -> torch.Tensor:
         """The actions clipped to the bounds, as the environment is given them."""
-        limits = self._limits.get(actions.device)
-        if limits is None:
-            limits = self._limits[actions.device] = torch.tensor(self.bounds, dtype=torch.float32,
-                                                                 device=actions.device).T
+        limits = self._limits_on(actions.device)
         return torch.clamp(actions, limits[0], limits[1])
+
+    def _limits_on(self, device: torch.device) -> torch.Tensor:
+        """float32[2, k]: the low and the high bound of each component, on ``device``."""
+        limits = self._limits.get(device)
+        if limits is None:
+            limits = self._limits[device] = torch.tensor(self.bounds, dtype=torch.float32, device=device).T
+        return limits
+
+
+class TanhNormalHead(GaussianHead):
+    """A Gaussian over pre-squash values u, its mean and log standard deviation both outputs of the
+    network; the environment gets ``low + (tanh(u) + 1) / 2 x (high - low)``, inside the bounds.
+
+    The rollout stores u (unbounded), so that the log-probability needs no inverse tanh:
+    log N(u) - sum log(d action / d u). The entropy bonus takes the Gaussian's entropy of u (the
+    squashed one has no closed form)."""
+
+    learned_log_std = False
+    LOG_STD_RANGE = (-5.0, 2.0)
+    """The network's log standard deviation is clamped to this range: a scale that never vanishes
+    nor explodes."""
+
+    def split(self, outputs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        mean, log_std = super().split(outputs)
+        return mean, log_std.clamp(*self.LOG_STD_RANGE)
+
+    def log_prob(self, outputs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        # log(1 - tanh(u)^2) = 2 (log 2 - u - softplus(-2u)), stable for large |u|
+        log_slope = 2 * (math.log(2.0) - actions - torch.nn.functional.softplus(-2 * actions))
+        limits = self._limits_on(actions.device)
+        log_scale = torch.log((limits[1] - limits[0]) / 2)
+        return super().log_prob(outputs, actions) - (log_slope + log_scale).sum(-1)
+
+    def to_env(self, actions: torch.Tensor) -> torch.Tensor:
+        """low + (tanh(u) + 1) / 2 x (high - low): always inside the bounds."""
+        limits = self._limits_on(actions.device)
+        return limits[0] + (torch.tanh(actions) + 1) / 2 * (limits[1] - limits[0])
 
 
 ActionHead = CategoricalHeads | GaussianHead
+CONTINUOUS_HEADS: dict[str, type[GaussianHead]] = {"gaussian": GaussianHead, "tanh_normal": TanhNormalHead}
+"""The heads of continuous actions, by ``TrainConfig.policy_head``."""
 
 
-def action_head(spec: EnvSpec) -> ActionHead:
-    """The distribution of an environment's actions."""
-    return GaussianHead(spec.action_bounds) if spec.continuous else CategoricalHeads(spec.action_levels)
+def action_head(spec: EnvSpec, continuous_head: str = "gaussian") -> ActionHead:
+    """The distribution of an environment's actions; ``continuous_head`` (``TrainConfig.policy_head``)
+    picks the one of continuous actions."""
+    if not spec.continuous:
+        return CategoricalHeads(spec.action_levels)
+    return CONTINUOUS_HEADS[continuous_head](spec.action_bounds)

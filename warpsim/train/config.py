@@ -29,6 +29,7 @@ else:  # tomllib is new in Python 3.11; tomli is the same parser (a dependency o
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 GRAPHS = ("auto", "on", "off")
 LR_SCHEDULES = ("kl", "linear", "constant")
+POLICY_HEADS = ("gaussian", "tanh_normal")
 MAX_ENV_STEPS = 10**12
 """Most environment steps one run may ask for (iterations x rollout_steps x num_envs): more would
 take days on any device, so such a figure is a mistake, refused rather than run until killed."""
@@ -111,6 +112,10 @@ class TrainConfig:
     """Width of each hidden layer of the networks."""
     hidden_layers: int = 2
     """Hidden layers of the networks."""
+    policy_head: str = "gaussian"
+    """Continuous actions' distribution: gaussian (a learned log-std per component, the sample clipped to the
+    bounds where it is written) or tanh_normal (squashed into the bounds by tanh, its scale from the network);
+    discrete actions ignore it."""
     precision: str = "auto"
     """Network precision: auto (bf16 autocast on CUDA, fp32 on CPU), fp32, bf16, or fp16 (CUDA, gradient scaler)."""
     graphs: str = "auto"
@@ -150,6 +155,7 @@ class TrainConfig:
                                           "compile_loss"),
                      what=CONFIG_FIELD)
         check_fields(self, require_choice, ("lr_schedule",), LR_SCHEDULES, what=CONFIG_FIELD)
+        check_fields(self, require_choice, ("policy_head",), POLICY_HEADS, what=CONFIG_FIELD)
         if self.lr_schedule != "constant":
             need(self.min_learning_rate <= self.learning_rate, "min_learning_rate",
                  f"give at most learning_rate ({self.learning_rate})")

@@ -73,9 +73,9 @@ class ActorCritic(ActorCriticBase):
         self.trunk = _mlp(observation_size, hidden_size, hidden_layers)
         self.value_trunk = None if shared_trunk else _mlp(observation_size, hidden_size, hidden_layers)
         # Small initial logits or means make the first policy nearly uniform, or centred (CleanRL's choice).
-        self.policy_head = _orthogonal(nn.Linear(hidden_size, head.size - head.continuous * head.action_size),
+        self.policy_head = _orthogonal(nn.Linear(hidden_size, head.size - head.learned_log_std * head.action_size),
                                        gain=0.01)
-        self.log_std = nn.Parameter(torch.zeros(head.action_size)) if head.continuous else None
+        self.log_std = nn.Parameter(torch.zeros(head.action_size)) if head.learned_log_std else None
         self.value_head = _orthogonal(nn.Linear(hidden_size, 1), gain=1.0)
         self.value_normalizer = ValueNormalizer() if value_normalization else None
 
@@ -103,10 +103,11 @@ class RolePolicies(nn.Module):
     """
 
     def __init__(self, spec: EnvSpec, role_names: list[str], input_size: int, hidden_size: int,
-                 hidden_layers: int, *, shared_trunk: bool = False, value_normalization: bool = True):
+                 hidden_layers: int, *, shared_trunk: bool = False, value_normalization: bool = True,
+                 policy_head: str = "gaussian"):
         super().__init__()
         self.role_names = list(role_names)
-        self.head = action_head(spec)
+        self.head = action_head(spec, policy_head)
         """How the networks' policy outputs are read (logits, or a Gaussian's mean and log-std)."""
         self.networks = nn.ModuleList(
             ActorCritic(input_size, self.head, hidden_size, hidden_layers, shared_trunk=shared_trunk,
@@ -116,7 +117,8 @@ class RolePolicies(nn.Module):
     def for_config(cls, config: TrainConfig, spec: EnvSpec, role_names: list[str], input_size: int) -> RolePolicies:
         """The networks ``config`` describes, for inputs of ``input_size``."""
         return cls(spec, role_names, input_size, config.hidden_size, config.hidden_layers,
-                   shared_trunk=config.shared_trunk, value_normalization=config.value_normalization)
+                   shared_trunk=config.shared_trunk, value_normalization=config.value_normalization,
+                   policy_head=config.policy_head)
 
     def forward(self, observations: list[torch.Tensor], role_names: list[str] | None = None):
         names = self.role_names if role_names is None else role_names

@@ -19,7 +19,7 @@ import torch
 
 from warpsim.errors import InvalidTypeError, InvalidValueError, RunFileError, UnavailableError
 from warpsim.train import checkpoint
-from warpsim.train.action_heads import ActionHead, CategoricalHeads, GaussianHead
+from warpsim.train.action_heads import CONTINUOUS_HEADS, ActionHead, CategoricalHeads, GaussianHead
 from warpsim.train.config import is_policy_device, saved_config
 from warpsim.train.opponents import random_roles
 from warpsim.train.policy import ActorCritic
@@ -122,7 +122,7 @@ def load_policy(source: Path | str, role: str, *, device: str = "cpu", seed: int
                                 f"{', '.join(name for name in roles if name not in random_roles(config.opponents))}")
     chosen = _torch_device(device)
     bounds = signature.get("action_bounds")
-    head = (GaussianHead(tuple((float(low), float(high)) for low, high in bounds)) if bounds
+    head = (CONTINUOUS_HEADS[config.policy_head](tuple((float(low), float(high)) for low, high in bounds)) if bounds
             else CategoricalHeads(tuple(int(levels) for levels in signature["action_levels"])))
     observation_size = int(signature["observation_size"])
     network = ActorCritic(config.stack_observations * observation_size, head, config.hidden_size,
