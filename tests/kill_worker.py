@@ -1,8 +1,9 @@
 """A small training run that tests/test_kill_resume.py stops with SIGKILL at chosen moments.
 
-``python tests/kill_worker.py RUN_DIR HOLD [SEEDS]`` trains the config below into RUN_DIR, or
-resumes it there when RUN_DIR holds a run (has config.json or experiment.json), as a user
-would after a crash; with SEEDS, an experiment of those seeds batched together. HOLD is where the process stops to be killed: ``checkpoint:K`` halfway through
+``python tests/kill_worker.py RUN_DIR HOLD [SEEDS | continuous]`` trains the config below into
+RUN_DIR, or resumes it there when RUN_DIR holds a run (has config.json or experiment.json), as a
+user would after a crash; with SEEDS, an experiment of those seeds batched together; with
+``continuous``, the beacon with continuous actions (a Gaussian policy) instead. HOLD is where the process stops to be killed: ``checkpoint:K`` halfway through
 writing the bytes of its K-th checkpoint, ``metrics:K`` right after its K-th metrics
 record, ``none`` nowhere. It prints ``holding`` when it stops there, and ``logging``
 after its first metrics record. In an experiment the counts run over all its runs' files.
@@ -15,9 +16,12 @@ from pathlib import Path
 
 from warpsim.cli import main
 
+COMMON = ["--num-envs", "4", "--rollout-steps", "8", "--backend", "numpy", "--iterations", "24",
+          "--checkpoint-every", "2", "--log-every", "1", "--quiet"]
 TRAIN = ["--env", "tag_gridworld", "--set", "num_taggers=2", "--set", "grid_length=5", "--set", "episode_length=8",
-         "--num-envs", "4", "--rollout-steps", "8", "--backend", "numpy", "--iterations", "24",
-         "--checkpoint-every", "2", "--log-every", "1", "--quiet"]
+         *COMMON]
+CONTINUOUS = ["--env", "beacon", "--set", "num_agents=3", "--set", "episode_length=8", "--set",
+              "continuous_actions=true", *COMMON]
 
 
 def watch_writes(hold: str) -> None:
@@ -46,8 +50,10 @@ def watch_writes(hold: str) -> None:
 
 
 if __name__ == "__main__":
-    run_dir, hold, seeds = Path(sys.argv[1]), sys.argv[2], sys.argv[3:]
+    run_dir, hold, variant = Path(sys.argv[1]), sys.argv[2], sys.argv[3:]
     watch_writes(hold)
     if (run_dir / "config.json").exists() or (run_dir / "experiment.json").exists():
         sys.exit(main(["train", "--resume", "--run-dir", str(run_dir), "--quiet"]))
-    sys.exit(main(["train", *TRAIN, *(["--seeds", *seeds] if seeds else []), "--run-dir", str(run_dir)]))
+    if variant == ["continuous"]:
+        sys.exit(main(["train", *CONTINUOUS, "--run-dir", str(run_dir)]))
+    sys.exit(main(["train", *TRAIN, *(["--seeds", *variant] if variant else []), "--run-dir", str(run_dir)]))

@@ -264,3 +264,14 @@ def test_a_tanh_normal_run_trains_and_plays():
     assert "log_std" not in metrics and math.isfinite(metrics["approx_kl"])
     env = warpsim.make("tag_continuous", 4, backend="numpy", continuous_actions=True, **TAG)
     assert evaluate(Player(env, trainer.run_policies(), random_roles=("runner",)), episodes=4).episodes == 4
+
+
+def test_a_frozen_continuous_opponent_plays_from_its_checkpoint(tmp_path):
+    base = dict(env="tag_continuous", env_params=dict(TAG, continuous_actions=True), num_envs=4, rollout_steps=6,
+                iterations=1, backend="numpy")
+    source = train(TrainConfig(**base), tmp_path / "source", progress=None)
+    trainer = Trainer(TrainConfig(**base, opponents={"runner": f"checkpoint:{tmp_path / 'source'}"}))
+    mine, theirs = trainer.policies.network("runner").log_std, source.policies.network("runner").log_std
+    assert torch.equal(mine, theirs) and not mine.requires_grad
+    trainer.iterate()
+    assert torch.equal(trainer.policies.network("runner").log_std, theirs), "frozen"

@@ -111,3 +111,21 @@ def test_an_experiment_killed_at_any_moment_resumes_every_run_to_the_uninterrupt
     for name in ("seed=0", "seed=1", "seed=2"):
         assert checkpoint.load(experiment / name)["iteration"] == 24
         assert same_training(experiment / name, straight / name), name
+
+
+@pytest.mark.slow
+def test_a_continuous_run_killed_resumes_to_the_uninterrupted_result(tmp_path):
+    """The beacon with continuous actions: float32 actions in the rollout, a learned log-std in the networks
+    and Adam's state."""
+    run, straight = tmp_path / "run", tmp_path / "straight"
+    uninterrupted = start(straight, "none", seeds="continuous")
+    for hold in ("metrics:3", "checkpoint:3"):
+        process = start(run, hold, seeds="continuous")
+        assert "holding" in (line.strip() for line in iter(process.stdout.readline, "")), f"never reached {hold}"
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        files_are_readable(run)
+    assert start(run, "none").wait() == 0
+    assert uninterrupted.wait() == 0
+    assert checkpoint.load(run)["iteration"] == 24 and "networks.0.log_std" in checkpoint.load(run)["policies"]
+    assert same_training(run, straight)
