@@ -132,50 +132,34 @@ MASK_KINDS = ["bool", "int", "short", "string", "none list", "reversed", "tensor
 
 
 def odd_actions(env, kind: str, rng: np.random.Generator):
-    if env.spec.continuous:
-        return odd_continuous_actions(env, kind, rng)
-    levels = np.array(env.spec.action_levels)
     shape = tuple(env.actions.shape)
-    valid = (rng.random(shape) * levels).astype(np.int64)
-    if kind.startswith("valid "):
-        return valid.astype(kind.split()[1])  # every level fits in every integer dtype
+    if env.spec.continuous:  # within the bounds (float64 for the integer dtypes, converted), beyond them,
+        # beyond float32, and integers where floats belong
+        bounds = np.array(env.spec.action_bounds, np.float64)
+        low, high = bounds[:, 0], bounds[:, 1]
+        valid = rng.uniform(low, high, shape).astype(np.float32)
+        if kind.startswith("valid "):
+            return valid.astype(np.float64)
+        own = {"out of range": valid + (high - low) * rng.integers(1, 3), "wide": valid.astype(np.float64) * 1e39,
+               "float": np.round(valid).astype(np.int64)}
+    else:
+        levels = np.array(env.spec.action_levels)
+        valid = (rng.random(shape) * levels).astype(np.int64)
+        if kind.startswith("valid "):
+            return valid.astype(kind.split()[1])  # every level fits in every integer dtype
+        own = {"out of range": valid + levels * rng.integers(1, 3), "wide": valid + 2**32,
+               "float": valid.astype(np.float32)}
+    if kind in own:
+        return own[kind]
     return {
         "valid": valid,
-        "out of range": valid + levels * rng.integers(1, 3),
-        "wide": valid + 2**32,
-        "float": valid.astype(np.float32),
         "bool": valid > 0,
         "shape": valid[..., :0] if shape[-1] else valid[None],
         "string": np.full(shape, "1"),
         "object": valid.astype(object),
         "reversed": valid[::-1],
         "list": valid.tolist(),
-        "meta": torch.zeros(shape, dtype=torch.int32, device="meta"),
-        "huge list": np.full(shape, 2**70, dtype=object).tolist(),
-    }[kind]
-
-
-def odd_continuous_actions(env, kind: str, rng: np.random.Generator):
-    """The same kinds for continuous actions: within the bounds (float64 for the integer dtypes, which are
-    converted), beyond them, beyond float32, and integers where floats belong."""
-    bounds = np.array(env.spec.action_bounds, np.float64)
-    low, high = bounds[:, 0], bounds[:, 1]
-    shape = tuple(env.actions.shape)
-    valid = rng.uniform(low, high, shape).astype(np.float32)
-    if kind.startswith("valid "):
-        return valid.astype(np.float64)
-    return {
-        "valid": valid,
-        "out of range": valid + (high - low) * rng.integers(1, 3),
-        "wide": valid.astype(np.float64) * 1e39,
-        "float": np.round(valid).astype(np.int64),
-        "bool": valid > 0,
-        "shape": valid[..., :0] if shape[-1] else valid[None],
-        "string": np.full(shape, "1"),
-        "object": valid.astype(object),
-        "reversed": valid[::-1],
-        "list": valid.tolist(),
-        "meta": torch.zeros(shape, dtype=torch.float32, device="meta"),
+        "meta": torch.zeros(shape, dtype=env.actions.dtype, device="meta"),
         "huge list": np.full(shape, 2**70, dtype=object).tolist(),
     }[kind]
 
