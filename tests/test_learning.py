@@ -2,8 +2,10 @@
 against the same uniformly random runners do better than uniformly random taggers, on the
 same seeds. tag-small: at least twice the tags per episode. tag-chase-small and grid-small,
 the CPU-sized versions of the reference learning tasks tag-chase and grid-chase: games over
-at least 1.5x sooner. Each test trains for a minute or more on two cores, with no progress
-output: the test log keeps pytest's own lines (``warpsim train --config PRESET`` shows the progress)."""
+at least 1.5x sooner. Continuous actions: tag-small-continuous's taggers at least twice the
+tags of random play, beacon-continuous's walkers at least 90% of the obvious heuristic's return.
+Each test trains for seconds to half a minute on two cores, with no progress output: the test log
+keeps pytest's own lines (``warpsim train --config PRESET`` shows the progress)."""
 
 import pytest
 
