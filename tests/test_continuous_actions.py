@@ -39,8 +39,8 @@ def test_the_spec_declares_continuous_actions_by_their_bounds():
 
 
 @pytest.mark.parametrize("actions, message", [
-    (dict(), "declares neither action_levels and action_bounds; declare one"),
-    (dict(action_levels=(3,), action_bounds=((0.0, 1.0),)), "declares both"),
+    (dict(), "declares neither action_levels nor action_bounds; declare one"),
+    (dict(action_levels=(3,), action_bounds=((0.0, 1.0),)), "declares both action_levels and action_bounds"),
     (dict(action_bounds=((1.0, 1.0),)), r"action_bounds\[0\] = \(1.0, 1.0\); give finite float32 bounds with low < high"),
     (dict(action_bounds=((0.0, 1.0), (2.0, -2.0))), r"action_bounds\[1\] = \(2.0, -2.0\)"),
     (dict(action_bounds=((-math.inf, 1.0),)), "finite float32 bounds"),

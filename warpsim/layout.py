@@ -58,8 +58,8 @@ def check_actions(owner: str, spec: EnvSpec) -> None:
     """One kind of actions, declared as the spec documents it: levels >= 1, or finite bounds with low < high."""
     levels, bounds = spec.action_levels, spec.action_bounds
     if bool(levels) == bool(bounds):
-        given = "both" if levels else "neither"
-        raise InvalidValueError(f"{owner} declares {given} action_levels and action_bounds; declare one: "
+        given = "both action_levels and" if levels else "neither action_levels nor"
+        raise InvalidValueError(f"{owner} declares {given} action_bounds; declare one: "
                                 f"action_levels=(5,) for discrete actions, action_bounds=((-1.0, 1.0),) for "
                                 f"continuous ones")
     for k, level in enumerate(levels):
