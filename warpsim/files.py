@@ -7,8 +7,10 @@ durable. A failed write removes the temporary file and leaves the old one as it 
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
+from typing import Any
 
 from warpsim.errors import InvalidValueError, RunFileError
 
@@ -16,6 +18,15 @@ from warpsim.errors import InvalidValueError, RunFileError
 def describe_os_error(error: OSError) -> str:
     """``No space left on device`` rather than ``[Errno 28] No space left on device: '...'``."""
     return error.strerror or str(error) or type(error).__name__
+
+
+def read_json(path: Path, what: str) -> Any:
+    """The JSON value in ``path``; a RunFileError saying why it cannot be read as ``what``."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        reason = describe_os_error(error) if isinstance(error, OSError) else str(error).splitlines()[0]
+        raise RunFileError(f"{path} cannot be read as {what}: {reason}") from None
 
 
 def fsync_directory(path: Path) -> None:

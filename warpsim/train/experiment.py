@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from warpsim.errors import InvalidValueError, RunFileError, WarpsimError
-from warpsim.files import describe_os_error, make_directory, replace_atomically, usable_directory
+from warpsim.files import make_directory, read_json, replace_atomically, usable_directory
 from warpsim.registry import env_class
 from warpsim.train.config import TrainConfig, build_config, field_names
 from warpsim.train.run_dir import CONFIG_FILE, EXPERIMENT_FILE, RunDirectory
@@ -194,11 +194,7 @@ class ExperimentDirectory:
 
     def read(self) -> dict:
         """The plan as written, checked; a RunFileError naming the file when it cannot be used."""
-        try:
-            plan = json.loads(self.file.read_text())
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-            reason = describe_os_error(error) if isinstance(error, OSError) else str(error).splitlines()[0]
-            raise RunFileError(f"{self.file} cannot be read as an experiment: {reason}") from None
+        plan = read_json(self.file, "an experiment")
         if not isinstance(plan, dict) or plan.get("format") != FORMAT or not isinstance(plan.get("runs"), list) \
                 or not all(isinstance(run, dict) and {"name", "setting", "seed"} <= set(run) for run in plan["runs"]):
             raise RunFileError(f"{self.file} is not a warpsim experiment of format {FORMAT}")

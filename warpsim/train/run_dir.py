@@ -19,7 +19,7 @@ import os
 from pathlib import Path
 
 from warpsim.errors import RunFileError, WarpsimError
-from warpsim.files import describe_os_error, make_directory, replace_atomically, usable_directory
+from warpsim.files import describe_os_error, make_directory, read_json, replace_atomically, usable_directory
 from warpsim.train.checkpoint import FILE_NAME
 from warpsim.train.config import TrainConfig, build_saved_config
 
@@ -51,11 +51,7 @@ class RunDirectory:
 
     def saved_config(self) -> TrainConfig:
         """The run's config.json; a RunFileError naming the file when it cannot be used."""
-        try:
-            settings = json.loads(self.config_path.read_text())
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-            reason = describe_os_error(error) if isinstance(error, OSError) else str(error).splitlines()[0]
-            raise RunFileError(f"{self.config_path} cannot be read as a run's config: {reason}") from None
+        settings = read_json(self.config_path, "a run's config")
         if not isinstance(settings, dict):
             raise RunFileError(f"{self.config_path} must hold a JSON object of settings, "
                                f"not {type(settings).__name__}")
