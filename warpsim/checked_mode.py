@@ -1,4 +1,5 @@
-"""Checked mode: actions in range and a valid state, without a host read per GPU step.
+"""Actions a caller hands in, and checked mode: actions in range and a valid state, without a
+host read per GPU step.
 
 An action index must be within its component's levels; a continuous action finite and
 within its component's bounds (the step would clamp it: checked mode refuses it instead).
@@ -13,10 +14,12 @@ the device, the flag and the state read at intervals and by ``check()``).
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import torch
 
-from warpsim.errors import InvalidValueError
+from warpsim.errors import InvalidTypeError, InvalidValueError
+from warpsim.inputs import as_input_tensor
 from warpsim.spec import ArrayNamespace, EnvSpec, StateArray
 from warpsim.validation import require_int
 
@@ -25,10 +28,11 @@ CHECK_EVERY = 64
 
 
 class CheckedMode:
-    """The checks of ``Environment`` (a base class of it)."""
+    """The checks of ``Environment`` (a base class of it), and ``step(actions)``'s copy of the actions."""
 
     spec: EnvSpec
     state: ArrayNamespace
+    actions: torch.Tensor
     checked: bool
     _action_limits: torch.Tensor
     display_name: str
@@ -50,6 +54,30 @@ class CheckedMode:
     @check_every.setter
     def check_every(self, steps: int) -> None:
         self._check_every = require_int("check_every", steps, 1)
+
+    def _write_actions(self, actions: Any) -> None:
+        """Copies ``actions`` (a tensor, array or list of env.actions' shape) into env.actions: indices of an
+        integer dtype, or floating-point continuous actions; checked first in checked mode."""
+        actions = as_input_tensor(actions, "actions")
+        if tuple(actions.shape) != tuple(self.actions.shape):
+            raise InvalidValueError(f"actions have shape {tuple(actions.shape)}; expected "
+                                    f"{tuple(self.actions.shape)} (num_envs, num_agents, action components)")
+        if self.spec.continuous:
+            if not actions.dtype.is_floating_point:
+                raise InvalidTypeError(f"actions have dtype {actions.dtype}; {self.display_name}'s actions are "
+                                       f"continuous: give floating-point values (float32 is stored, float64 "
+                                       f"converted)")
+        elif actions.dtype.is_floating_point or actions.dtype.is_complex or actions.dtype == torch.bool:
+            raise InvalidTypeError(f"actions have dtype {actions.dtype}; expected an integer dtype (int32 is stored)")
+        if self.checked and actions.device.type == "cpu":
+            # Before narrowing to the stored dtype: int32 would wrap 2**32 + 3 to 3, float32 round onto a bound.
+            self._check_host_actions(actions)
+        actions = actions.to(self.actions.device)
+        if not self.spec.continuous and actions.dtype not in (torch.int32, torch.int16, torch.int8, torch.uint8):
+            actions = actions.clamp(-2**31, 2**31 - 1)  # out of range stays out of range (and is clamped)
+        if self.checked and actions.device.type != "cpu":
+            self._check_device_actions(actions)
+        self.actions.copy_(actions)
 
     def _bad_actions(self, actions: torch.Tensor) -> torch.Tensor:
         # .to: actions given from the host are checked on the host, before they are copied over

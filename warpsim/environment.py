@@ -446,31 +446,3 @@ class Environment(CheckedMode):
                 f"{self.device} (at most 90% may be used); lower num_envs or the number of agents, "
                 f"or observe fewer agents")
 
-    def _write_actions(self, actions) -> None:
-        actions = as_input_tensor(actions, "actions")
-        if tuple(actions.shape) != tuple(self.actions.shape):
-            raise InvalidValueError(f"actions have shape {tuple(actions.shape)}; expected "
-                             f"{tuple(self.actions.shape)} (num_envs, num_agents, action components)")
-        if self.spec.continuous:
-            if not actions.dtype.is_floating_point:
-                raise InvalidTypeError(f"actions have dtype {actions.dtype}; {self.display_name}'s actions are "
-                                       f"continuous: give floating-point values (float32 is stored, float64 "
-                                       f"converted)")
-            if self.checked and actions.device.type == "cpu":
-                self._check_host_actions(actions)  # before rounding to float32, which could round onto a bound
-            actions = actions.to(self.device)
-            if self.checked and actions.device.type != "cpu":
-                self._check_device_actions(actions)
-            self.actions.copy_(actions)
-            return
-        if actions.dtype.is_floating_point or actions.dtype.is_complex or actions.dtype == torch.bool:
-            raise InvalidTypeError(f"actions have dtype {actions.dtype}; expected an integer dtype (int32 is stored)")
-        if self.checked and actions.device.type == "cpu":
-            self._check_host_actions(actions)  # before narrowing to int32, which would wrap 2**32 + 3 to 3
-        actions = actions.to(self.device)
-        if actions.dtype not in (torch.int32, torch.int16, torch.int8, torch.uint8):
-            actions = actions.clamp(-2**31, 2**31 - 1)  # out of range stays out of range (and is clamped)
-        if self.checked and actions.device.type != "cpu":
-            self._check_device_actions(actions)
-        self.actions.copy_(actions)
-
