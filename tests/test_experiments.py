@@ -13,6 +13,7 @@ from warpsim.cli import main
 from warpsim.device import Placement
 from warpsim.errors import DoesNotFitError, InvalidValueError
 from warpsim.registry import layout
+from warpsim.removed import RemovedError
 from warpsim.train import TrainConfig, Trainer, checkpoint, storage
 from warpsim.train.distributed import World
 from warpsim.train.experiment import parse_seeds, parse_sweep, plan_runs
@@ -265,3 +266,15 @@ def test_on_the_gpu_a_batched_run_starts_as_it_does_alone():
     mine, theirs = batch.read_metrics()[2], alone.read_metrics()[0]
     for name in ("approx_kl", "value_loss", "policy_loss", "entropy", "explained_variance", "episode_length"):
         assert mine[name] == pytest.approx(theirs[name], rel=1e-3, abs=1e-5), name
+
+
+def test_the_trainers_renamed_single_run_api_names_its_replacements():
+    trainer = Trainer(TrainConfig(**GRID))
+    for call, replacement in [(lambda: trainer.state_dict(), r"trainer.run_state_dict\(run\)"),
+                              (lambda: trainer.load_state_dict({}), r"trainer.load_run_state_dict\(run, checkpoint\)"),
+                              (lambda: trainer.collect(), r"trainer.collector.collect\(\)"),
+                              (lambda: trainer.generator, r"trainer.generators\[run\]")]:
+        with pytest.raises(RemovedError, match=rf"was removed in warpsim 0.2.0: .*{replacement}") as error:
+            call()
+        assert "\n" not in str(error.value)
+    assert not hasattr(trainer, "generator") and len(trainer.generators) == 1

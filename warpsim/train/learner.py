@@ -84,6 +84,8 @@ class Learner:
         """Each run's and learning role's mean approx_kl over the minibatches of the running epoch."""
         self.explained_variance = torch.zeros(runs, device=device)
         """How much of the returns' variance the values explained in the last rollout (mean over learning roles)."""
+        self.run_index = torch.arange(runs, device=device)[:, None]
+        """int64[R, 1]: picks each run's row of the samples with its own minibatch indices."""
 
     def learn(self, next_values: list[torch.Tensor]) -> None:
         """``epochs`` passes of clipped PPO over the rollout, in shuffled minibatches, given each
@@ -98,14 +100,13 @@ class Learner:
             explained.append(ppo.explained_variance(rollout.values.flatten(1), returns.flatten(1)))
             samples.append(self._value_targets(role.name, Samples.of(rollout, advantages, returns)))
         self.explained_variance.copy_(torch.stack(explained).mean(0))
-        runs = torch.arange(len(self.configs), device=self.device)[:, None]
         row = 0
         for _ in range(self.configs[0].epochs):
             orders = [[torch.randperm(s.num_samples, device=self.device, generator=generator)
                        .tensor_split(self.minibatches) for generator in self.generators] for s in samples]
             self.epoch_kl.zero_()
             for m in range(self.minibatches):
-                self.step_on_minibatch([s.pick(runs, torch.stack([order[m] for order in run_orders]))
+                self.step_on_minibatch([s.pick(self.run_index, torch.stack([order[m] for order in run_orders]))
                                         for s, run_orders in zip(samples, orders)], row)
                 row += 1
             self.world.all_reduce_mean(self.epoch_kl)  # every process moves its rates alike

@@ -29,6 +29,7 @@ from warpsim.environment import Environment
 from warpsim.errors import InvalidValueError, RunFileError, WarpsimError
 from warpsim.graph import CUDA_GRAPH, EAGER
 from warpsim.registry import layout, make
+from warpsim.removed import removed
 from warpsim.roles import roles_of
 from warpsim.train import opponents
 from warpsim.train.checkpoint import signature
@@ -346,6 +347,27 @@ class Trainer:
         learner.learning_rates.load_run_state_dict(run, checkpoint["learning_rates"])
         if checkpoint["config"]["iterations"] != self.configs[run].iterations:
             learner.learning_rates.extend_from(run, self.iteration)
+
+
+    def state_dict(self, *args, **kwargs) -> dict:
+        """Removed in 0.2.0 (see ``run_state_dict``)."""
+        raise removed("Trainer.state_dict()", "0.2.0", "a trainer holds a batch of runs now: call "
+                      "trainer.run_state_dict(run), run 0 for a single run")
+
+    def load_state_dict(self, *args, **kwargs) -> None:
+        """Removed in 0.2.0 (see ``load_run_state_dict``)."""
+        raise removed("Trainer.load_state_dict(checkpoint)", "0.2.0", "a trainer holds a batch of runs now: call "
+                      "trainer.load_run_state_dict(run, checkpoint), run 0 for a single run")
+
+    def collect(self, *args, **kwargs) -> None:
+        """Removed in 0.2.0 (see ``Collector.collect``)."""
+        raise removed("Trainer.collect()", "0.2.0", "call trainer.collector.collect() (or trainer.rollout(), which "
+                      "replays its CUDA graph)")
+
+    @property
+    def generator(self) -> torch.Generator:
+        """Removed in 0.2.0 (see ``generators``)."""
+        raise removed("Trainer.generator", "0.2.0", "each run has its own: trainer.generators[run]")
 
 
 def _env_arrays(env: Environment) -> dict[str, torch.Tensor]:
