@@ -3,8 +3,8 @@
 #   benchmarks/gpu_session.sh OUT_DIR STAGE...
 # Stages: tests (pytest -m gpu over 4 pytest-xdist workers; it includes `warpsim check` at
 # scale), bench (the targets of docs/benchmarks.md), bf16 (headline with bfloat16 observations, to
-# set beside bench's headline), train-speed (the train tier with the update captured, against its
-# targets), neighbour-search (each search forced: sweep-N, and the headline with each grid search),
+# set beside bench's headline), train-speed (the train tier, fused and eager, the cost model of
+# benchmarks/iteration_cost.py and the fused iteration's kernels from the profiler), neighbour-search (each search forced: sweep-N, and the headline with each grid search),
 # placement, many-runs (an experiment of 16 runs batched against the 16 in turn), profile (Nsight Compute), and the
 # reference learning tasks: grid-chase, tag-chase, tag-chase-continuous, tag-evade (needs tag-chase's run, in the same
 # OUT_DIR) and self-play (train-ref, both roles learn), each one call of at most 10 minutes;
@@ -70,13 +70,17 @@ for stage in "$@"; do
             bench headline-train 90 --config headline --tier sim+policy --tier train ;;
         bf16)
             bench headline-bf16 90 --config headline-bf16 --graphs both ;;
-        train-speed)  # rollout and update as graphs; each train record has rollout_ms and update_ms
-            bench train-ref-speed 150 --config train-ref --tier sim+policy --tier train --precision bf16 \
-                --graphs on --compile-loss
-            bench train-ref-eager-loss 100 --config train-ref --tier train --precision bf16 --graphs on
-            bench grid-speed 100 --config grid --tier train --graphs on --compile-loss
-            bench headline-speed 150 --config headline --tier train --graphs on --compile-loss
-            step update-ops 90 python3 benchmarks/update_ops.py ;;
+        train-speed)  # graphs; fused against eager; each train record has rollout_ms and update_ms
+            bench train-ref-fused 120 --config train-ref --tier sim+policy --tier train --precision bf16 \
+                --graphs on --compile on --repeats 3
+            bench train-ref-eager 60 --config train-ref --tier train --precision bf16 --graphs on --compile off \
+                --repeats 3
+            bench grid-fused 80 --config grid --tier train --graphs on --compile on --repeats 3
+            bench headline-fused 100 --config headline --tier train --graphs on --compile on --repeats 3
+            step iteration-cost 100 python3 benchmarks/iteration_cost.py --config train-ref \
+                --json "$out/iteration-cost.json"
+            step profile-fused 60 python3 benchmarks/iteration_profile.py --config train-ref --compile on \
+                --json "$out/profile-fused.json" ;;
         grid-chase)
             learn grid-chase 300 episode_length ;;
         tag-chase)

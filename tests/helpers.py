@@ -1,5 +1,10 @@
 """Test helpers shared by every environment: kernel targets, injected states, comparisons
-(tag_continuous's own are in tag_continuous_helpers.py)."""
+(tag_continuous's own are in tag_continuous_helpers.py), and the benchmarks' scripts as modules."""
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import pytest
@@ -43,3 +48,14 @@ def assert_same(reference: dict, kernels: dict, when: str) -> None:
     for name, expected in reference.items():
         np.testing.assert_allclose(kernels[name], expected, rtol=1e-5, atol=1e-5,
                                    err_msg=f"{name} differs {when}")
+
+
+def load_script(path: Path, name: str | None = None) -> ModuleType:
+    """A script file (of benchmarks/, not an installed package) as a module, named ``name`` or its stem;
+    registered in sys.modules while it runs, as an import would (its dataclasses need that)."""
+    spec = importlib.util.spec_from_file_location(name or path.stem, path)
+    assert spec is not None and spec.loader is not None, f"{path} is not a Python file"
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module

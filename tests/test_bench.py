@@ -5,6 +5,7 @@ import json
 import math
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -33,7 +34,7 @@ FLOOR_FIELDS = {"bytes_per_env_step", "distance_evaluations_per_env_step", "flop
 
 
 def test_run_sim_records_what_benchmarks_md_asks_for():
-    messages = []
+    messages: list[str] = []
     record = runner.run_sim(TINY, backend="numpy", steps=3, repeats=2, warmup_steps=1, progress=messages.append)
     assert FIELDS <= set(record) and FLOOR_FIELDS <= set(record["floor"])
     assert (record["num_envs"], record["num_agents"], record["observation"]) == (4, 8, "partial K=3")
@@ -177,7 +178,10 @@ def test_sweep_points_are_all_checked_before_the_first_runs():
 
 
 def test_no_time_limit_runs_the_requested_size():
-    assert runner.fit_to_time(3, None, steps=5, repeats=2, warmup_steps=1, max_seconds=math.inf) == (3, 5, 1)
+    def never_timed(num_envs: int) -> float:
+        raise AssertionError("without a time limit nothing is timed to fit")
+
+    assert runner.fit_to_time(3, never_timed, steps=5, repeats=2, warmup_steps=1, max_seconds=math.inf) == (3, 5, 1)
 
 
 def test_time_limit_picks_the_largest_power_of_two_that_fits_then_cuts_steps():
@@ -294,6 +298,7 @@ SHRUNK = {"tag_continuous": ["num_taggers=2", "num_runners=5", "num_other_agents
 @pytest.mark.parametrize("name", sorted(NAMED_CONFIGS))
 def test_every_tier_of_every_named_config_runs_at_a_tiny_size(name, tier, tmp_path, capsys):
     named = NAMED_CONFIGS[name]
+    assert isinstance(named.env, str)
     settings = [option for setting in SHRUNK[named.env] for option in ("--set", setting)]
     assert main(["bench", "--config", name, "--num-envs", "2", *settings, "--tier", tier, "--steps", "5",
                  "--repeats", "2", "--warmup", "1", "--backend", "numpy", "--results-dir", str(tmp_path)]) == 0
@@ -313,6 +318,7 @@ def test_every_tier_of_every_named_config_runs_at_a_tiny_size(name, tier, tmp_pa
         repeat_ms = 1e3 * 5 * 2 / record["env_steps_per_second"]["median"]
         assert rollout["median"] + update["median"] == pytest.approx(repeat_ms, rel=0.5)
         assert record["update"]["launches"] == "eager" and record["update"]["compile_seconds"] == 0
+        assert record["compiled"] is False and record["update"]["compiled"] is False
     assert f"{tier} tier" in capsys.readouterr().out
 
 
@@ -320,19 +326,18 @@ def test_every_tier_of_every_named_config_runs_at_a_tiny_size(name, tier, tmp_pa
 def test_the_tiers_run_the_kernels_on_the_simulator(tier):
     from warpsim.bench.policy_tiers import run_policy_tier
     config = BenchConfig("tag_gridworld", 1, dict(num_taggers=2, grid_length=4, episode_length=3))
-    options = dict(backend="cuda", steps=4, repeats=1, warmup_steps=1)
+    options: dict[str, Any] = dict(backend="cuda", steps=4, repeats=1, warmup_steps=1)
     record = runner.run_sim(config, **options) if tier == "sim" else run_policy_tier(config, tier, **options)
     assert (record["backend"], record["device"], record["tier"]) == ("cuda", "CUDA simulator", tier)
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("compile_loss", [False, True], ids=["eager loss", "compiled loss"])
-def test_the_train_tier_times_a_captured_update_and_its_phases_on_the_gpu(compile_loss):
+@pytest.mark.parametrize("compile", ["off", "on"], ids=["eager", "fused"])
+def test_the_train_tier_times_a_captured_update_and_its_phases_on_the_gpu(compile):
     from warpsim.bench.policy_tiers import run_policy_tier
-    record = run_policy_tier(TINY, "train", backend="cuda", steps=8, repeats=3, graphs=True,
-                             compile_loss=compile_loss)
+    record = run_policy_tier(TINY, "train", backend="cuda", steps=8, repeats=3, graphs=True, compile=compile)
     assert record["launches"] == "cuda-graph" and record["update"]["launches"] == "cuda-graph"
-    assert (record["update"]["compile_seconds"] > 0) is compile_loss
+    assert (record["update"]["compile_seconds"] > 0) is (compile == "on") and record["compiled"] is (compile == "on")
     rollout, update = record["rollout_ms"]["median"], record["update_ms"]["median"]
     # Events on the device's timeline: the two phases are the iteration, which the host waits for.
     repeat_ms = 1e3 * 8 * record["num_envs"] / record["env_steps_per_second"]["median"]
@@ -352,14 +357,6 @@ def test_host_time_per_step_is_recorded_apart_from_the_rate():
     # On a CPU the host does the whole step: its time is the step time, E environments at a time.
     assert host["median"] == pytest.approx(1e6 * record["num_envs"] / rate, rel=0.5)
     assert f"host {host['median']:.1f} us per step" in runner.summary(record)
-
-
-def test_compile_loss_without_the_train_tier_is_a_clear_error(tmp_path, capsys):
-    code = main(["bench", "--env", "tag_gridworld", "--num-envs", "1", "--backend", "numpy", "--tier", "sim+policy",
-                 "--compile-loss", "--steps", "2", "--repeats", "1", "--results-dir", str(tmp_path)])
-    assert code == 2
-    assert "--compile-loss compiles the train tier's loss; give it with --tier train" in capsys.readouterr().err
-    assert not any(tmp_path.iterdir())
 
 
 @pytest.mark.parametrize("graphs", ["on", "both"])

@@ -1,14 +1,16 @@
 """bfloat16 observations (TagContinuousParams.observation_dtype): the rounding, the kernels
 against the reference bit for bit, and the trainer, ``warpsim check`` and evaluation on them."""
 
+from typing import Any
+
 import numpy as np
 import pytest
 import torch
+from helpers import random_actions, write_state
 from numba import cuda
+from tag_continuous_helpers import random_state, twin_envs
 
 import warpsim
-from helpers import random_actions, write_state
-from tag_continuous_helpers import random_state, twin_envs
 from warpsim.check import check
 from warpsim.cli import main
 from warpsim.envs.tag_continuous import TagContinuousParams
@@ -27,8 +29,8 @@ EDGE_BITS = np.array([
 ], np.uint32)
 NAN_BITS = np.array([0x7FC00000, 0x7F800001, 0xFFFFFFFF, 0xFF800001], np.uint32)
 """Quiet and signalling NaNs; two hold their payload only in the half rounding drops."""
-SMALL = dict(num_taggers=2, num_runners=3, episode_length=4, tagging_distance=0.2)
-BFLOAT16 = dict(observation_dtype="bfloat16")
+SMALL: dict[str, Any] = dict(num_taggers=2, num_runners=3, episode_length=4, tagging_distance=0.2)
+BFLOAT16: dict[str, Any] = dict(observation_dtype="bfloat16")
 
 
 def torch_bits(values: np.ndarray) -> np.ndarray:

@@ -7,6 +7,7 @@ import importlib
 import pkgutil
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -15,13 +16,13 @@ from numba import cuda
 
 import warpsim
 from warpsim.binding import declarations, python_function
-from warpsim.errors import InvalidTypeError, InvalidValueError
 from warpsim.envs.template import Beacon
+from warpsim.errors import InvalidTypeError, InvalidValueError
 from warpsim.kernels.indexing import agent_of_thread
 from warpsim.registry import env_class
 from warpsim.removed import RemovedError
 
-CONFIGURATIONS = {
+CONFIGURATIONS: dict[str, list[dict[str, Any]]] = {
     "beacon": [dict(num_agents=3, episode_length=2), dict(num_agents=3, episode_length=2, continuous_actions=True)],
     "tag_continuous": [
         dict(num_taggers=2, num_runners=3, episode_length=2, observe_own_state=True),

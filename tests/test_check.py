@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 import pytest
@@ -27,8 +28,8 @@ from warpsim.envs.tag_continuous import kernels as tag_kernels
 from warpsim.envs.tag_continuous import step_kernels as tag_step_kernels
 from warpsim.registry import env_class
 
-SMALL = dict(num_taggers=1, num_runners=3)
-STANDING_STILL = dict(min_acceleration=0.0, max_acceleration=0.0)
+SMALL: dict[str, Any] = dict(num_taggers=1, num_runners=3)
+STANDING_STILL: dict[str, Any] = dict(min_acceleration=0.0, max_acceleration=0.0)
 """Nobody moves (speeds start at 0), so the random actions cannot change where tags happen."""
 TAG_PENALTY_LINE = "    rewards[e, i] += tag_penalty_for_runner\n"
 TIME_FEATURE_LINE = ("    store_observation(observations, e, i, 7 * stride, np.float32(t[e]) / np.float32(episode_length)"
@@ -54,6 +55,7 @@ def load_module(monkeypatch, tmp_path: Path, name: str, source: str):
     path = tmp_path / f"{name}.py"
     path.write_text(source)
     spec = importlib.util.spec_from_file_location(f"warpsim.envs.tag_continuous.{name}", path)
+    assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     monkeypatch.setitem(sys.modules, spec.name, module)
     spec.loader.exec_module(module)
@@ -93,6 +95,8 @@ def test_planted_tag_penalty_bug_is_found_at_the_first_tag(monkeypatch, tmp_path
     report = check("tag_continuous", num_envs=2, steps=5, seed=4, **params)
 
     mismatch = report.mismatch
+
+    assert mismatch is not None
     assert not report.consistent and report.steps == 1
     assert (mismatch.array, mismatch.step) == ("rewards", 1)
     assert (mismatch.env, mismatch.agent, mismatch.element) == (*tagged[0], None)
@@ -108,6 +112,8 @@ def test_planted_observation_bug_is_found_right_after_the_reset(monkeypatch, tmp
     report = check("tag_continuous", num_envs=2, steps=5, episode_length=4, **SMALL)
 
     mismatch = report.mismatch
+
+    assert mismatch is not None
     time_feature = 7 * (4 - 1)
     assert (mismatch.array, mismatch.step, mismatch.index) == ("observations", 0, (0, 0, time_feature))
     assert (mismatch.env, mismatch.agent, mismatch.element) == (0, 0, time_feature)
@@ -124,6 +130,8 @@ def test_planted_end_of_game_bug_is_found_at_the_right_step(monkeypatch, tmp_pat
     report = check("tag_continuous", num_envs=2, steps=6, **params)
 
     mismatch = report.mismatch
+
+    assert mismatch is not None
     assert (mismatch.array, mismatch.step, mismatch.env, mismatch.agent) == ("rewards", 2, 0, 1)
     assert (mismatch.reference, mismatch.kernels) == (0.0, 1.0)
     assert mismatch.count == 2 * 3, "every runner of every environment"
@@ -208,6 +216,8 @@ def test_arrays_that_differ_are_named_in_the_order_the_step_computes_them(monkey
     report = check("tag_continuous", num_envs=2, steps=3, **SMALL)
 
     mismatch = report.mismatch
+
+    assert mismatch is not None
     assert (mismatch.array, mismatch.step) == ("direction", 1)
     assert mismatch.also_differ in (("loc_y", "observations"), ("loc_x", "loc_y", "observations"))
     assert f"(also differing at this step, in the order it computes them: {', '.join(mismatch.also_differ)})" \
@@ -234,14 +244,15 @@ def test_every_step_starts_the_kernels_from_the_references_state(monkeypatch, tm
     params = dict(SMALL, episode_length=50, tagging_distance=0.0)
     report = check("tag_continuous", num_envs=2, steps=6, rtol=0.0, atol=1e-3, **params)
     assert report.consistent, str(report)
-    assert check("tag_continuous", num_envs=2, steps=6, rtol=0.0, atol=1e-4, **params).mismatch.array == "loc_x"
+    mismatch = check("tag_continuous", num_envs=2, steps=6, rtol=0.0, atol=1e-4, **params).mismatch
+    assert mismatch is not None and mismatch.array == "loc_x"
 
 
 def test_default_steps_cover_three_episodes():
     report = check("beacon", num_envs=2, num_agents=2, episode_length=3)
     assert report.consistent, str(report)
     assert (report.steps, report.episodes_ended) == (9, 6)
-    assert default_steps(SimpleNamespace(params=SimpleNamespace())) == 64, "no episode_length parameter"
+    assert default_steps(SimpleNamespace(params=SimpleNamespace())) == 64, "no episode_length parameter"  # type: ignore[arg-type]
 
 
 def test_command_line_help_states_the_default_steps(capsys):
@@ -252,11 +263,11 @@ def test_command_line_help_states_the_default_steps(capsys):
            "episode_length, or 64 if it has none)" in help_text
 
 
-TAG_AT_THE_RADIUS = dict(num_taggers=1, num_runners=2, grid_length=8.0, tagging_distance=0.0625, **STANDING_STILL)
+TAG_AT_THE_RADIUS: dict[str, Any] = dict(num_taggers=1, num_runners=2, grid_length=8.0, tagging_distance=0.0625, **STANDING_STILL)
 """Tag radius 0.5 exactly (0.0625 * 8): a runner 0.5 from the tagger is not tagged (the rule is strict)."""
 
 
-def step_from(env, loc_x) -> dict:
+def step_from(env, loc_x) -> tuple[dict, dict]:
     """The arrays after one step from: tagger at (4, 4), runner 1 at (loc_x, 4), runner 2 far away."""
     check_module = importlib.import_module("warpsim.check")
     env.state.loc_x.copy_(torch.tensor([[4.0, loc_x, 1.0]]))
@@ -293,7 +304,7 @@ def test_near_ties_are_named_and_allowed_only_when_asked(monkeypatch, tmp_path):
     params = dict(num_taggers=1, num_runners=5, tagging_distance=0.5, **STANDING_STILL)
 
     stopped = check("tag_continuous", num_envs=2, steps=3, seed=4, **params)
-    assert stopped.mismatch.near_tie and stopped.steps == 1
+    assert stopped.mismatch is not None and stopped.mismatch.near_tie and stopped.steps == 1
     assert "a near-tie: the reference gives the kernels' values when its float inputs move by one ulp" in str(stopped)
 
     allowed = check("tag_continuous", num_envs=2, steps=3, seed=4, allow_near_ties=True, **params)

@@ -4,12 +4,14 @@ Marked ``gpu``: skipped without one. The same checks from the command line are l
 in docs/guide.md ("Checking at scale").
 """
 
+from typing import Any
+
 import pytest
 
-from warpsim.configs import NAMED_CONFIGS
 from warpsim.check import check
+from warpsim.configs import NAMED_CONFIGS
 
-PARTIAL_K10 = dict(use_full_observation=False, num_other_agents_observed=10)
+PARTIAL_K10: dict[str, Any] = dict(use_full_observation=False, num_other_agents_observed=10)
 AT_SCALE = {  # id: (environment, E, three episodes in steps, parameters)
     "tag_continuous E=8 N=1000 K=10": ("tag_continuous", 8, 300, dict(num_taggers=50, num_runners=950, **PARTIAL_K10)),
     "tag_continuous E=4 N=2048 K=10": ("tag_continuous", 4, 300, dict(num_taggers=100, num_runners=1948,

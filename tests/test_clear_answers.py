@@ -128,7 +128,7 @@ def test_unsigned_and_narrow_actions_and_masks_are_taken(dtype):
     twin.step(actions.astype(np.int32))
     assert torch.equal(env.observations, twin.observations)
     with pytest.raises(WarpsimError, match="reset mask"):
-        env.reset(np.ones(2, dtype))
+        env.reset(np.ones(2, dtype))  # type: ignore[arg-type]  # the wrong type under test
 
 
 @pytest.mark.parametrize("device", ["cuda:01", "cuda:00", "cuda:128", "cuda:99999999999999999999", "cuda:-1",

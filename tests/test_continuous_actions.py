@@ -3,6 +3,7 @@ kernels, drawn at random within their bounds, and learned by a Gaussian policy."
 
 import json
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -13,16 +14,17 @@ from test_run_faults import records
 import warpsim
 from warpsim.actions import RandomActions
 from warpsim.check import check
+from warpsim.cli import main
+from warpsim.envs.tag_continuous import TagContinuous
 from warpsim.errors import InvalidTypeError, InvalidValueError
 from warpsim.kernels.actions import clamp
 from warpsim.layout import check_actions
 from warpsim.spec import EnvSpec
-from warpsim.cli import main
 from warpsim.train import TrainConfig, Trainer, train
 from warpsim.train.action_heads import GaussianHead, TanhNormalHead
 from warpsim.train.evaluate import Player, evaluate
 
-BEACON = dict(num_agents=3, episode_length=6, continuous_actions=True)
+BEACON: dict[str, Any] = dict(num_agents=3, episode_length=6, continuous_actions=True)
 
 
 def spec_with(**actions) -> EnvSpec:
@@ -180,11 +182,12 @@ def test_a_batch_of_continuous_runs_keeps_each_run_as_alone():
         alone.iterate()
     mine, theirs = batch.read_metrics()[1], alone.read_metrics()[0]
     assert mine.keys() == theirs.keys() and all(mine[k] == theirs[k] or mine[k] != mine[k] for k in mine)
-    assert torch.equal(batch.policies.network("walker").log_std[1], alone.policies.network("walker").log_std[0])
+    batched, single = batch.policies.network("walker").log_std, alone.policies.network("walker").log_std
+    assert batched is not None and single is not None and torch.equal(batched[1], single[0])
 
 
 # ----- tag_continuous ----------------------------------------------------------------------------
-TAG = dict(num_taggers=2, num_runners=3, episode_length=8)
+TAG: dict[str, Any] = dict(num_taggers=2, num_runners=3, episode_length=8)
 
 
 @pytest.mark.parametrize("backend", ["numpy", pytest.param("cuda", id="kernels")])
@@ -193,6 +196,7 @@ def test_a_continuous_action_equal_to_a_table_entry_moves_as_the_index_that_pick
     discrete = warpsim.make("tag_continuous", 3, backend=backend, seed=4, **TAG)
     continuous = warpsim.make("tag_continuous", 3, backend=backend, seed=4, continuous_actions=True, **TAG)
     assert continuous.spec.action_bounds == ((-1.0, 1.0), (-math.pi / 2, math.pi / 2))
+    assert isinstance(discrete, TagContinuous)
     acceleration, turn = discrete.constants.acceleration_table, discrete.constants.turn_table
     rng = np.random.default_rng(0)
     for _ in range(12):  # over an episode's end and reset
@@ -267,11 +271,12 @@ def test_a_tanh_normal_run_trains_and_plays():
 
 
 def test_a_frozen_continuous_opponent_plays_from_its_checkpoint(tmp_path):
-    base = dict(env="tag_continuous", env_params=dict(TAG, continuous_actions=True), num_envs=4, rollout_steps=6,
+    base: dict[str, Any] = dict(env="tag_continuous", env_params=dict(TAG, continuous_actions=True), num_envs=4, rollout_steps=6,
                 iterations=1, backend="numpy")
     source = train(TrainConfig(**base), tmp_path / "source", progress=None)
     trainer = Trainer(TrainConfig(**base, opponents={"runner": f"checkpoint:{tmp_path / 'source'}"}))
     mine, theirs = trainer.policies.network("runner").log_std, source.policies.network("runner").log_std
+    assert mine is not None and theirs is not None
     assert torch.equal(mine, theirs) and not mine.requires_grad
     trainer.iterate()
-    assert torch.equal(trainer.policies.network("runner").log_std, theirs), "frozen"
+    assert torch.equal(mine, theirs), "frozen"

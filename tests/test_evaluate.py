@@ -39,7 +39,8 @@ def printed_figures(text: str) -> list[tuple[tuple, str, str]]:
     every figure of the printed evaluation; a line of no known form fails the test."""
     lines = text.splitlines()
     assert lines[0].startswith("tag_gridworld from ") and lines[-1].startswith("wrote ")
-    figures, play = [], ()
+    figures: list[tuple[tuple[str, ...], str, str]] = []
+    play: tuple[str, ...] = ()
     for line in lines[1:-1]:
         if header := PLAY_HEADER.match(line):
             play = ("random",) if header[1] == "uniformly random" else ("plays", header[1])
@@ -110,6 +111,7 @@ def test_play_that_is_all_random_anyway_has_ratios_of_exactly_one(run, capsys, f
     ratios = [line for line in capsys.readouterr().out.splitlines() if RATIO.match(line)]
     assert len(ratios) == 2 * 4 and all(line.endswith(": 1.00x") for line in ratios), ratios
     result = evaluate_run(run, 8, num_envs=4, backend="numpy", random_roles=("tagger",))
+    assert result.random is not None
     for play in result.plays.values():
         assert play.means == result.random.means, "the same random actions from the same starts"
         assert set(play.ratios().values()) == {1.0}
@@ -142,7 +144,7 @@ def test_evaluate_run_refuses_plays_it_does_not_know(run, plays):
 
 
 @pytest.mark.parametrize("where", ["a directory", "under a file", "not json", "empty", "the checkpoint",
-                                   "the metrics", "in the run", "beside the checkpoint given"])
+                                   "the metrics", "the config", "beside the checkpoint given"])
 def test_a_json_path_that_cannot_be_written_is_refused_before_evaluating(run, tmp_path, capsys, monkeypatch, where):
     afile = tmp_path / "afile"
     afile.write_text("x")
@@ -154,9 +156,10 @@ def test_a_json_path_that_cannot_be_written_is_refused_before_evaluating(run, tm
         "empty": ("", "argument --json: an empty path is not allowed; give a file name"),
         "the checkpoint": (run / "checkpoint.pt", f"evaluation file {run / 'checkpoint.pt'} must end in .json"),
         "the metrics": (run / "metrics.jsonl", "must end in .json"),
-        "in the run": (run / "evaluation.json", f"evaluation file {run / 'evaluation.json'} lies in {run}, which "
-                                                f"it was made from and must not overwrite; give a file outside it"),
-        "beside the checkpoint given": (run / "config.json", f"lies in {run}, which it was made from"),
+        "the config": (run / "config.json", f"evaluation file {run / 'config.json'} is the config of the run in "
+                                            f"{run.resolve()}, which warpsim never replaces; write to another file, "
+                                            f"e.g. {run / 'config-evaluation.json'}"),
+        "beside the checkpoint given": (run / "config.json", "is the config of the run in"),
     }[where]
     evaluated = []
     monkeypatch.setattr(commands, "evaluate_run", lambda *args, **kwargs: evaluated.append(args))

@@ -3,6 +3,7 @@
 import dataclasses
 import json
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -21,7 +22,7 @@ from warpsim.train.loop import train, train_experiment
 from warpsim.train.runs import group_by_batch
 from warpsim.train.statistics import aggregate
 
-GRID = dict(env="tag_gridworld", env_params=dict(num_taggers=2, grid_length=5, episode_length=8), num_envs=4,
+GRID: dict[str, Any] = dict(env="tag_gridworld", env_params=dict(num_taggers=2, grid_length=5, episode_length=8), num_envs=4,
             rollout_steps=8, backend="numpy", epochs=2, log_every=1)
 GRID_FLAGS = ["--env", "tag_gridworld", "--set", "num_taggers=2", "--set", "grid_length=5", "--set",
               "episode_length=8", "--num-envs", "4", "--rollout-steps", "8", "--backend", "numpy", "--epochs", "2",
@@ -55,8 +56,8 @@ def test_changing_one_run_leaves_every_other_run_bit_for_bit(change):
         assert same(mine[0], theirs[0]) and same(mine[2], theirs[2])
         assert not same(mine[1], theirs[1]), "run 1 itself changed"
     for run in (0, 2):
-        mine, theirs = base.run_state_dict(run), other.run_state_dict(run)
-        assert all(torch.equal(mine["policies"][k], theirs["policies"][k]) for k in mine["policies"])
+        base_state, other_state = base.run_state_dict(run), other.run_state_dict(run)
+        assert all(torch.equal(base_state["policies"][k], other_state["policies"][k]) for k in base_state["policies"])
     if "lr_schedule" in change:
         assert other_history[-1][1]["diverged"] and not other_history[-1][0]["diverged"]
 
@@ -255,7 +256,7 @@ def test_on_the_gpu_a_batched_run_starts_as_it_does_alone():
     """cuBLAS may pick another kernel for a batch of R matmuls than for one, and round otherwise: the
     first rollout's actions are the same but where a rounding tips a sample (rare), its update's
     metrics agree to float tolerance."""
-    settings = dict(env="tag_continuous", num_envs=16, rollout_steps=8, backend="cuda", epochs=2, minibatches=2,
+    settings: dict[str, Any] = dict(env="tag_continuous", num_envs=16, rollout_steps=8, backend="cuda", epochs=2, minibatches=2,
                     env_params=dict(num_taggers=2, num_runners=6, episode_length=5))
     configs = [TrainConfig(**settings, seed=seed) for seed in range(4)]
     batch, alone = Trainer(configs), Trainer(configs[2])
@@ -263,18 +264,21 @@ def test_on_the_gpu_a_batched_run_starts_as_it_does_alone():
     alone.iterate()
     for mine, theirs in zip(batch.storage.values(), alone.storage.values()):
         assert (mine.actions[2] == theirs.actions[0]).float().mean() > 0.99
-    mine, theirs = batch.read_metrics()[2], alone.read_metrics()[0]
+    batched, single = batch.read_metrics()[2], alone.read_metrics()[0]
     for name in ("approx_kl", "value_loss", "policy_loss", "entropy", "explained_variance", "episode_length"):
-        assert mine[name] == pytest.approx(theirs[name], rel=1e-3, abs=1e-5), name
+        assert batched[name] == pytest.approx(single[name], rel=1e-3, abs=1e-5), name
 
 
 def test_the_trainers_renamed_single_run_api_names_its_replacements():
     trainer = Trainer(TrainConfig(**GRID))
-    for call, replacement in [(lambda: trainer.state_dict(), r"trainer.run_state_dict\(run\)"),
-                              (lambda: trainer.load_state_dict({}), r"trainer.load_run_state_dict\(run, checkpoint\)"),
-                              (lambda: trainer.collect(), r"trainer.collector.collect\(\)"),
-                              (lambda: trainer.generator, r"trainer.generators\[run\]")]:
+    # The stubs are what is under test: mypy flags every use of them (tests/test_removed.py).
+    for call, replacement in [(lambda: trainer.state_dict(), r"trainer.run_state_dict\(run\)"),  # type: ignore[deprecated]
+                              (lambda: trainer.load_state_dict({}),  # type: ignore[deprecated]
+                               r"trainer.load_run_state_dict\(run, checkpoint\)"),
+                              (lambda: trainer.collect(), r"trainer.collector.collect\(\)"),  # type: ignore[deprecated]
+                              (lambda: trainer.generator, r"trainer.generators\[run\]")]:  # type: ignore[deprecated]
         with pytest.raises(RemovedError, match=rf"was removed in warpsim 0.2.0: .*{replacement}") as error:
             call()
         assert "\n" not in str(error.value)
-    assert not hasattr(trainer, "generator") and len(trainer.generators) == 1
+    removed_name = "generator"  # hasattr reads the stub, as a user's hasattr does: it says no
+    assert not hasattr(trainer, removed_name) and len(trainer.generators) == 1

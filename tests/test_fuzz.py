@@ -96,8 +96,8 @@ def plausible(default):
 @st.composite
 def make_calls(draw):
     env = draw(st.sampled_from(ENVS))
-    fields = [name for name in env_class(env).Params.__dataclass_fields__]
-    defaults = {name: field.default for name, field in env_class(env).Params.__dataclass_fields__.items()}
+    fields = [field.name for field in dataclasses.fields(env_class(env).Params)]
+    defaults = {field.name: field.default for field in dataclasses.fields(env_class(env).Params)}
     chosen = draw(st.lists(st.sampled_from(fields * 6 + ["bogus"]), unique=True, max_size=4))
     params = {name: draw(VALUES if draw(st.integers(0, 7)) == 0 else plausible(defaults.get(name)))
               for name in chosen}
@@ -409,8 +409,8 @@ def test_command_lines_end_in_success_or_one_line_and_exit_2(paths, user_modules
         try:
             code = main(argv)
         except SystemExit as stop:  # argparse: a usage error
-            code = stop.code
-            assert code == 2, f"{argv}: exit {code}"
+            assert stop.code == 2, f"{argv}: exit {stop.code}"
+            code = 2
             TALLY["clear errors"] += 1
             TALLY["usage errors"] += 1
             capsys.readouterr()
@@ -527,7 +527,10 @@ def plottable(line: str) -> bool:
         return False
     number = lambda value: isinstance(value, (int, float)) and not isinstance(value, bool)  # noqa: E731
     steps, elapsed = record.get("env_steps"), record.get("elapsed_seconds")
-    return (number(steps) and 0 <= steps < math.inf and (elapsed is None or number(elapsed) and 0 <= elapsed < math.inf)
+    if not number(steps) or not (elapsed is None or number(elapsed)):
+        return False
+    assert steps is not None
+    return (0 <= steps < math.inf and (elapsed is None or 0 <= elapsed < math.inf)
             and all(not number(value) or not math.isfinite(value) or abs(value) <= 1e300 for value in record.values()))
 
 

@@ -2,6 +2,7 @@
 mode's deferred device check."""
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ from warpsim.environment import CHECK_EVERY
 from warpsim.errors import InvalidValueError
 from warpsim.graph import MAX_STEPS
 
-SMALL = dict(num_taggers=1, num_runners=3, episode_length=3)
+SMALL: dict[str, Any] = dict(num_taggers=1, num_runners=3, episode_length=3)
 
 
 def random_actions(env, rng):

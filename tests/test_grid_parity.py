@@ -10,9 +10,10 @@ the game (K greater than the agents left). The ``gpu`` tests run the same at N =
 2048 and 4096.
 """
 
+from typing import Any
+
 import numpy as np
 import pytest
-
 from helpers import KERNEL_TARGETS, assert_same, compared_arrays, random_actions, require_target, write_state
 from tag_continuous_helpers import random_state, twin_envs
 
@@ -107,7 +108,7 @@ def test_state_left_in_global_memory_beside_a_grid_in_shared_memory_matches_the_
     from warpsim.envs.tag_continuous.grid_search import observation_words_per_thread, staged_state_bytes
     from warpsim.kernels.grid_layout import GridLayout, agents_per_cell
 
-    params = dict(num_taggers=4, num_runners=16, use_full_observation=False, num_other_agents_observed=5,
+    params: dict[str, Any] = dict(num_taggers=4, num_runners=16, use_full_observation=False, num_other_agents_observed=5,
                   tagging_distance=0.3)
     assert twin_envs(1, neighbour_search="grid", **params)[1]._state_in_shared
     layout = GridLayout(20, agents_per_cell(5), words_per_thread=observation_words_per_thread(5))
@@ -160,7 +161,7 @@ def test_grid_and_brute_force_kernels_agree_step_for_step(target, num_agents, nu
     import warpsim
 
     taggers = max(1, num_agents // 20)
-    params = dict(num_taggers=taggers, num_runners=num_agents - taggers, use_full_observation=False,
+    params: dict[str, Any] = dict(num_taggers=taggers, num_runners=num_agents - taggers, use_full_observation=False,
                   num_other_agents_observed=num_observed, tagging_distance=0.02, episode_length=30)
     grid = warpsim.make("tag_continuous", 8, backend="cuda", seed=3, neighbour_search=search, **params)
     brute = warpsim.make("tag_continuous", 8, backend="cuda", seed=3, neighbour_search="brute_force", **params)
@@ -189,7 +190,7 @@ def test_the_global_scratch_counts_in_the_memory_check(monkeypatch):
     from warpsim.errors import DoesNotFitError
 
     monkeypatch.setattr("warpsim.kernels.grid_layout.SHARED_MEMORY_BYTES", 0)
-    params = dict(num_taggers=2, num_runners=30, use_full_observation=False, num_other_agents_observed=3,
+    params: dict[str, Any] = dict(num_taggers=2, num_runners=30, use_full_observation=False, num_other_agents_observed=3,
                   neighbour_search="grid")
     env = warpsim.make("tag_continuous", 64, backend="numpy", **params)
     scratch = sum(array.nbytes for _name, array in env.scratch.items())

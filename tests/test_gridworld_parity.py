@@ -7,12 +7,14 @@ too). Without a GPU the kernels run on Numba's CUDA simulator (tiny sizes); with
 the ``gpu`` variant runs the same comparison on the device.
 """
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 import pytest
+from helpers import KERNEL_TARGETS, assert_same, compared_arrays, random_actions, require_target, write_state
 
 import warpsim
-from helpers import (KERNEL_TARGETS, assert_same, compared_arrays, random_actions, require_target,
-                     write_state)
 from warpsim.device import SIMULATOR_THREADS_PER_BLOCK, THREADS_PER_BLOCK, simulator_enabled
 from warpsim.envs.tag_gridworld import TagGridworld
 
@@ -42,7 +44,7 @@ def random_state(env, rng: np.random.Generator) -> dict:
 
 
 # E * N stays <= ~40: the simulator runs one Python thread per CUDA thread.
-CONFIGS = {
+CONFIGS: dict[str, Callable[[], dict[str, Any]]] = {
     "full-N2": lambda: dict(num_envs=3, num_taggers=1, grid_length=2, use_full_observation=True),
     "full-N4": lambda: dict(num_envs=2, num_taggers=3, grid_length=3, use_full_observation=True,
                             wall_hit_penalty=0.3, tag_reward_for_tagger=2.5,

@@ -6,6 +6,7 @@ The reward values are chosen exact in binary, so the sums are exact in float32.
 """
 
 import re
+from typing import Any
 
 import numpy as np
 import pytest
@@ -15,8 +16,8 @@ import warpsim
 from warpsim.envs.tag_gridworld import TagGridworld, TagGridworldParams
 from warpsim.kernels.random import uniform
 
-TOL = dict(rtol=1e-6, atol=1e-6)
-REWARDS = dict(wall_hit_penalty=0.5, tag_reward_for_tagger=3.0, tag_penalty_for_runner=1.5,
+TOL: dict[str, Any] = dict(rtol=1e-6, atol=1e-6)
+REWARDS: dict[str, Any] = dict(wall_hit_penalty=0.5, tag_reward_for_tagger=3.0, tag_penalty_for_runner=1.5,
                step_cost_for_tagger=0.25)
 
 
@@ -107,7 +108,7 @@ def test_closing_reward_is_c_per_cell_closed_on_the_runner(c):
     env = make_env([0, 2, 4, 3], [0, 2, 4, 0], closing_reward_for_tagger=c)
     _, rew, done = step(env, [1, 3, 1, 0])
     closed = np.array([1, -1, 0, 0])
-    np.testing.assert_array_equal(rew[0], np.float32([-0.25, -0.25, -0.75, 0.25]) + np.float32(c) * closed)
+    np.testing.assert_array_equal(rew[0], np.array([-0.25, -0.25, -0.75, 0.25], np.float32) + np.float32(c) * closed)
     assert not done[0]
 
 
@@ -116,7 +117,7 @@ def test_closing_reward_counts_the_runners_move_too():
     at (4, 1) stays while the runner leaves it: d 1 -> 2, -c. c = 0.5."""
     env = make_env([0, 4, 3], [1, 1, 1], closing_reward_for_tagger=0.5)
     _, rew, _ = step(env, [1, 0, 2])
-    np.testing.assert_array_equal(rew[0], np.float32([-0.25 + 1.0, -0.25 - 0.5, 0.25]))
+    np.testing.assert_array_equal(rew[0], np.array([-0.25 + 1.0, -0.25 - 0.5, 0.25], np.float32))
 
 
 def test_closing_reward_of_a_tag_measures_every_tagger_to_a_finished_game():
@@ -128,10 +129,10 @@ def test_closing_reward_of_a_tag_measures_every_tagger_to_a_finished_game():
     env = make_env([1, 4, 2, 0], [0, 4, 1, 0], closing_reward_for_tagger=0.25, fixed_start=True)
     _, rew, done = step(env, [2, 0, 1, 0])
     assert done[0]
-    np.testing.assert_array_equal(rew[0], np.float32([3.0 + 0.25, 3.0 + 2.0, 3.0 + 0.75, -1.5]))
+    np.testing.assert_array_equal(rew[0], np.array([3.0 + 0.25, 3.0 + 2.0, 3.0 + 0.75, -1.5], np.float32))
     assert cells(env) == ([2, 2, 2, 0], [2, 2, 2, 0])
     _, rew, _ = step(env, [2, 0, 0, 0])
-    np.testing.assert_array_equal(rew[0], np.float32([-0.25 + 0.25, -0.25, -0.25, 0.25]))
+    np.testing.assert_array_equal(rew[0], np.array([-0.25 + 0.25, -0.25, -0.25, 0.25], np.float32))
 
 
 def test_closing_reward_at_the_time_limit_is_the_ordinary_term():
@@ -140,7 +141,7 @@ def test_closing_reward_at_the_time_limit_is_the_ordinary_term():
     env = make_env([0, 4], [0, 0], t=9, episode_length=10, closing_reward_for_tagger=0.5)
     _, rew, done = step(env, [1, 0])
     assert done[0]
-    np.testing.assert_array_equal(rew[0], np.float32([-0.25 + 0.5, 0.25]))
+    np.testing.assert_array_equal(rew[0], np.array([-0.25 + 0.5, 0.25], np.float32))
 
 
 @pytest.mark.parametrize("tagger_2, target", [((5, 5), 0), ((3, 3), 2)], ids=["tie", "nearer-higher-id"])
@@ -200,7 +201,7 @@ def test_random_start_cells_come_from_each_environments_stream():
         env.reset()
 
 
-INVALID = [
+INVALID: list[tuple[dict[str, Any], str]] = [
     (dict(num_taggers=0), "num_taggers=0 is not allowed; give an integer in [1, "),
     (dict(num_taggers=2.0), "num_taggers=2.0 is not allowed"),
     (dict(grid_length=0), "grid_length=0 is not allowed; give an integer in [1, "),

@@ -4,11 +4,14 @@ Without a GPU the kernels run on Numba's CUDA simulator (tiny sizes); with one, 
 ``gpu`` variant runs the same comparison on the device.
 """
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 import pytest
-
 from helpers import KERNEL_TARGETS, assert_same, compared_arrays, random_actions, require_target, write_state
 from tag_continuous_helpers import random_state, twin_envs
+
 from warpsim.device import SIMULATOR_THREADS_PER_BLOCK, THREADS_PER_BLOCK, simulator_enabled
 
 STEPS = 8
@@ -18,7 +21,7 @@ def block_size() -> int:
     return SIMULATOR_THREADS_PER_BLOCK if simulator_enabled() else THREADS_PER_BLOCK
 
 
-CONFIGS = {
+CONFIGS: dict[str, Callable[[], dict[str, Any]]] = {
     "full-N3": lambda: dict(num_envs=3, num_taggers=1, num_runners=2, use_full_observation=True),
     "full-N6": lambda: dict(num_envs=2, num_taggers=2, num_runners=4, use_full_observation=True,
                             runner_exits_game_after_tagged=False, edge_hit_penalty=-0.25,

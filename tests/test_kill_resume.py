@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import IO
 
 import pytest
 from test_run_faults import same_training
@@ -28,6 +29,12 @@ def start(run: Path, hold: str, seeds: str | None = None) -> subprocess.Popen:
     watchdog.daemon = True
     watchdog.start()
     return process
+
+
+def output(process: subprocess.Popen) -> IO[str]:
+    """The worker's standard output, read line by line."""
+    assert process.stdout is not None
+    return process.stdout
 
 
 def files_are_readable(run: Path) -> None:
@@ -52,7 +59,7 @@ def test_runs_killed_at_any_moment_resume_to_the_uninterrupted_result(tmp_path):
     kills = 0
     for hold in holds:
         process = start(run, hold)
-        lines = iter(process.stdout.readline, "")
+        lines = iter(output(process).readline, "")
         assert "holding" in (line.strip() for line in lines), f"the run never reached {hold}"
         process.send_signal(signal.SIGKILL)
         process.wait()
@@ -62,7 +69,7 @@ def test_runs_killed_at_any_moment_resume_to_the_uninterrupted_result(tmp_path):
     for _ in range(2):  # and at moments nobody chose: 1 to 4 records into the resumed run, plus a random instant
         kept = checkpoint.load(run)["iteration"]  # the records the resume keeps
         process = start(run, "none")
-        assert process.stdout.readline().strip() == "logging"
+        assert output(process).readline().strip() == "logging"
         wanted = kept + rng.randint(1, 4)
         while process.poll() is None and (run / "metrics.jsonl").read_text().count("\n") < wanted:
             time.sleep(0.002)
@@ -94,7 +101,7 @@ def test_an_experiment_killed_at_any_moment_resumes_every_run_to_the_uninterrupt
     ]
     for hold in holds:
         process = start(experiment, hold, seeds="3")
-        assert "holding" in (line.strip() for line in iter(process.stdout.readline, "")), f"never reached {hold}"
+        assert "holding" in (line.strip() for line in iter(output(process).readline, "")), f"never reached {hold}"
         process.send_signal(signal.SIGKILL)
         process.wait()
         for run in experiment.glob("seed=*"):
@@ -102,7 +109,7 @@ def test_an_experiment_killed_at_any_moment_resumes_every_run_to_the_uninterrupt
     iterations = {run.name: checkpoint.load(run)["iteration"] for run in experiment.glob("seed=*")}
     assert iterations == {"seed=0": 4, "seed=1": 2, "seed=2": 2}
     process = start(experiment, "none")  # and at a moment nobody chose
-    assert process.stdout.readline().strip() == "logging"
+    assert output(process).readline().strip() == "logging"
     time.sleep(random.Random(5).uniform(0.5, 1.5))
     process.kill()
     process.wait()
@@ -121,7 +128,7 @@ def test_a_continuous_run_killed_resumes_to_the_uninterrupted_result(tmp_path):
     uninterrupted = start(straight, "none", seeds="continuous")
     for hold in ("metrics:3", "checkpoint:3"):
         process = start(run, hold, seeds="continuous")
-        assert "holding" in (line.strip() for line in iter(process.stdout.readline, "")), f"never reached {hold}"
+        assert "holding" in (line.strip() for line in iter(output(process).readline, "")), f"never reached {hold}"
         process.send_signal(signal.SIGKILL)
         process.wait()
         files_are_readable(run)

@@ -6,6 +6,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from helpers import KERNEL_TARGETS, require_target
 from numba import cuda
 
 import warpsim
@@ -22,7 +23,8 @@ class WarningOnLaunch:
 
     def __init__(self, category=None, message=LOW_OCCUPANCY):
         if category is None:
-            from numba.cuda.core.errors import NumbaPerformanceWarning as category
+            from numba.cuda.core.errors import NumbaPerformanceWarning
+            category = NumbaPerformanceWarning
         self.category, self.message, self.launched = category, message, []
 
     def __getitem__(self, configuration):
@@ -148,16 +150,23 @@ def test_without_a_gpu_there_is_nothing_to_prepare():
     assert device.prepared_launch(configured, (np.float32(1.0), values)) is None
 
 
-@pytest.mark.gpu
-def test_prepared_launches_step_as_numba_launches_do_on_the_gpu():
+@pytest.mark.parametrize("target", KERNEL_TARGETS)
+def test_prepared_launches_step_as_numba_launches_do(target, monkeypatch):
+    """On a GPU with the driver's own prepared launches; on the simulator with a stand-in that
+    replays the configured kernel (the Launcher's bookkeeping is the same)."""
+    require_target(target)
     params = dict(num_taggers=2, num_runners=10, episode_length=6, use_full_observation=False,
                   num_other_agents_observed=3)
-    prepared, plain = (warpsim.make("tag_continuous", 8, backend="cuda", seed=3, **params) for _ in range(2))
-    plain.launch.prepare_arguments = False
-    prepared_by_make = set(plain.launch._prepared)  # make()'s first reset, launched before the switch
+    num_envs, steps = (8, 20) if target == "gpu" else (2, 3)
+    prepared, plain = (warpsim.make("tag_continuous", num_envs, backend="cuda", seed=3, **params) for _ in range(2))
+    if target == "simulator":
+        monkeypatch.setattr(device, "prepared_launch", lambda configured, args: lambda: configured(*args))
+        prepared._launch.prepare_arguments = True
+    plain._launch.prepare_arguments = False
+    prepared_by_make = set(plain._launch._prepared)  # make()'s first reset, launched before the switch
     rng = np.random.default_rng(0)
     levels = np.array(prepared.spec.action_levels)
-    for _ in range(20):
+    for _ in range(steps):
         actions = (rng.random(tuple(prepared.actions.shape)) * levels).astype(np.int32)
         prepared.step(actions)
         plain.step(actions)
@@ -165,8 +174,8 @@ def test_prepared_launches_step_as_numba_launches_do_on_the_gpu():
             assert torch.equal(tensor, getattr(plain.state, name)), name
         assert torch.equal(prepared.observations, plain.observations)
         assert torch.equal(prepared.rewards, plain.rewards)
-    assert any(launch is not None for launch, _ in prepared.launch._prepared.values())
-    assert set(plain.launch._prepared) == prepared_by_make
+    assert any(launch is not None for launch, _ in prepared._launch._prepared.values())
+    assert set(plain._launch._prepared) == prepared_by_make
 
 
 class RecordsConfiguration:

@@ -63,7 +63,7 @@ def imported_modules(module: str, sources: dict[str, str]) -> set[str]:
     (``from warpsim import Environment``) counts as the module the package takes it from."""
     facade_names = _facade_names(sources)
     is_package = any(name.startswith(module + ".") for name in sources)
-    imported = set()
+    imported: set[str] = set()
     for node in ast.walk(ast.parse(sources[module])):
         if isinstance(node, ast.Import):
             imported.update(alias.name for alias in node.names)

@@ -31,8 +31,9 @@ def play(config, policies) -> warpsim.train.evaluate.Evaluation:
 def heuristic_return(config) -> float:
     """The mean return of walking straight at the beacon, on the episodes ``play`` plays."""
     env = warpsim.make(config.env, 64, backend="numpy", seed=1234, **config.env_params)
-    stats = EpisodeStats(env, roles_of(env.spec, env.device), episodes_per_env=400 // 64 + 1)
-    while stats.finished.min() < stats.episodes_per_env:
+    episodes_per_env = 400 // 64 + 1
+    stats = EpisodeStats(env, roles_of(env.spec, env.device), episodes_per_env=episodes_per_env)
+    while stats.finished.min() < episodes_per_env:
         env.step(walk_to_beacon(env))
         stats.record()
     return stats.read()["return_walker"]

@@ -27,9 +27,14 @@ class FakeRun:
 @pytest.fixture
 def fake_wandb(monkeypatch):
     """A stand-in for the wandb package that records what a run hands it."""
-    calls = []
+    calls: list[tuple] = []
+
+    def init(**kwargs):
+        calls.append(("init", kwargs))
+        return FakeRun(calls)
+
     module = types.ModuleType("wandb")
-    module.init = lambda **kwargs: calls.append(("init", kwargs)) or FakeRun(calls)
+    setattr(module, "init", init)
     monkeypatch.setitem(sys.modules, "wandb", module)
     return calls
 

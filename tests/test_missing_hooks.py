@@ -23,5 +23,7 @@ def test_a_missing_hook_is_named_with_the_docs_section_that_shows_it(hook, backe
                                                   r"see docs/custom_envs.md, section '") as error:
         env = warpsim.make(incomplete, 1, backend=backend, num_agents=2)
         env.step(np.zeros((1, 2, 1), np.int32))
-    section = re.search(r"section '(.+)'$", str(error.value)).group(1)
+    named = re.search(r"section '(.+)'$", str(error.value))
+    assert named is not None
+    section = named.group(1)
     assert f"\n## {section}\n" in DOCS.read_text(), f"docs/custom_envs.md has no section '{section}'"

@@ -1,6 +1,7 @@
 """Roles trained against fixed opponents: random play and policies frozen from another run."""
 
 import json
+from typing import Any
 
 import pytest
 import torch
@@ -10,10 +11,11 @@ from warpsim.errors import InvalidValueError, RunFileError
 from warpsim.train import TrainConfig, Trainer
 from warpsim.train.evaluate import evaluate_run
 from warpsim.train.loop import train
+from warpsim.train.policy import StackedLinear
 
-TAG = dict(env="tag_continuous", env_params=dict(num_taggers=1, num_runners=3, episode_length=10),
+TAG: dict[str, Any] = dict(env="tag_continuous", env_params=dict(num_taggers=1, num_runners=3, episode_length=10),
            num_envs=3, rollout_steps=6, backend="numpy", stack_observations=2)
-GRID = dict(env="tag_gridworld", env_params=dict(num_taggers=2, grid_length=5, episode_length=8),
+GRID: dict[str, Any] = dict(env="tag_gridworld", env_params=dict(num_taggers=2, grid_length=5, episode_length=8),
             num_envs=4, rollout_steps=8, backend="numpy")
 
 
@@ -39,12 +41,14 @@ def test_a_frozen_role_never_changes_and_the_learning_role_does(tmp_path):
     assert not all(torch.equal(a, b) for a, b in zip(tagger, network_parameters(trainer, "tagger")))
 
 
-def test_a_random_role_plays_every_action_component_uniformly():
+def test_a_random_role_plays_every_action_component_uniformly(monkeypatch):
     settings = {**TAG, "num_envs": 16, "rollout_steps": 25, "env_params": {**TAG["env_params"], "num_runners": 8}}
     trainer = Trainer(TrainConfig(**settings, opponents={"runner": "random"}))
     with torch.no_grad():  # a runner network that would always pick each component's first choice
         bias = torch.cat([torch.eye(levels)[0] * 50 for levels in trainer.env.spec.action_levels])
-        trainer.policies.network("runner").policy_head.bias.copy_(bias)
+        policy_head = trainer.policies.network("runner").policy_head
+        assert isinstance(policy_head, StackedLinear)
+        policy_head.bias.copy_(bias)
     played = []
     step = trainer.env.step
 
@@ -52,7 +56,7 @@ def test_a_random_role_plays_every_action_component_uniformly():
         played.append(trainer.env.actions[:, 1:].clone())  # the runners: agents 1..8
         return step(*args, **kwargs)
 
-    trainer.env.step = recording_step
+    monkeypatch.setattr(trainer.env, "step", recording_step)
     trainer.collector.collect()
     actions = torch.cat(played).reshape(-1, 2)
     assert actions.shape[0] == 25 * 16 * 8

@@ -5,6 +5,8 @@ kernels (brute force and grid search, full and partial observations) against the
 reference bit for bit, from random states through steps and resets.
 """
 
+from typing import Any
+
 import numpy as np
 import pytest
 from helpers import compared_arrays, random_actions, require_target, write_state
@@ -15,9 +17,9 @@ from warpsim.envs.tag_continuous import TagContinuousParams, reference
 from warpsim.errors import InvalidTypeError
 
 OWN_STATE = 5
-SMALL = dict(num_taggers=2, num_runners=4, grid_length=4.0, max_speed=0.75, episode_length=4,
+SMALL: dict[str, Any] = dict(num_taggers=2, num_runners=4, grid_length=4.0, max_speed=0.75, episode_length=4,
              tagging_distance=0.2, observe_own_state=True)
-OBSERVATIONS = {
+OBSERVATIONS: dict[str, Any] = {
     "full": dict(use_full_observation=True),
     "partial": dict(use_full_observation=False, num_other_agents_observed=3, neighbour_search="brute_force"),
     "partial-grid": dict(use_full_observation=False, num_other_agents_observed=3, neighbour_search="grid"),

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import warpsim
-from warpsim.envs.tag_continuous import reference
+from warpsim.envs.tag_continuous import TagContinuous, reference
 from warpsim.envs.tag_continuous.nearest import nearest_in_game
 
 
@@ -61,6 +61,7 @@ def test_partial_observation_matches_the_oracle_on_ties_and_agents_out_of_game(n
         getattr(env.views, name)[...] = value
     state = {name: getattr(env.views, name).copy() for name in state}  # as stored: float32 and int32
     envs = np.array([3, 0, 4])  # a reset's subset, out of order
+    assert isinstance(env, TagContinuous)
     reference.observe(env.views, env.params, env.constants, envs)
     for e in envs:
         for i in range(env.num_agents):

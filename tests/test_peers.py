@@ -9,8 +9,10 @@ import importlib.util
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+from helpers import load_script
 
 from warpsim.bench import peers, runner
 from warpsim.configs import NAMED_CONFIGS
@@ -18,14 +20,6 @@ from warpsim.device import device_name, resolve_placement
 from warpsim.source_commit import source_commit
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def load_script(path: Path):
-    """A module from a script file of benchmarks/ (not an installed package)."""
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 peer_timing = load_script(ROOT / "benchmarks" / "peers" / "peer_timing.py")
@@ -171,7 +165,7 @@ def test_peer_timing_takes_the_fastest_batch_size_and_stops_at_the_budget(monkey
             clock["now"] += seconds_per_step[num_envs]
         return step
 
-    result = {}
+    result: dict[str, Any] = {}
     peer_timing.best_of_batch_sizes(make_step, args, result)
     assert (result["num_envs"], result["steps"]) == (4, 2)
     assert result["env_steps_per_second"]["median"] == pytest.approx(4 / 0.02)
@@ -237,7 +231,7 @@ def test_peer_timing_waits_for_asynchronous_work_before_reading_the_clock(monkey
         4 * 2 / 0.004), "without wait only the launches are timed"
 
 
-JAXMARL_GPU_OUTPUT = dict(
+JAXMARL_GPU_OUTPUT: dict[str, Any] = dict(
     OK_OUTPUT, tool="jaxmarl", tool_version="0.2.0", env="MPE_simple_tag_v3", device="NVIDIA H100 80GB HBM3",
     backend="jax-cuda", thread_mapping="jax.jit of jax.vmap over environments, compiled by XLA",
     versions={"python": "3.12.3", "jaxmarl": "0.2.0", "jax": "0.10.2", "jaxlib": "0.10.2"})

@@ -2,6 +2,7 @@
 truncations on hand-made states, seeding, rendering, and the views of one batch."""
 
 import warnings
+from typing import Any
 
 import numpy as np
 import pytest
@@ -10,14 +11,13 @@ import torch
 pytest.importorskip("pettingzoo")
 import gymnasium  # noqa: E402
 from pettingzoo.test import parallel_api_test, parallel_seed_test  # noqa: E402
-
-import warpsim  # noqa: E402
 from ticks_env import Ticks  # noqa: E402
 
+import warpsim  # noqa: E402
 from warpsim.adapters.pettingzoo import WarpsimParallelEnv, parallel_env, parallel_envs  # noqa: E402
 from warpsim.errors import InvalidValueError  # noqa: E402
 
-SMALL = {
+SMALL: dict[str, Any] = {
     "tag_continuous": dict(num_taggers=2, num_runners=4, grid_length=4.0, episode_length=30,
                            tagging_distance=0.15),
     "tag_continuous_partial": dict(num_taggers=2, num_runners=4, grid_length=4.0, episode_length=30,
@@ -67,13 +67,14 @@ def test_agents_are_named_by_role_and_spaces_come_from_the_spec():
     assert penv.possible_agents == ["tagger_0", "tagger_1", "runner_0", "runner_1", "runner_2"]
     assert penv.agents == []
     action = penv.action_space("runner_2")
-    assert list(action.nvec) == [5, 11]
+    assert isinstance(action, gymnasium.spaces.MultiDiscrete) and list(action.nvec) == [5, 11]
     assert penv.observation_space("tagger_0").shape == (7 * 4 + 1,)
     assert penv.observation_space("tagger_0").dtype == np.float32
     assert penv.action_space("tagger_0") is not action
     grid = parallel_env("tag_gridworld", num_taggers=2)
     assert grid.possible_agents == ["tagger_0", "tagger_1", "runner_0"]
-    assert grid.action_space("runner_0").n == 5
+    runner_space = grid.action_space("runner_0")
+    assert isinstance(runner_space, gymnasium.spaces.Discrete) and runner_space.n == 5
     assert grid.metadata["name"] == "tag_gridworld"
     assert grid.metadata["render_modes"] == ["rgb_array"]
 
@@ -237,7 +238,7 @@ def assert_same_results(left, right) -> None:
                 np.testing.assert_array_equal(part_a[name], part_b[name], err_msg=f"step {step}, {name}")
 
 
-NO_TAGS = dict(num_taggers=1, num_runners=3, episode_length=6, tagging_distance=0.0)
+NO_TAGS: dict[str, Any] = dict(num_taggers=1, num_runners=3, episode_length=6, tagging_distance=0.0)
 
 
 @pytest.mark.parametrize("backend", ["numpy", CUDA])
@@ -325,7 +326,7 @@ def test_bad_views_are_refused():
     with pytest.raises(ValueError, match=r"index=2 is not allowed; give an integer in \[0, 1\]"):
         WarpsimParallelEnv(batch, 2)
     with pytest.raises(TypeError, match="wraps a warpsim.Environment"):
-        WarpsimParallelEnv("tag_gridworld")
+        WarpsimParallelEnv("tag_gridworld")  # type: ignore[arg-type]  # the wrong type under test
     with pytest.raises(KeyError, match="unknown agent 'runner_1'"):
         parallel_envs(batch)[0].action_space("runner_1")
     with pytest.raises(RuntimeError, match="call reset"):

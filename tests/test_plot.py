@@ -1,6 +1,7 @@
 """warpsim plot: learning curves of runs against steps and wall time, with random play."""
 
 import json
+from typing import Any
 
 import pytest
 
@@ -11,7 +12,7 @@ from warpsim.train.plot import curve_points, plot_runs, read_metrics
 
 pytest.importorskip("matplotlib")
 
-GRID = dict(env="tag_gridworld", env_params=dict(num_taggers=2, grid_length=5, episode_length=8),
+GRID: dict[str, Any] = dict(env="tag_gridworld", env_params=dict(num_taggers=2, grid_length=5, episode_length=8),
             num_envs=4, rollout_steps=8, backend="numpy", log_every=1, opponents={"runner": "random"})
 
 

@@ -114,11 +114,11 @@ def test_sampling_follows_the_probabilities_and_greedy_takes_the_most_likely():
     probabilities = torch.tensor([0.1, 0.6, 0.3])
     heads = (torch.log(probabilities).expand(20000, 3),)
     generator = torch.Generator().manual_seed(0)
-    actions = ppo.sample(heads, generator)
+    actions = ppo.sample(heads, ppo.uniforms(20000, (3,), generator, torch.device("cpu")))
     assert actions.dtype == torch.int32 and actions.shape == (20000, 1)
     frequencies = torch.bincount(actions[:, 0].long(), minlength=3).float() / 20000
     assert frequencies.tolist() == pytest.approx(probabilities.tolist(), abs=0.015)
-    assert ppo.sample(heads, None, greedy=True).unique().tolist() == [1]
+    assert ppo.sample(heads, None).unique().tolist() == [1]
 
 
 def test_normalized_advantages_have_zero_mean_and_unit_spread():

@@ -4,6 +4,7 @@ the roles in one order whatever the environment."""
 import io
 import os
 import shutil
+from typing import Any
 
 import pytest
 
@@ -12,7 +13,7 @@ from warpsim.train.loop import train
 from warpsim.train.progress import ProgressBar
 
 METRICS = {"steps_per_second": 123456.0, "return_tagger": 1.5, "return_runner": -2.25, "tags_per_episode": 3.0}
-GRID = dict(env="tag_gridworld", env_params=dict(num_taggers=2, grid_length=5, episode_length=8),
+GRID: dict[str, Any] = dict(env="tag_gridworld", env_params=dict(num_taggers=2, grid_length=5, episode_length=8),
             num_envs=4, rollout_steps=8, backend="numpy")
 
 
@@ -58,7 +59,7 @@ def test_the_run_says_where_and_on_what_before_the_first_iteration(tmp_path):
     first = stream.getvalue().splitlines()[0]
     assert first == (f"training tag_gridworld to iteration 2 in {tmp_path / 'run'}: environments on the numpy "
                      f"backend (cpu), networks on cpu in fp32, eager rollouts of 8 steps x 4 environments, eager "
-                     f"updates of 4 minibatches x 4 epochs")
+                     f"updates of 4 minibatches x 4 epochs, eager")
     stream = io.StringIO()
     train(None, tmp_path / "run", resume=True, progress=stream)
     assert stream.getvalue().splitlines()[0].startswith("resuming tag_gridworld at iteration 1, to iteration 2 in ")

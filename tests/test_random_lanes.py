@@ -2,12 +2,11 @@
 
 import numpy as np
 import pytest
+from helpers import KERNEL_TARGETS, require_target
 from numba import cuda
 
-from helpers import KERNEL_TARGETS, require_target
 from warpsim.kernels.indexing import agent_of_thread
-from warpsim.kernels.random import (lane, reset_uniform, reset_uniform_device, step_uniform, step_uniform_device,
-                                    uniform)
+from warpsim.kernels.random import lane, reset_uniform, reset_uniform_device, step_uniform, step_uniform_device, uniform
 
 
 def test_every_number_of_an_episode_has_a_lane_of_its_own():

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import warpsim
@@ -36,18 +37,18 @@ def test_duplicate_id_is_refused():
 
 def test_a_non_environment_is_refused():
     with pytest.raises(TypeError, match="not a subclass of warpsim.Environment"):
-        warpsim.register("not_an_env", dict)
+        warpsim.register("not_an_env", dict)  # type: ignore[arg-type]  # the wrong class under test
     assert "not_an_env" not in warpsim.registered()
 
 
 @pytest.mark.parametrize("declaration, match", [
-    (warpsim.StateArray("rewards", "float32", ("E",)), r"'rewards', a name already in use"),
-    (warpsim.StateArray("loc_x", "float32", ("E",)), r"'loc_x', a name already in use"),
-    (warpsim.StateArray("energy", "complex64", ("E",)), r"dtype complex64; allowed: bool, .*float32"),
+    (warpsim.StateArray("rewards", np.float32, ("E",)), r"'rewards', a name already in use"),
+    (warpsim.StateArray("loc_x", np.float32, ("E",)), r"'loc_x', a name already in use"),
+    (warpsim.StateArray("energy", np.complex64, ("E",)), r"dtype complex64; allowed: bool, .*float32"),
     (warpsim.StateArray("energy", object, ("E",)), r"dtype object; allowed"),
-    (warpsim.StateArray("energy", "float32", ("E", "M")), r"dims \('E', 'M'\); give a tuple of 'E'"),
-    (warpsim.StateArray("energy", "float32", ("E", 0)), r"dims \('E', 0\)"),
-    (warpsim.StateArray("my energy", "float32", ("E",)), r"name must be a Python identifier"),
+    (warpsim.StateArray("energy", np.float32, ("E", "M")), r"dims \('E', 'M'\); give a tuple of 'E'"),
+    (warpsim.StateArray("energy", np.float32, ("E", 0)), r"dims \('E', 0\)"),
+    (warpsim.StateArray("my energy", np.float32, ("E",)), r"name must be a Python identifier"),
 ])
 def test_bad_state_declarations_are_refused(declaration, match):
     class Declaring(TagContinuous):

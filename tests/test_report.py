@@ -1,6 +1,5 @@
 """benchmarks/report.py renders the benchmark page and its plots from result records alone."""
 
-import importlib.util
 import io
 import json
 import shutil
@@ -9,6 +8,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from helpers import load_script
 
 from warpsim.configs import NAMED_CONFIGS
 
@@ -17,10 +17,7 @@ H100, XEON = "NVIDIA H100 80GB HBM3", "Intel(R) Xeon(R) Processor"
 
 
 def load_report(path=REPORT):
-    spec = importlib.util.spec_from_file_location("report", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(path, "report")
 
 
 def record(config, backend, agent_rate, num_envs=2000, num_agents=1000, date="2026-12-01T10:00:00+00:00",

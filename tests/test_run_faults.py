@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import time
+from typing import Any
 
 import pytest
 import torch
@@ -14,7 +15,7 @@ from warpsim.errors import DoesNotFitError, RunFileError
 from warpsim.train import TrainConfig, Trainer, TrainingDiverged, checkpoint
 from warpsim.train.loop import train
 
-GRID = dict(env="tag_gridworld", env_params=dict(num_taggers=2, grid_length=5, episode_length=8),
+GRID: dict[str, Any] = dict(env="tag_gridworld", env_params=dict(num_taggers=2, grid_length=5, episode_length=8),
             num_envs=4, rollout_steps=8, backend="numpy")
 GRID_FLAGS = ["--env", "tag_gridworld", "--set", "num_taggers=2", "--set", "grid_length=5", "--set",
               "episode_length=8", "--num-envs", "4", "--rollout-steps", "8", "--backend", "numpy", "--quiet"]
@@ -192,11 +193,13 @@ def test_run_stopped_before_its_first_checkpoint_can_be_resumed(tmp_path, monkey
     assert same_training(tmp_path / "stopped", tmp_path / "straight")
 
 
-def test_a_directory_without_config_json_is_taken_over(tmp_path):
-    (tmp_path / "metrics.jsonl").write_text('{"iteration": 1}\n{"iter')  # left by a run killed at its start
+def test_a_directory_without_config_json_is_not_taken_over(tmp_path):
+    """Files without a config.json may be the user's own: a new run refuses them rather than overwrite them."""
+    (tmp_path / "metrics.jsonl").write_text('{"iteration": 1}\n{"iter')
     (tmp_path / "checkpoint.pt").write_bytes(b"partial")
-    train(TrainConfig(**GRID, iterations=2, log_every=1), tmp_path, progress=None)
-    assert [r["iteration"] for r in records(tmp_path)] == [1, 2]
+    with pytest.raises(RunFileError, match=r"already holds files \(checkpoint.pt, metrics.jsonl\) but no warpsim run"):
+        train(TrainConfig(**GRID, iterations=2, log_every=1), tmp_path, progress=None)
+    assert (tmp_path / "checkpoint.pt").read_bytes() == b"partial"
 
 
 def test_resume_drops_metrics_past_the_checkpoint_and_a_partial_line(tmp_path, monkeypatch):
@@ -255,7 +258,7 @@ def test_bench_train_tier_picks_a_rollout_that_fits(monkeypatch):
     per_env = 4 * 3 * 100  # generous
     budget = storage.training_bytes(TrainConfig(**{**GRID, "rollout_steps": 16}), spec, per_env)
     monkeypatch.setattr(storage, "available_bytes", lambda placement: int(budget / storage.SAFETY) + 1)
-    messages = []
+    messages: list[str] = []
     record = policy_tiers.run_policy_tier(config, "train", backend="numpy", steps=64, repeats=1,
                                           max_seconds=float("inf"), progress=messages.append)
     assert record["steps_per_repeat"] in (16, 32) and any("does not fit in memory" in m for m in messages)
@@ -374,7 +377,7 @@ def test_bench_policy_tier_keeps_the_whole_rollout_at_the_smaller_batch_it_scale
     spec = Trainer(TrainConfig(**GRID)).env.spec
     budget = storage.training_bytes(TrainConfig(**{**GRID, "num_envs": 8, "rollout_steps": 64}), spec, 4 * 3 * 100)
     monkeypatch.setattr(storage, "available_bytes", lambda placement: int(budget / storage.SAFETY) + 1)
-    messages = []
+    messages: list[str] = []
     record = policy_tiers.run_policy_tier(config, "sim+policy", backend="numpy", steps=64, repeats=1,
                                           max_seconds=1e-9, progress=messages.append)
     assert record["num_envs"] < 64, "the time budget scales the batch down"

@@ -3,6 +3,7 @@ KL-adapted learning rate, minibatches by size, explained variance and staggered 
 
 import json
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -11,17 +12,17 @@ import torch
 from warpsim.cli import main
 from warpsim.errors import InvalidValueError, RunFileError
 from warpsim.train import TrainConfig, Trainer, checkpoint
+from warpsim.train.action_heads import CategoricalHeads
 from warpsim.train.config import build_saved_config
 from warpsim.train.loop import train
-from warpsim.train.action_heads import CategoricalHeads
 from warpsim.train.policy import ActorCritic
 from warpsim.train.ppo import explained_variance
 from warpsim.train.schedule import KL_FACTOR, LearningRates
 from warpsim.train.value_norm import MIN_VARIANCE, ValueNormalizer
 
-GRID = dict(env="tag_gridworld", env_params=dict(num_taggers=2, grid_length=5, episode_length=8),
+GRID: dict[str, Any] = dict(env="tag_gridworld", env_params=dict(num_taggers=2, grid_length=5, episode_length=8),
             num_envs=4, rollout_steps=8, backend="numpy")
-TAG = dict(env="tag_continuous", env_params=dict(num_taggers=1, num_runners=3, episode_length=10),
+TAG: dict[str, Any] = dict(env="tag_continuous", env_params=dict(num_taggers=1, num_runners=3, episode_length=10),
            num_envs=3, rollout_steps=6, backend="numpy")
 
 

@@ -5,6 +5,7 @@ compares with values worked out by hand from the spec.
 """
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ import torch
 
 import warpsim
 
-TOL = dict(rtol=1e-6, atol=1e-6)
+TOL: dict[str, Any] = dict(rtol=1e-6, atol=1e-6)
 S = 10.0 * math.sqrt(2.0)  # position scale L * sqrt(2) for L = 10
 
 
@@ -157,7 +158,7 @@ def test_partial_observation_pads_missing_slots_with_zeros():
 # State for the layout tests (before the step; t=3, T=10 so t/T = 0.4 after it):
 #   agent 0 tagger (5, 5) still;  agent 1 (6, 5) speed .25 acc .25 dir 0 -> (6.5, 5) speed .5
 #   agent 2 (4, 3) speed .5 dir pi/2 -> (4, 3.5);  agent 3 (5, 6) still, dir pi.
-LAYOUT = dict(x=[5.0, 6.0, 4.0, 5.0], y=[5.0, 5.0, 3.0, 6.0], speed=[0.0, 0.25, 0.5, 0.0],
+LAYOUT: dict[str, Any] = dict(x=[5.0, 6.0, 4.0, 5.0], y=[5.0, 5.0, 3.0, 6.0], speed=[0.0, 0.25, 0.5, 0.0],
               acc=[0.0, 0.25, 0.0, 0.0], direction=[0.0, 0.0, math.pi / 2, math.pi], t=3,
               episode_length=10)
 

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 import torch
+from helpers import KERNEL_TARGETS, assert_same, compared_arrays, require_target
 
 import warpsim
-from helpers import KERNEL_TARGETS, assert_same, compared_arrays, require_target
 from warpsim.envs.template import Beacon
 
 

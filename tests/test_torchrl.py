@@ -34,7 +34,7 @@ def adapter(env_id: str, num_envs: int = 3, backend: str = "numpy", **params) ->
 def time_of(data, env: TorchRLEnv, *prefix: str) -> torch.Tensor:
     """int[E, T]: t of each environment at each step, from the observations' last feature,
     t / episode_length in both tag environments (0 for agents out of the game: the largest)."""
-    times = [data[(*prefix, role.name, "observation")][..., -1].amax(-1) for role in env.roles]
+    times = [data[tuple(prefix) + (role.name, "observation")][..., -1].amax(-1) for role in env.roles]
     return (torch.stack(times).amax(0) * EPISODE_LENGTH).round().int()
 
 

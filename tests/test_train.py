@@ -1,6 +1,7 @@
 """The trainer: the PPO ratio, resume, run directories, bad input and divergence."""
 
 import json
+from typing import Any
 
 import pytest
 import torch
@@ -9,12 +10,12 @@ from warpsim.cli import main
 from warpsim.errors import RunFileError
 from warpsim.train import TrainConfig, Trainer, TrainingDiverged, checkpoint
 from warpsim.train.config import build_config, field_docs
-from warpsim.train.loop import train
 from warpsim.train.learner import UPDATE_STATS
+from warpsim.train.loop import train
 
-GRID = dict(env="tag_gridworld", env_params=dict(num_taggers=2, grid_length=5, episode_length=8),
+GRID: dict[str, Any] = dict(env="tag_gridworld", env_params=dict(num_taggers=2, grid_length=5, episode_length=8),
             num_envs=4, rollout_steps=8, backend="numpy")
-TAG = dict(env="tag_continuous", env_params=dict(num_taggers=1, num_runners=3, episode_length=10),
+TAG: dict[str, Any] = dict(env="tag_continuous", env_params=dict(num_taggers=1, num_runners=3, episode_length=10),
            num_envs=3, rollout_steps=6, backend="numpy", stack_observations=2)
 
 

@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+from typing import Any
 
 import pytest
 import torch
@@ -12,7 +13,7 @@ from warpsim.train import TrainConfig, Trainer
 from warpsim.train.graphs import CapturedGraph, check_unchanged, resolve_graphs
 from warpsim.train.loop import train
 
-GRID = dict(env="tag_gridworld", env_params=dict(num_taggers=2, grid_length=5, episode_length=8),
+GRID: dict[str, Any] = dict(env="tag_gridworld", env_params=dict(num_taggers=2, grid_length=5, episode_length=8),
             num_envs=4, rollout_steps=8, backend="numpy")
 CUDA, CPU = torch.device("cuda"), torch.device("cpu")
 
@@ -66,16 +67,29 @@ def gpu_config(**changes) -> TrainConfig:
     return TrainConfig(**{**settings, **changes})
 
 
-@pytest.mark.gpu
+ON_THE_CPU = pytest.param("cpu", id="cpu: eager against eager, the test's own path")
+ON_THE_GPU = pytest.param("gpu", id="gpu", marks=pytest.mark.gpu)
+
+
+def graphed_and_eager(device: str, **changes) -> tuple[Trainer, Trainer]:
+    """Two trainers of one config: on the GPU one captured and one eager; on the CPU (NumPy
+    environments) both eager, so that the test's Python path runs where no GPU is."""
+    if device == "gpu":
+        return Trainer(gpu_config(graphs="on", **changes)), Trainer(gpu_config(graphs="off", **changes))
+    config = gpu_config(graphs="off", backend="numpy", **changes)
+    return Trainer(config), Trainer(config)
+
+
+@pytest.mark.parametrize("device", [ON_THE_CPU, ON_THE_GPU])
 @pytest.mark.parametrize("changes", [{}, {"opponents": {"runner": "random"}, "stack_observations": 2},
                                      {"precision": "fp32"}], ids=["self-play", "random runners, stacked", "fp32"])
-def test_a_captured_rollout_trains_as_the_eager_one_on_the_gpu(changes):
+def test_a_captured_rollout_trains_as_the_eager_one(device, changes):
     """Same seed: the graph path gives the eager path's trajectory and networks. The rollouts'
     actions and the environment's integer state must match exactly; floats to 1e-5 (a graph
     replays the eager kernels, so bit for bit is expected, but cuBLAS may choose another
     algorithm when it is captured)."""
-    graphed, eager = Trainer(gpu_config(graphs="on", **changes)), Trainer(gpu_config(graphs="off", **changes))
-    assert graphed.launches == "cuda-graph" and eager.launches == "eager"
+    graphed, eager = graphed_and_eager(device, **changes)
+    assert graphed.launches == ("cuda-graph" if device == "gpu" else "eager") and eager.launches == "eager"
     for _ in range(4):  # eager warm-up, capture and replay, then two replays
         graphed.iterate()
         eager.iterate()
@@ -85,15 +99,15 @@ def test_a_captured_rollout_trains_as_the_eager_one_on_the_gpu(changes):
         for mine, theirs in zip(graphed.storage.values(), eager.storage.values()):
             torch.testing.assert_close(mine.log_probs, theirs.log_probs, rtol=1e-5, atol=1e-5)
             torch.testing.assert_close(mine.values, theirs.values, rtol=1e-5, atol=1e-5)
-    for mine, theirs in zip(graphed.policies.parameters(), eager.policies.parameters()):
-        torch.testing.assert_close(mine, theirs, rtol=1e-5, atol=1e-5)
+    for graphed_parameter, eager_parameter in zip(graphed.policies.parameters(), eager.policies.parameters()):
+        torch.testing.assert_close(graphed_parameter, eager_parameter, rtol=1e-5, atol=1e-5)
     assert graphed.read_metrics()[0]["episodes"] == eager.read_metrics()[0]["episodes"] > 0
-    assert torch.equal(graphed.generator.get_state(), eager.generator.get_state())
+    assert torch.equal(graphed.generators[0].get_state(), eager.generators[0].get_state())
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("changes", [{"opponents": {"runner": "random"}}, {"compile_loss": True}],
-                         ids=["random runners", "compiled loss"])
+@pytest.mark.parametrize("changes", [{"opponents": {"runner": "random"}}, {"compile": "on"}],
+                         ids=["random runners", "fused"])
 def test_a_captured_iteration_never_waits_for_the_device(changes):
     """Rollout and update, kl schedule included (the default): no host read anywhere."""
     trainer = Trainer(gpu_config(graphs="on", **changes))
@@ -165,10 +179,10 @@ def test_a_captured_update_equals_the_eager_one_from_the_same_state_and_seeds(pr
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("changes", [{}, {"compile_loss": True}, {"lr_schedule": "linear", "value_clip": 0.2}],
-                         ids=["default", "compiled loss", "linear rate, clipped value"])
+@pytest.mark.parametrize("changes", [{}, {"compile": "on"}, {"lr_schedule": "linear", "value_clip": 0.2}],
+                         ids=["default", "fused", "linear rate, clipped value"])
 def test_ten_captured_iterations_equal_ten_eager_ones(changes):
-    """Rollout and update both replayed, against both eager (the compiled loss both ways): the actions
+    """Rollout and update both replayed, against both eager (the fused path both ways): the actions
     and the environments' integer state exactly, the floats to 1e-5 (see the rollout's test)."""
     graphed, eager = Trainer(gpu_config(graphs="on", **changes)), Trainer(gpu_config(graphs="off", **changes))
     for _ in range(10):
@@ -177,14 +191,15 @@ def test_ten_captured_iterations_equal_ten_eager_ones(changes):
         for mine, theirs in zip(graphed.storage.values(), eager.storage.values()):
             assert torch.equal(mine.actions, theirs.actions)
         assert torch.equal(graphed.env.state.episode, eager.env.state.episode)
+    assert isinstance(graphed.update, CapturedGraph)
     assert graphed.update.captures == 1 and eager.update == eager.learner.learn
     for mine, theirs in zip(graphed.policies.state_dict().values(), eager.policies.state_dict().values()):
         torch.testing.assert_close(mine, theirs, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(graphed.learner.learning_rates.values(), eager.learner.learning_rates.values(),
                                rtol=1e-5, atol=0)
-    (mine,), (theirs,) = graphed.read_metrics(), eager.read_metrics()
+    (graphed_metrics,), (eager_metrics,) = graphed.read_metrics(), eager.read_metrics()
     for name in ("approx_kl", "value_loss", "explained_variance", "learning_rate"):
-        assert mine[name] == pytest.approx(theirs[name], rel=1e-4, abs=1e-6), name
+        assert graphed_metrics[name] == pytest.approx(eager_metrics[name], rel=1e-4, abs=1e-6), name
 
 
 @pytest.mark.gpu

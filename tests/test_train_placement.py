@@ -1,12 +1,13 @@
 """The trainer's policy_device: networks on another device than the environments."""
 
-import importlib.util
 import json
 import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
+from helpers import load_script
 
 from warpsim.cli import main
 from warpsim.errors import InvalidValueError, UnavailableError
@@ -16,7 +17,7 @@ from warpsim.train.graphs import resolve_graphs
 from warpsim.train.loop import train
 from warpsim.train.placement import check_single_process, place_training
 
-TAG = dict(env="tag_continuous", env_params=dict(num_taggers=1, num_runners=3, episode_length=10),
+TAG: dict[str, Any] = dict(env="tag_continuous", env_params=dict(num_taggers=1, num_runners=3, episode_length=10),
            num_envs=3, rollout_steps=6, backend="numpy", stack_observations=2)
 no_gpu = pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without a CUDA GPU")
 
@@ -107,7 +108,7 @@ def test_a_hybrid_placement_runs_in_one_process():
 
 
 # ----- on a GPU ------------------------------------------------------------------------
-GPU_TAG = dict(env="tag_continuous", num_envs=8, rollout_steps=8, backend="numpy", epochs=2, minibatches=1,
+GPU_TAG: dict[str, Any] = dict(env="tag_continuous", num_envs=8, rollout_steps=8, backend="numpy", epochs=2, minibatches=1,
                precision="fp32", env_params=dict(num_taggers=2, num_runners=6, episode_length=5,
                                                  use_full_observation=False, num_other_agents_observed=3))
 
@@ -118,17 +119,19 @@ def test_a_hybrid_iteration_equals_the_one_device_iteration(monkeypatch, changes
     """NumPy environments with CUDA networks against all on the CPU, from one seed. The CUDA and
     CPU generators draw different numbers, so both sample from the same CPU noise here; one
     minibatch per epoch makes the shuffle only reorder a mean."""
-    original = ppo.sample
-    noise = {}
+    original = ppo.uniforms
+    noise: dict[str, Any] = {}
 
-    def sample_from_cpu_noise(heads, generator, greedy=False):
-        key = heads[0].device.type
+    def uniforms_from_cpu_noise(rows, action_levels, generator, device):
+        key = torch.device(device).type
         noise.setdefault(key, torch.Generator().manual_seed(7))
-        return original(tuple(head.cpu() for head in heads), noise[key], greedy).to(heads[0].device)
+        drawn = original(rows, action_levels, noise[key], torch.device("cpu"))
+        return tuple(uniform.to(device) for uniform in drawn)
 
-    monkeypatch.setattr(ppo, "sample", sample_from_cpu_noise)
-    hybrid = Trainer(TrainConfig(**GPU_TAG, **changes, policy_device="cuda"))
-    single = Trainer(TrainConfig(**GPU_TAG, **changes, policy_device="cpu"))
+    monkeypatch.setattr(ppo, "uniforms", uniforms_from_cpu_noise)
+    # Eager networks on both sides: this test is about where they run, not about compiled rounding.
+    hybrid = Trainer(TrainConfig(**GPU_TAG, **changes, policy_device="cuda", compile="off"))
+    single = Trainer(TrainConfig(**GPU_TAG, **changes, policy_device="cpu", compile="off"))
     assert hybrid.hybrid and hybrid.device.type == "cuda" and hybrid.env.device.type == "cpu"
     assert not single.hybrid and hybrid.launches == "eager"
     for _ in range(2):
@@ -140,8 +143,8 @@ def test_a_hybrid_iteration_equals_the_one_device_iteration(monkeypatch, changes
         for mine, theirs in zip(hybrid.storage.values(), single.storage.values()):
             torch.testing.assert_close(mine.log_probs.cpu(), theirs.log_probs, rtol=1e-4, atol=1e-5)
             torch.testing.assert_close(mine.values.cpu(), theirs.values, rtol=1e-4, atol=1e-5)
-    for mine, theirs in zip(hybrid.policies.parameters(), single.policies.parameters()):
-        torch.testing.assert_close(mine.cpu(), theirs, rtol=1e-4, atol=1e-5)
+    for hybrid_parameter, single_parameter in zip(hybrid.policies.parameters(), single.policies.parameters()):
+        torch.testing.assert_close(hybrid_parameter.cpu(), single_parameter, rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.gpu
@@ -167,11 +170,7 @@ def test_a_hybrid_iteration_makes_only_the_documented_copies(opponents):
 
 
 def placement_script():
-    path = Path(__file__).parent.parent / "benchmarks" / "placement.py"
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(Path(__file__).parent.parent / "benchmarks" / "placement.py")
 
 
 @no_gpu

@@ -1,6 +1,8 @@
 """warpsim.load_policy: a run's trained role acts from Python as it acts in evaluation, batched or for one
 agent, with its observation history kept."""
 
+from typing import Any
+
 import numpy as np
 import pytest
 import torch
@@ -12,7 +14,7 @@ from warpsim.train import TrainConfig
 from warpsim.train.evaluate import Player, load_run
 from warpsim.train.loop import train
 
-GRID = dict(env="tag_gridworld", env_params=dict(num_taggers=2, grid_length=5, episode_length=12),
+GRID: dict[str, Any] = dict(env="tag_gridworld", env_params=dict(num_taggers=2, grid_length=5, episode_length=12),
             num_envs=4, rollout_steps=8, backend="numpy", iterations=2, opponents={"runner": "random"})
 
 
@@ -61,13 +63,14 @@ def test_the_history_is_per_row_and_restarts_with_reset(run):
     first, second = torch.zeros(3, size), torch.ones(3, size)
     policy.act(first)
     policy.act(second)
+    assert policy._history is not None
     assert torch.equal(policy._history, torch.cat([second, first], dim=-1)), "the newest observation first"
     with pytest.raises(InvalidValueError, match=r"observations of shape \(2, \d+\) follow a batch of \(3,\) rows; "
                                                 r".*call reset\(\) when an episode starts"):
         policy.act(torch.zeros(2, size))
     policy.reset()
     policy.act(second)
-    assert torch.equal(policy._history, torch.cat([second, second], dim=-1))
+    assert policy._history is not None and torch.equal(policy._history, torch.cat([second, second], dim=-1))
 
 
 @pytest.mark.parametrize("call, error, message", [

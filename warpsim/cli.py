@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -27,7 +28,7 @@ from warpsim.removed import RemovedOption
 from warpsim.source_commit import source_commit
 from warpsim.train import commands as train_commands
 from warpsim.train import loop as train_loop
-from warpsim.train.config import PRECISIONS
+from warpsim.train.config import COMPILE_SETTINGS, PRECISIONS
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -42,8 +43,9 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         print(f"warpsim {args.command}: error: {one_line(error)}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        return 130
+    except KeyboardInterrupt as interrupt:
+        # The shell's convention: 128 + the signal (130 for Ctrl-C, 143 for SIGTERM).
+        return 128 + getattr(interrupt, "signal_number", signal.SIGINT)
     except Exception as error:
         where = users_frame(error)
         if where is None or args.debug:
@@ -154,9 +156,11 @@ def _add_bench(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--graphs", choices=GRAPH_CHOICES, default="off",
                         help="off (default): every launch eager; on: each repeat replays its steps (sim) or rollout "
                              "(policy tiers) captured as one CUDA graph (GPU only); both: one record each")
-    parser.add_argument("--compile-loss", action="store_true",
-                        help="train tier: the loss and its backward through torch.compile (compiled before the "
-                             "timing; the record gives the seconds)")
+    parser.add_argument("--compile", choices=COMPILE_SETTINGS,
+                        help="policy tiers: the fused path, the policy step and the update compiled (auto, the "
+                             "default: on with CUDA; compiled before the timing, the record gives the seconds)")
+    parser.add_argument("--compile-loss", action=RemovedOption, version="0.2.0",
+                        replacement="--compile on compiles the whole minibatch step and the policy step")
     parser.add_argument("--no-baseline", action="store_true",
                         help="on a GPU, skip the NumPy backend run of the same config that is otherwise "
                              "timed next to each figure")
@@ -182,8 +186,9 @@ def _run_bench(args) -> int:
                          f"them, it is not timed (use a GPU, or --backend numpy)")
     if args.graphs != "off":
         runner.check_graphs(True, args.backend)  # before the eager run of --graphs both
-    if args.compile_loss and "train" not in (args.tier or []):
-        raise InvalidValueError("--compile-loss compiles the train tier's loss; give it with --tier train")
+    if args.compile is not None and not set(args.tier or []) & set(POLICY_TIERS):
+        raise InvalidValueError("--compile sets how the policy tiers run the networks; give it with --tier "
+                                "sim+policy or --tier train")
     results_dir = args.results_dir
     if results_dir is not None:
         usable_directory(results_dir, "results directory")  # before the timing, not after it
@@ -216,12 +221,11 @@ def _run_tiers(config: BenchConfig, args, options: dict):
     for tier in args.tier or ["sim"]:
         for precision in (["fp32"] if tier == "sim" else args.precision or ["auto"]):
             for graphs in _graph_runs(args):
-                record = _run_tier(config, tier, precision, {**options, "graphs": graphs}, args.compile_loss)
+                record = _run_tier(config, tier, precision, {**options, "graphs": graphs}, args.compile)
                 yield record
             if record["backend"] == "cuda" and not args.no_baseline and not simulator_enabled():
                 baseline = _run_tier(config, tier, precision,
-                                     {**options, "backend": "numpy", "max_seconds": None, "graphs": False},
-                                     args.compile_loss)
+                                     {**options, "backend": "numpy", "max_seconds": None, "graphs": False})
                 yield baseline
                 ratio = (record["agent_steps_per_second"]["median"]
                          / baseline["agent_steps_per_second"]["median"])
@@ -234,12 +238,11 @@ def _graph_runs(args) -> list[bool]:
     return {"off": [False], "on": [True], "both": [False, True]}[args.graphs]
 
 
-def _run_tier(config: BenchConfig, tier: str, precision: str, options: dict, compile_loss: bool = False) -> dict:
+def _run_tier(config: BenchConfig, tier: str, precision: str, options: dict, compile: str | None = None) -> dict:
     if tier == "sim":
         return runner.run_sim(config, **options)
     policy_options = {**options, "warmup_steps": 1}
-    return run_policy_tier(config, tier, precision=precision, compile_loss=compile_loss and tier == "train",
-                           **policy_options)
+    return run_policy_tier(config, tier, precision=precision, compile=compile or "auto", **policy_options)
 
 
 def _bench_config(args) -> BenchConfig:

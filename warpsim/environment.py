@@ -21,10 +21,11 @@ auto-resets finished environments, the same way for every environment.
 from __future__ import annotations
 
 import functools
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NoReturn
 
 import numpy as np
 import torch
+from typing_extensions import deprecated
 
 from warpsim.binding import MASK, Binding, bind, check_constant, check_mask, is_kernel, kernel_name, params_values
 from warpsim.checked_mode import CHECK_EVERY, CheckedMode
@@ -299,13 +300,15 @@ class Environment(CheckedMode):
         """The runtime's own bool[E] views, passed to ``run`` every step: checked once, here."""
         return self.every_env, self._no_env, self._reset_mask_view, self.views.done
 
-    def launch(self, *args: Any, **kwargs: Any) -> None:
+    @deprecated("removed in 0.2.0: write self.run(kernel, per=...)", category=None)
+    def launch(self, *args: Any, **kwargs: Any) -> NoReturn:
         """Removed in 0.2.0 (see ``run``)."""
         raise removed("Environment.launch(kernel, num_items, *arguments)", "0.2.0",
                       "write self.run(kernel, per='agent', 'env' or 'block'), which binds the kernel's arguments by "
                       "their names (docs/custom_envs.md, 'Porting from launch')")
 
-    def constant(self, *args: Any, **kwargs: Any) -> None:
+    @deprecated("removed in 0.2.0: write self.add_constants(name=values) in setup()", category=None)
+    def constant(self, *args: Any, **kwargs: Any) -> NoReturn:
         """Removed in 0.2.0 (see ``add_constants``)."""
         raise removed("Environment.constant(values)", "0.2.0",
                       "write self.add_constants(name=values) in setup(), and give the kernel a parameter of that "

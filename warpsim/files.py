@@ -108,10 +108,9 @@ def make_directory(path: Path, what: str) -> None:
         raise RunFileError(f"cannot create {what} {path}: {describe_os_error(error)}") from None
 
 
-def output_file(path: Path | str, what: str, suffix: str, *, outside: tuple[Path, ...] = ()) -> Path:
+def output_file(path: Path | str, what: str, suffix: str) -> Path:
     """Checks, creating nothing, a file a command is about to write: its name ends in ``suffix``,
-    it is not a directory, its directory is or can be made writable, and it lies outside every
-    path of ``outside`` (a run directory or checkpoint it was made from, which it must not overwrite)."""
+    it is not a directory, and its directory is or can be made writable."""
     if not str(path).strip():
         raise RunFileError(f"the {what} is an empty path; give a file name ending in {suffix}")
     path = Path(path)
@@ -119,10 +118,5 @@ def output_file(path: Path | str, what: str, suffix: str, *, outside: tuple[Path
         raise RunFileError(f"{what} {path} is a directory; give a file name ending in {suffix}")
     if path.suffix.lower() != suffix:
         raise InvalidValueError(f"{what} {path} must end in {suffix}")
-    resolved = path.resolve()
-    for kept in outside:
-        if resolved == kept.resolve() or resolved.is_relative_to(kept.resolve()):
-            raise RunFileError(f"{what} {path} lies in {kept}, which it was made from and must not overwrite; "
-                               f"give a file outside it")
     usable_directory(path.parent, f"directory of the {what}")
     return path

@@ -51,7 +51,17 @@ class CategoricalHeads:
 
     def sample(self, outputs: torch.Tensor, generator: torch.Generator | None, greedy: bool = False) -> torch.Tensor:
         """int32[B, A] from outputs float[B, size]: sampled with ``generator``, or the most likely."""
-        return ppo.sample(ppo.split_heads(outputs, self.action_levels), generator, greedy)
+        noise = None if greedy else self.noise(outputs.shape[0], generator, outputs.device)
+        return self.sample_with(outputs, noise)
+
+    def noise(self, rows: int, generator: torch.Generator | None, device: torch.device) -> tuple[torch.Tensor, ...]:
+        """The random draws that ``sample_with`` turns into ``rows`` actions (a uniform per logit)."""
+        return ppo.uniforms(rows, self.action_levels, generator, device)
+
+    def sample_with(self, outputs: torch.Tensor, noise: tuple[torch.Tensor, ...] | None) -> torch.Tensor:
+        """int32[B, A] from outputs float[B, size] and ``noise`` (``noise``'s draws), or the most likely
+        when ``noise`` is None: arithmetic alone, which a compiled policy step fuses."""
+        return ppo.sample(ppo.split_heads(outputs, self.action_levels), noise)
 
     def to_env(self, actions: torch.Tensor) -> torch.Tensor:
         """What the environment is given: the indices as they are."""
@@ -89,11 +99,19 @@ class GaussianHead:
 
     def sample(self, outputs: torch.Tensor, generator: torch.Generator | None, greedy: bool = False) -> torch.Tensor:
         """float32[B, k]: mean + std x a standard normal draw from ``generator``, or the mean."""
+        noise = None if greedy else self.noise(outputs.shape[0], generator, outputs.device)
+        return self.sample_with(outputs, noise)
+
+    def noise(self, rows: int, generator: torch.Generator | None, device: torch.device) -> tuple[torch.Tensor, ...]:
+        """The random draws that ``sample_with`` turns into ``rows`` actions: a standard normal per component."""
+        return (torch.randn((rows, self.action_size), device=device, generator=generator),)
+
+    def sample_with(self, outputs: torch.Tensor, noise: tuple[torch.Tensor, ...] | None) -> torch.Tensor:
+        """float32[B, k]: mean + std x ``noise``, or the mean when ``noise`` is None."""
         mean, log_std = self.split(outputs)
-        if greedy:
+        if noise is None:
             return mean
-        noise = torch.randn(mean.shape, device=mean.device, generator=generator)
-        return mean + torch.exp(log_std) * noise
+        return mean + torch.exp(log_std) * noise[0]
 
     def to_env(self, actions: torch.Tensor) -> torch.Tensor:
         """The actions clipped to the bounds, as the environment is given them."""

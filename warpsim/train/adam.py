@@ -27,23 +27,12 @@ class RunAdam(torch.optim.Optimizer):
 
     @torch.no_grad()
     def step(self, closure=None):
-        beta1, beta2 = BETAS
         for group in self.param_groups:
             for parameter in group["params"]:
-                if parameter.grad is None:
-                    continue
-                state = self._state_of(parameter)
-                step, exp_avg, exp_avg_sq = state["step"], state["exp_avg"], state["exp_avg_sq"]
-                gradient = parameter.grad
-                step += 1
-                exp_avg.lerp_(gradient, 1 - beta1)
-                exp_avg_sq.mul_(beta2).addcmul_(gradient, gradient, value=1 - beta2)
-                rate = group["lr"].reshape(-1, *(1,) * (parameter.dim() - 1))
-                step_size = rate / (1 - beta1 ** step)
-                denominator = (exp_avg_sq.sqrt() / (1 - beta2 ** step).sqrt()).add_(EPS)
-                parameter.sub_(step_size * exp_avg / denominator)
+                if parameter.grad is not None:
+                    adam_update(parameter, parameter.grad, self.state_of(parameter), group["lr"])
 
-    def _state_of(self, parameter: torch.Tensor) -> dict:
+    def state_of(self, parameter: torch.Tensor) -> dict:
         """The parameter's step count and moments, made (zero) at their first use."""
         state = self.state[parameter]
         if not state:
@@ -80,10 +69,24 @@ class RunAdam(torch.optim.Optimizer):
             entry = saved["state"].get(index)
             if entry is None:
                 continue
-            state = self._state_of(parameter)
+            state = self.state_of(parameter)
             for name in ("exp_avg", "exp_avg_sq"):
                 if tuple(entry[name].shape) != tuple(parameter.shape[1:]):
                     raise ValueError(f"parameter {index}'s {name} has shape {tuple(entry[name].shape)}, "
                                      f"expected {tuple(parameter.shape[1:])}")
                 state[name][run].copy_(entry[name])
             state["step"].copy_(torch.as_tensor(entry["step"], dtype=torch.float32))
+
+
+def adam_update(parameter: torch.Tensor, gradient: torch.Tensor, state: dict, rate: torch.Tensor) -> None:
+    """One Adam step of ``parameter`` float32[R, ...] (in place) along ``gradient``, at each run's
+    ``rate`` float32[R]: torch's arithmetic, with ``state`` (``RunAdam.state_of``) moved on."""
+    beta1, beta2 = BETAS
+    step, exp_avg, exp_avg_sq = state["step"], state["exp_avg"], state["exp_avg_sq"]
+    step += 1
+    exp_avg.lerp_(gradient, 1 - beta1)
+    exp_avg_sq.mul_(beta2).addcmul_(gradient, gradient, value=1 - beta2)
+    rate = rate.reshape(-1, *(1,) * (parameter.dim() - 1))
+    step_size = rate / (1 - beta1 ** step)
+    denominator = (exp_avg_sq.sqrt() / (1 - beta2 ** step).sqrt()).add_(EPS)
+    parameter.sub_(step_size * exp_avg / denominator)

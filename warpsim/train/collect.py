@@ -7,7 +7,10 @@ networks of all runs act in one batched forward pass. Every step writes each rol
 actions where the environments read them (``step_actions``, copied to ``env.actions``
 when the networks run elsewhere): the roles that follow a policy by ``RunPolicies.act``,
 the random ones uniformly. Nothing here reads the device from the host, so that a CUDA
-graph can capture a rollout whole.
+graph can capture a rollout whole. On the fused path (``compiled``) the policies' part of a
+step (networks, sampling, log-probabilities, values) is one compiled function; the random
+draws it samples from are made before it, from each run's generator, as the eager step makes
+them.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import torch
 from warpsim.actions import RandomActions
 from warpsim.environment import Environment
 from warpsim.roles import Role
+from warpsim.train.compiled import Compiled
 from warpsim.train.episodes import EpisodeStats
 from warpsim.train.opponents import write_random_actions
 from warpsim.train.policy import RunPolicies
@@ -57,6 +61,8 @@ class Collector:
     device: torch.device
     """The networks' device."""
     autocast: Callable[[], AbstractContextManager] = contextlib.nullcontext
+    compiled: bool = False
+    """Whether the policies' part of a step runs as one compiled function (compiled.py)."""
     policy_roles: dict[str, Role] = field(init=False)
     """The roles, their agents indexed on the networks' device."""
     acting: list[Role] = field(init=False)
@@ -72,35 +78,32 @@ class Collector:
         self.step_actions = [torch.zeros_like(env.actions, device=self.device) if self.hybrid else env.actions
                              for env in self.envs]
         self.random_actions = RandomActions(self.envs[0].spec, self.device)
+        self.names = [role.name for role in self.acting]
+        self.rows = [self.envs[0].num_envs * role.count for role in self.acting]
+        """Each acting role's rows of a run's policy batch: E x its agents."""
+        self.at_step = [{name: rollout.at(t) for name, rollout in self.storage.items()}
+                        for t in range(self.terminated.shape[1])]
+        """Each step's slices of every learning role's rollout, float[R, E, n, ...]."""
+        self.policy_step: Callable[[list[torch.Tensor], list[torch.Tensor], dict, list[list[tuple]]], None] = (
+            Compiled(self._policy_step, "the rollout's policy step") if self.compiled else self._policy_step)
+        """Stores the inputs, acts on draws made beforehand and stores what was done (``_policy_step``)."""
+        self.record: Callable[[dict, torch.Tensor, torch.Tensor], None] = (
+            Compiled(self._record, "the rollout's record of a step") if self.compiled else self._record)
+        """Stores the step's rewards and ends and adds them to the episode statistics (``_record``)."""
 
     @torch.no_grad()
     def collect(self) -> list[torch.Tensor]:
         """Steps every environment ``rollout_steps`` times, storing the learning roles' side of each
         step; returns each learning role's value float32[R, E, n] of the final observations."""
-        names = [role.name for role in self.acting]
         for t in range(self.terminated.shape[1]):
             inputs = [stack.advance() for stack in self.inputs]
             # Hybrid: the step's one copy to the networks. Being blocking, it also lets the last update's
             # non-blocking copies out of the pinned storage finish before this step overwrites it.
             policy_inputs = [run_inputs.to(self.device) for run_inputs in inputs]
-            batches = [self._policy_batch(role, t, inputs, policy_inputs) for role in self.acting]
-            acted = self.policies.act(batches, names, self.generators, autocast=self.autocast)
-            for role, (actions, log_probs, values) in zip(self.acting, acted):
-                actions = actions.view(len(self.envs), -1, role.count, actions.shape[-1])
-                stored = self.storage.get(role.name)
-                if stored is not None:
-                    stored.log_probs[:, t].copy_(log_probs.view(stored.log_probs[:, t].shape))
-                    stored.values[:, t].copy_(values.view(stored.values[:, t].shape))
-                    stored.actions[:, t].copy_(actions)
-                for run_actions, run_step_actions in zip(self.policies.head.to_env(actions), self.step_actions):
-                    self.policy_roles[role.name].write(run_step_actions, run_actions)
+            self.policy_step(inputs, policy_inputs, self.at_step[t], self.policies.noise(self.rows, self.generators,
+                                                                                        self.device))
             self._step(self.random_roles)
-            for run, env in enumerate(self.envs):
-                for role in self.learners:
-                    self.storage[role.name].rewards[run, t].copy_(role.of(env.rewards))
-                self.terminated[run, t, :, 0].copy_(env.terminated)
-                torch.logical_and(env.done, ~env.terminated, out=self.truncated[run, t, :, 0])
-                self.stats[run].record()
+            self.record(self.at_step[t], self.terminated[:, t], self.truncated[:, t])
         inputs = [stack.peek().to(self.device) for stack in self.inputs]  # hybrid: one more copy per rollout
         with self.autocast():
             outputs = self.policies([self._stacked(role, inputs) for role in self.learners],
@@ -108,15 +111,43 @@ class Collector:
         return [self.policies.network(role.name).returns_scale(values.float()).view(len(self.envs), -1, role.count)
                 for role, (_, values) in zip(self.learners, outputs)]
 
-    def _policy_batch(self, role: Role, t: int, inputs: list[torch.Tensor],
-                      policy_inputs: list[torch.Tensor]) -> torch.Tensor:
-        """The role's inputs float[R, E * n, D] on the networks' device; a learning role's are stored at step ``t``."""
-        stored = self.storage.get(role.name)
-        if stored is not None:
+    def _policy_step(self, inputs: list[torch.Tensor], policy_inputs: list[torch.Tensor],
+                     stored: dict[str, RoleRollout], noise: list[list[tuple]]) -> None:
+        """One step of the acting roles: their inputs (each run's float[E, N, D], and on the networks'
+        device) stored, their actions sampled from ``noise`` (``RunPolicies.noise``), and the actions,
+        log-probabilities and values stored in ``stored`` (the step's slices of the rollout) and written
+        where the environments read them."""
+        batches = [self._policy_batch(role, inputs, policy_inputs, stored) for role in self.acting]
+        acted = self.policies.act_with(batches, self.names, noise, autocast=self.autocast)
+        for role, (actions, log_probs, values) in zip(self.acting, acted):
+            actions = actions.view(len(self.envs), -1, role.count, actions.shape[-1])
+            step = stored.get(role.name)
+            if step is not None:
+                step.log_probs.copy_(log_probs.view(step.log_probs.shape))
+                step.values.copy_(values.view(step.values.shape))
+                step.actions.copy_(actions)
+            for run_actions, run_step_actions in zip(self.policies.head.to_env(actions), self.step_actions):
+                self.policy_roles[role.name].write(run_step_actions, run_actions)
+
+    def _record(self, stored: dict[str, RoleRollout], terminated: torch.Tensor, truncated: torch.Tensor) -> None:
+        """The step's rewards and ends stored (in the step's slices of the rollout, and bool[R, E, 1]
+        each), and added to the episode statistics."""
+        for run, env in enumerate(self.envs):
+            for role in self.learners:
+                stored[role.name].rewards[run].copy_(role.of(env.rewards))
+            terminated[run, :, 0].copy_(env.terminated)
+            truncated[run, :, 0].copy_(torch.logical_and(env.done, ~env.terminated))
+            self.stats[run].record()
+
+    def _policy_batch(self, role: Role, inputs: list[torch.Tensor], policy_inputs: list[torch.Tensor],
+                      stored: dict[str, RoleRollout]) -> torch.Tensor:
+        """The role's inputs float[R, E * n, D] on the networks' device; a learning role's are stored."""
+        step = stored.get(role.name)
+        if step is not None:
             for run, run_inputs in enumerate(inputs):
-                stored.observations[run, t].copy_(role.of(run_inputs))
+                step.observations[run].copy_(role.of(run_inputs))
             if not self.hybrid:
-                return stored.observations[:, t].flatten(1, 2)  # the stored copy: no second gather
+                return step.observations.flatten(1, 2)  # the stored copy: no second gather
         return self._stacked(role, policy_inputs)
 
     def _stacked(self, role: Role, inputs: list[torch.Tensor]) -> torch.Tensor:

@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 from warpsim.errors import InvalidValueError
-from warpsim.files import output_file
 from warpsim.registry import parse_env_settings
 from warpsim.train import checkpoint, opponents
 from warpsim.train.config import TrainConfig, build_config, field_docs, read_config_file, saved_config
@@ -26,7 +25,7 @@ from warpsim.train.loop import default_run_dir, train, train_experiment
 from warpsim.train.plot import plot_experiment, plot_runs
 from warpsim.train.presets import PRESETS
 from warpsim.train.render import EPISODE_FILE, play_episode, write_gif
-from warpsim.train.run_dir import made_from
+from warpsim.train.run_dir import output_file
 
 NOT_FLAGS = ("env_params", "opponents")
 WANDB_EXPERIMENTS = ("--wandb logs single runs only for now; an experiment's runs log to TensorBoard, one folder "
@@ -169,7 +168,7 @@ def add_evaluate(parser: argparse.ArgumentParser) -> None:
 
 def run_evaluate(args) -> int:
     if args.json is not None:  # before the episodes are played
-        output_file(args.json, "evaluation file", ".json", outside=made_from(args.source))
+        output_file(args.json, "evaluation file", ".json")
     settings = dict(num_envs=args.num_envs, random_roles=tuple(args.random), plays=args.plays,
                     compare_random=args.compare_random, seed=args.seed, backend=args.backend,
                     env_params=_env_changes(args))

@@ -28,6 +28,7 @@ else:  # tomllib is new in Python 3.11; tomli is the same parser (a dependency o
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 GRAPHS = ("auto", "on", "off")
+COMPILE_SETTINGS = ("auto", "on", "off")
 LR_SCHEDULES = ("kl", "linear", "constant")
 POLICY_HEADS = ("gaussian", "tanh_normal")
 MAX_ENV_STEPS = 10**12
@@ -121,9 +122,10 @@ class TrainConfig:
     graphs: str = "auto"
     """Rollouts and updates as replayed CUDA graphs: auto (with CUDA and one process), on (an error without CUDA),
     off."""
-    compile_loss: bool = False
-    """The per-minibatch loss and its backward through torch.compile (fused kernels, compiled before the first
-    iteration); off: eager."""
+    compile: str = "off"
+    """The fused path: the rollout's policy step and the update's minibatch step each one torch.compile region
+    (the same arithmetic up to rounding; compiled at the first iteration). off: eager, the reference; on (a CPU needs
+    a C++ compiler); auto: on with CUDA in one process, but for fp16."""
     log_every: int = 10
     """Iterations between metric reads (the trainer's only host synchronisations) and progress lines."""
     checkpoint_every: int = 50
@@ -151,8 +153,7 @@ class TrainConfig:
         check_fields(self, require_real, ("value_coef", "entropy_coef"), 0, what=CONFIG_FIELD)
         if self.value_clip is not None:
             check_fields(self, require_real, ("value_clip",), 0, low_exclusive=True, what=CONFIG_FIELD)
-        check_fields(self, require_bool, ("shared_trunk", "value_normalization", "normalize_advantages",
-                                          "compile_loss"),
+        check_fields(self, require_bool, ("shared_trunk", "value_normalization", "normalize_advantages"),
                      what=CONFIG_FIELD)
         check_fields(self, require_choice, ("lr_schedule",), LR_SCHEDULES, what=CONFIG_FIELD)
         check_fields(self, require_choice, ("policy_head",), POLICY_HEADS, what=CONFIG_FIELD)
@@ -165,6 +166,7 @@ class TrainConfig:
                  f"give at least learning_rate ({self.learning_rate})")
         check_fields(self, require_choice, ("precision",), PRECISIONS, what=CONFIG_FIELD)
         check_fields(self, require_choice, ("graphs",), GRAPHS, what=CONFIG_FIELD)
+        check_fields(self, require_choice, ("compile",), COMPILE_SETTINGS, what=CONFIG_FIELD)
         check_fields(self, require_choice, ("backend",), BACKENDS, what=CONFIG_FIELD)
         need(is_policy_device(self.policy_device), "policy_device",
              f"choose auto, cpu, cuda or cuda:N (N in [0, {MAX_DEVICE_INDEX}], no leading zero)")
@@ -274,7 +276,10 @@ EARLIER_DEFAULTS = dict(shared_trunk=True, value_normalization=False, minibatch_
 def build_saved_config(settings: dict) -> TrainConfig:
     """The config of a run from its saved settings; a run saved before the networks and
     schedules of today keeps those it was trained with (``EARLIER_DEFAULTS``, and
-    ``anneal_lr`` read as the linear or constant schedule)."""
+    ``anneal_lr`` read as the linear or constant schedule); one saved with ``compile_loss``
+    (before ``compile``) continues eagerly, as it was trained."""
+    if isinstance(settings, dict) and "compile_loss" in settings:
+        settings = {**{key: value for key, value in settings.items() if key != "compile_loss"}, "compile": "off"}
     if not isinstance(settings, dict) or "lr_schedule" in settings or "anneal_lr" not in settings:
         return build_config(settings)
     earlier = {key: value for key, value in settings.items() if key != "anneal_lr"}

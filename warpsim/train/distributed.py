@@ -59,6 +59,14 @@ class World:
             dist.all_reduce(tensor)
             tensor /= self.size
 
+    def any(self, flag: bool, device: torch.device) -> bool:
+        """Whether ``flag`` is set on any rank (a tensor on ``device`` goes round the ranks)."""
+        if self.size == 1:
+            return flag
+        flags = torch.tensor([int(flag)], dtype=torch.int32, device=device)
+        dist.all_reduce(flags, op=dist.ReduceOp.MAX)
+        return bool(flags.item())
+
     def close(self) -> None:
         if self.size > 1 and dist.is_initialized():
             # Every rank arrives first: a rank that tears down its connections while another still

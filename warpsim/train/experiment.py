@@ -23,7 +23,7 @@ from warpsim.errors import InvalidValueError, RunFileError, WarpsimError
 from warpsim.files import make_directory, read_json, replace_atomically, usable_directory
 from warpsim.registry import env_class
 from warpsim.train.config import TrainConfig, build_config, field_names
-from warpsim.train.run_dir import CONFIG_FILE, EXPERIMENT_FILE, RunDirectory
+from warpsim.train.run_dir import CONFIG_FILE, EXPERIMENT_FILE, RunDirectory, refuse_foreign
 
 FORMAT = 1
 MAX_RUNS = 4096
@@ -152,10 +152,14 @@ def plan_runs(base: TrainConfig, seeds: tuple[int, ...], sweep: dict[str, list])
     return runs
 
 
+NAME_CHARACTERS = "A-Za-z0-9_.=+-"
+"""The characters of a run's directory name: one folder inside the experiment's, on any file system."""
+
+
 def run_name(setting: dict, seed: int) -> str:
     """A run's directory name: its swept values and its seed, e.g. ``learning_rate=0.001_seed=3``."""
     parts = [f"{name}={value}" for name, value in setting.items()] + [f"seed={seed}"]
-    return re.sub(r"[^A-Za-z0-9_.=+-]", "-", "_".join(parts))
+    return re.sub(f"[^{NAME_CHARACTERS}]", "-", "_".join(parts))
 
 
 def setting_label(setting: dict) -> str:
@@ -184,6 +188,8 @@ class ExperimentDirectory:
             what = "an experiment" if self.file.exists() else "a run"
             raise RunFileError(f"{self.path} already holds {what}; continue it with --resume, or choose another "
                                f"directory (nothing was written)")
+        if not resume:
+            refuse_foreign(self.path, "experiment directory")
 
     def create(self, base: TrainConfig, seeds: tuple[int, ...], sweep: dict, runs: list[PlannedRun]) -> None:
         """Writes the plan (atomically): from then on the directory holds an experiment."""
@@ -198,6 +204,19 @@ class ExperimentDirectory:
         if not isinstance(plan, dict) or plan.get("format") != FORMAT or not isinstance(plan.get("runs"), list) \
                 or not all(isinstance(run, dict) and {"name", "setting", "seed"} <= set(run) for run in plan["runs"]):
             raise RunFileError(f"{self.file} is not a warpsim experiment of format {FORMAT}")
+        names = [run["name"] for run in plan["runs"]]
+        if not names:
+            raise RunFileError(f"{self.file} lists no runs; an experiment has at least one (train a new one with "
+                               f"--seeds)")
+        for name in names:
+            if not isinstance(name, str) or not re.fullmatch(f"[{NAME_CHARACTERS}]+", name) or name in (".", ".."):
+                raise RunFileError(f"{self.file} names a run {name!r}; a run's name is one folder inside the "
+                                   f"experiment's, of letters, digits and _.=+- (e.g. seed=0)")
+            if names.count(name) > 1:
+                raise RunFileError(f"{self.file} lists the run {name!r} twice; each run is listed once")
+            if (self.path / name).exists() and not (self.path / name).is_dir():
+                raise RunFileError(f"{self.file} lists the run {name!r}, but {self.path / name} is a file, not a "
+                                   f"run directory")
         return plan
 
     def planned_runs(self) -> list[PlannedRun]:

@@ -7,6 +7,12 @@ parameters, and Adam at its own rate moved by its own KL schedule (``RunAdam``,
 ``LearningRates``). The runs' losses are summed for one backward pass: each run's loss
 depends on its own parameters only, so each gets its own gradient. Nothing here reads the
 device from the host, so that a CUDA graph can capture the update whole.
+
+On the fused path (``compiled``) a minibatch step is one compiled function: the minibatch's
+gather, the forward passes, the loss, the gradients (``torch.func.grad``), their clipping,
+Adam and the step's statistics. The eager path is the reference, with autograd and the
+optimizer. GAE stays eager on both: compiled, its T-step recurrence became T kernels anyway
+and took minutes to compile at T=100.
 """
 
 from __future__ import annotations
@@ -18,10 +24,12 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
 import torch
+from torch.func import functional_call, grad
 
 from warpsim.roles import Role
 from warpsim.train import ppo
-from warpsim.train.adam import RunAdam
+from warpsim.train.adam import RunAdam, adam_update
+from warpsim.train.compiled import Compiled
 from warpsim.train.config import TrainConfig
 from warpsim.train.distributed import World
 from warpsim.train.loss import STATS, MinibatchLoss
@@ -57,6 +65,8 @@ class Learner:
     world: World
     device: torch.device
     autocast: Callable[[], AbstractContextManager] = contextlib.nullcontext
+    compiled: bool = False
+    """Whether a minibatch step and GAE run fused, each one compiled function (compiled.py)."""
     scaler: torch.amp.GradScaler | None = field(init=False)
     """fp16's gradient scaler (None otherwise)."""
 
@@ -74,9 +84,8 @@ class Learner:
         # so that a graph can capture the step.
         self.optimizer = RunAdam([{"params": list(network.parameters()), "lr": self.learning_rates.rates[:, index]}
                                   for index, network in enumerate(networks)])
-        self.loss = MinibatchLoss(configs, self.policies.head, compiled=configs[0].compile_loss,
-                                  device=device)
-        """One learning role's loss on a minibatch, eager or compiled (``config.compile_loss``)."""
+        self.loss = MinibatchLoss(configs, self.policies.head, device)
+        """One learning role's loss on a minibatch."""
         self.nonfinite = torch.zeros(runs, dtype=torch.bool, device=device)
         """Per run, whether its loss has been NaN or infinite."""
         self.update_stats = torch.zeros(runs, configs[0].epochs * self.minibatches, len(UPDATE_STATS), device=device)
@@ -86,6 +95,11 @@ class Learner:
         """How much of the returns' variance the values explained in the last rollout (mean over learning roles)."""
         self.run_index = torch.arange(runs, device=device)[:, None]
         """int64[R, 1]: picks each run's row of the samples with its own minibatch indices."""
+        self.fused_step: Compiled[None] | None = (
+            Compiled(self._fused_step, "the update's minibatch step") if self.compiled else None)
+        """The whole minibatch step as one compiled function, on the fused path (None: eager)."""
+        if self.compiled:
+            self._set_up_fused_step(networks)
 
     def learn(self, next_values: list[torch.Tensor]) -> None:
         """``epochs`` passes of clipped PPO over the rollout, in shuffled minibatches, given each
@@ -106,8 +120,11 @@ class Learner:
                        .tensor_split(self.minibatches) for generator in self.generators] for s in samples]
             self.epoch_kl.zero_()
             for m in range(self.minibatches):
-                self.step_on_minibatch([s.pick(self.run_index, torch.stack([order[m] for order in run_orders]))
-                                        for s, run_orders in zip(samples, orders)], row)
+                picks = [torch.stack([order[m] for order in run_orders]) for run_orders in orders]
+                if self.fused_step is not None:
+                    self.fused_step(samples, picks, self.update_stats[:, row])
+                else:
+                    self.step_on_minibatch([s.pick(self.run_index, p) for s, p in zip(samples, picks)], row)
                 row += 1
             self.world.all_reduce_mean(self.epoch_kl)  # every process moves its rates alike
             self.learning_rates.end_epoch(self.epoch_kl)
@@ -134,17 +151,11 @@ class Learner:
                 moved[2 * n], moved[2 * n + 1])
 
     def step_on_minibatch(self, minibatches: list[Samples], row: int) -> None:
-        """One optimizer step on every run's and learning role's minibatch; its statistics go into
+        """One eager optimizer step on every run's and learning role's minibatch; its statistics go into
         ``update_stats[:, row]``."""
         with self.autocast():
             outputs = self.model([batch.observations for batch in minibatches], [role.name for role in self.learners])
-        loss = torch.zeros(len(self.configs), device=self.device)
-        per_role = []
-        for batch, (logits, value) in zip(minibatches, outputs):
-            loss, role_stats = self.loss(loss, logits, value, batch)
-            per_role.append(role_stats)
-        stats = torch.stack(per_role)  # [L, R, STATS]
-        self.epoch_kl += stats[:, :, APPROX_KL].T / self.minibatches
+        loss, stats = self._losses(minibatches, outputs)
         self.optimizer.zero_grad(set_to_none=True)
         if self.scaler is None:
             loss.sum().backward()
@@ -156,23 +167,75 @@ class Learner:
             self._clip_gradients()
             self.scaler.step(self.optimizer)
             self.scaler.update()
-        self.nonfinite |= ~torch.isfinite(loss.detach())
-        self.update_stats[:, row, 0] = stats[:, :, 0].amax(0)
-        self.update_stats[:, row, 1:] = stats[:, :, 1:].mean(0)
+        self._record(loss.detach(), stats, self.update_stats[:, row])
+
+    def _losses(self, minibatches: list[Samples], outputs: list) -> tuple[torch.Tensor, torch.Tensor]:
+        """Each run's loss float32[R], summed over the learning roles, and their statistics [L, R, STATS]."""
+        loss = torch.zeros(len(self.configs), device=self.device)
+        per_role = []
+        for batch, (logits, value) in zip(minibatches, outputs):
+            loss, role_stats = self.loss(loss, logits, value, batch)
+            per_role.append(role_stats)
+        return loss, torch.stack(per_role)
+
+    def _record(self, loss: torch.Tensor, stats: torch.Tensor, row: torch.Tensor) -> None:
+        """A minibatch step's statistics: the epoch's KL, whether a loss was not finite, and the step's
+        row of ``update_stats`` (``row``, float32[R, STATS])."""
+        self.epoch_kl += stats[:, :, APPROX_KL].T / self.minibatches
+        self.nonfinite |= ~torch.isfinite(loss)
+        row[:, 0] = stats[:, :, 0].amax(0)
+        row[:, 1:] = stats[:, :, 1:].mean(0)
 
     def _clip_gradients(self) -> None:
-        """Scales each run's gradients of each group down to at most its max_grad_norm, as
-        ``clip_grad_norm_`` would on that run's parameters alone."""
-        for group in self.clipped_groups:
-            gradients = [parameter.grad for parameter in group if parameter.grad is not None]
-            # [R, P], each run's row contiguous: the norm over its parameters sums as it would alone.
-            norms = torch.stack([gradient.flatten(1).norm(dim=1) for gradient in gradients], dim=1).norm(dim=1)
-            scale = (self.max_grad_norm / (norms + 1e-6)).clamp(max=1.0)
-            for gradient in gradients:
-                gradient.mul_(scale.view(-1, *(1,) * (gradient.dim() - 1)))
+        clip_gradients([[parameter.grad for parameter in group if parameter.grad is not None]
+                        for group in self.clipped_groups], self.max_grad_norm)
+
+    def _set_up_fused_step(self, networks: list) -> None:
+        """What the compiled step reads and writes: the learning parameters (by name, as aliases the
+        step updates in place), their groups for clipping, their Adam state and rates."""
+        names = {id(parameter): name for name, parameter in self.policies.named_parameters()}
+        self.learned = {names[id(parameter)]: parameter.detach() for group in self.optimizer.param_groups
+                        for parameter in group["params"]}
+        self.group_names = [[names[id(parameter)] for parameter in group] for group in self.clipped_groups]
+        self.adam_states = {names[id(parameter)]: self.optimizer.state_of(parameter)
+                            for group in self.optimizer.param_groups for parameter in group["params"]}
+        self.rates = {names[id(parameter)]: group["lr"] for group in self.optimizer.param_groups
+                      for parameter in group["params"]}
+
+    def _fused_step(self, samples: list[Samples], picks: list[torch.Tensor], row: torch.Tensor) -> None:
+        """The minibatch step of the fused path, for ``torch.compile``: each role's minibatch of
+        ``samples`` at the runs' indices ``picks`` int64[R, b], the networks, the losses, the gradients,
+        their clipping, Adam, and the statistics (``_record``, into ``row``)."""
+        minibatches = [s.pick(self.run_index, p) for s, p in zip(samples, picks)]
+        names = [role.name for role in self.learners]
+
+        def total(learned: dict[str, torch.Tensor]) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+            with self.autocast():
+                outputs = functional_call(self.policies, learned, ([batch.observations for batch in minibatches],
+                                                                    names))
+            loss, stats = self._losses(minibatches, outputs)
+            return loss.sum(), (loss, stats)
+
+        gradients, (loss, stats) = grad(total, has_aux=True)(self.learned)
+        with torch.no_grad():
+            clip_gradients([[gradients[name] for name in group] for group in self.group_names], self.max_grad_norm)
+            for name, parameter in self.learned.items():
+                adam_update(parameter, gradients[name], self.adam_states[name], self.rates[name])
+            self._record(loss, stats, row)
 
     def run_state_dict(self, run: int) -> dict:
         """Run ``run``'s optimizer, rates and (shared) gradient scaler, as a checkpoint of it alone holds them."""
         return {"learning_rates": self.learning_rates.run_state_dict(run),
                 "optimizer": self.optimizer.run_state_dict(run),
                 "scaler": None if self.scaler is None else self.scaler.state_dict()}
+
+
+def clip_gradients(groups: list[list[torch.Tensor]], max_norm: torch.Tensor) -> None:
+    """Scales each run's gradients float[R, ...] of each group down to at most its ``max_norm``
+    float32[R] (in place), as ``clip_grad_norm_`` would on that run's parameters alone."""
+    for gradients in groups:
+        # [R, P], each run's row contiguous: the norm over its parameters sums as it would alone.
+        norms = torch.stack([gradient.flatten(1).norm(dim=1) for gradient in gradients], dim=1).norm(dim=1)
+        scale = (max_norm / (norms + 1e-6)).clamp(max=1.0)
+        for gradient in gradients:
+            gradient.mul_(scale.view(-1, *(1,) * (gradient.dim() - 1)))

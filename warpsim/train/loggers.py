@@ -18,6 +18,8 @@ from warpsim.files import replace_atomically
 from warpsim.train.config import TrainConfig
 
 TENSORBOARD_FOLDER = "tensorboard"
+WANDB_FOLDER = "wandb"
+"""Where the wandb package keeps its files inside a run directory."""
 WANDB_ID_FILE = "wandb-run-id"
 """The W&B run a run directory logs to: a resumed run continues the same W&B run."""
 

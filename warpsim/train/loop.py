@@ -2,6 +2,9 @@
 experiment's runs (experiment.py) in batches, each with progress, periodic checkpoints,
 resume, and a stop on a non-finite loss.
 
+Ctrl-C (SIGINT) or SIGTERM lets the iteration in flight finish, writes a checkpoint of every
+run and says which iteration ``--resume`` continues from; a second one stops at once.
+
 A single run that diverges stops with TrainingDiverged. In an experiment the run that
 diverges is stopped and marked so in experiment.json, and the others go on.
 """
@@ -9,6 +12,7 @@ diverges is stopped and marked so in experiment.json, and the others go on.
 from __future__ import annotations
 
 import datetime
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -23,6 +27,7 @@ from warpsim.train import checkpoint
 from warpsim.train.config import TrainConfig
 from warpsim.train.distributed import World
 from warpsim.train.experiment import ExperimentDirectory, PlannedRun, plan_runs, setting_label
+from warpsim.train.interrupts import StopRequests, TrainingInterrupted
 from warpsim.train.loggers import MetricLog, import_wandb, log_to_all, open_logs
 from warpsim.train.placement import environment_placement
 from warpsim.train.progress import ProgressBar
@@ -112,7 +117,7 @@ def train_experiment(config: TrainConfig | None, directory: Path | str, *, seeds
         run = PlannedRun(run.name, run.setting, config_of_run)
         # Runs that were killed between two of their batch's checkpoints continue in batches by iteration.
         key = (batch_key(run.config), done)
-        pending.setdefault(key, []).append((run, started or RunDirectory(path, resume=False), saved))
+        pending.setdefault(key, []).append((run, started or RunDirectory(path, resume=False, taken_over=True), saved))
     say = progress.write if progress else (lambda text: None)
     if not pending:
         say(f"nothing to do: every run of {experiment.path} is done or diverged\n")
@@ -194,17 +199,24 @@ def _train_batch(trainer: Trainer, directories: list[RunDirectory], saved: list[
         bar.message(start_line(trainer, directories, resumed=saved[0] is not None))
         for line in opened[0][1]:  # the first run's; the others' say the same of their own folders
             bar.message(line if len(directories) == 1 else line.replace(str(directories[0].path), "each run's folder"))
-        loss = trainer.learner.loss
-        if loss.compiled:
-            bar.message(f"compiled the loss in {loss.compile_seconds:.1f} s, before the first iteration (not "
-                        f"counted in steps/s)")
+    where = directories[0].path if len(directories) == 1 else directories[0].path.parent
+    announce = ("finishing the iteration in flight, then writing a checkpoint of every run (press Ctrl-C again "
+                "to stop at once)") if bar and world.is_writer else None
+    say = bar.message if bar else (lambda line: print(line, file=sys.stderr, flush=True))
+    saved_at = [trainer.iteration] * trainer.runs
+    """The iteration of each run's last checkpoint."""
     try:
-        _iterate(trainer, directories, logs, bar, stop_after, on_diverged)
+        with StopRequests(announce) as stops:
+            _iterate(trainer, directories, logs, bar, stop_after, on_diverged, stops, saved_at)
+    except TrainingInterrupted as interrupted:
+        if world.is_writer:
+            say(str(interrupted))
+        raise
     except KeyboardInterrupt:
-        if bar:
-            where = directories[0].path if len(directories) == 1 else directories[0].path.parent
-            bar.message(f"interrupted; the last checkpoint is in {where}: continue with "
-                        f"warpsim train --resume --run-dir {where}")
+        if world.is_writer:
+            low, high = min(saved_at), max(saved_at)
+            say(f"stopped at once: warpsim train --resume --run-dir {where} continues from the last checkpoint"
+                f"{'s' if trainer.runs > 1 else ''}, iteration {low if low == high else f'{low} to {high}'}")
         raise
     finally:
         for run_logs in logs:
@@ -222,16 +234,16 @@ def start_line(trainer: Trainer, directories: list[RunDirectory], resumed: bool)
             f"{trainer.env.backend} backend ({trainer.env_device}), networks on {trainer.device} in "
             f"{trainer.precision}, {trainer.launches} rollouts of {config.rollout_steps} steps x {config.num_envs} "
             f"environments, {trainer.update_launches} updates of {trainer.minibatches} minibatches x {config.epochs} "
-            f"epochs")
+            f"epochs, {'fused (compiled at the first iteration)' if trainer.compiled else 'eager'}")
 
 
 def _iterate(trainer: Trainer, directories: list[RunDirectory], logs: list[list[MetricLog]], bar,
-             stop_after: int | None, on_diverged: Callable[[int], None]) -> None:
+             stop_after: int | None, on_diverged: Callable[[int], None], stops: StopRequests,
+             saved_at: list[int]) -> None:
     config, world = trainer.config, trainer.world
     last = config.iterations if stop_after is None else min(config.iterations, trainer.iteration + stop_after)
     started, steps_at_start = time.perf_counter(), trainer.env_steps
     window_start, window_steps = started, trainer.env_steps
-    first = trainer.iteration + 1  # reported too, so progress shows from the start
     active = list(range(trainer.runs))
     """The runs still training: a run that diverged is stopped (``on_diverged``), the others go on."""
 
@@ -244,7 +256,11 @@ def _iterate(trainer: Trainer, directories: list[RunDirectory], logs: list[list[
     while trainer.iteration < last and active:
         trainer.iterate()
         at_end = trainer.iteration == last
-        if trainer.iteration % config.log_every == 0 or at_end or trainer.iteration == first:
+        # Under torchrun every process stops after the same iteration, whichever got the signal.
+        stopping = not at_end and world.any(stops.signal_number is not None, trainer.device)
+        # Iteration 1 is read too, so that progress shows from the start; a resumed run reads where an
+        # uninterrupted one would (each read takes the episodes since the last), so its records are the same.
+        if trainer.iteration % config.log_every == 0 or at_end or trainer.iteration == 1:
             reports = trainer.read_metrics()
             now = time.perf_counter()
             for metrics in reports:
@@ -258,12 +274,15 @@ def _iterate(trainer: Trainer, directories: list[RunDirectory], logs: list[list[
                     log_to_all(logs[run], reports[run])
                 if bar and active:
                     bar.update(trainer.iteration, [reports[run] for run in active])
-        if trainer.iteration % config.checkpoint_every == 0 or at_end:
+        if trainer.iteration % config.checkpoint_every == 0 or at_end or stopping:
             stop_diverged()
             states = [(run, trainer.run_state_dict(run)) for run in active]
             if world.is_writer:
                 for run, state in states:
                     checkpoint.save(directories[run].checkpoint_path, state)
+                    saved_at[run] = trainer.iteration
+        if stopping and active:
+            raise TrainingInterrupted(_interrupted_line(stops, trainer, directories), stops.signal_number or 0)
     where = directories[0].path if len(directories) == 1 else directories[0].path.parent
     if bar and trainer.env_steps == steps_at_start:
         bar.message(f"nothing to do: the run in {where} has done its {trainer.iteration} iterations; "
@@ -273,6 +292,18 @@ def _iterate(trainer: Trainer, directories: list[RunDirectory], logs: list[list[
         runs = "" if trainer.runs == 1 else f" over {trainer.runs} runs"
         bar.message(f"done: iteration {trainer.iteration}, {rate:,.0f} env-steps/s overall{runs}; "
                     f"{'run' if len(directories) == 1 else 'experiment'} directory {where}")
+
+
+def _interrupted_line(stops: StopRequests, trainer: Trainer, directories: list[RunDirectory]) -> str:
+    """What an interrupted batch says: its signal, what was saved and where training continues."""
+    name = signal.Signals(stops.signal_number).name if stops.signal_number else "a stop request"
+    if len(directories) == 1:
+        return (f"interrupted by {name} after iteration {trainer.iteration}; its checkpoint is written: "
+                f"warpsim train --resume --run-dir {directories[0].path} continues from iteration {trainer.iteration}")
+    experiment = directories[0].path.parent
+    return (f"interrupted by {name} after iteration {trainer.iteration}; a checkpoint of each of the batch's "
+            f"{len(directories)} runs is written: warpsim train --resume --run-dir {experiment} continues them from "
+            f"iteration {trainer.iteration}, and every other run from where it stopped")
 
 
 def _diverged_runs(trainer: Trainer) -> list[int]:

@@ -17,12 +17,12 @@ from typing import TypeGuard
 
 from warpsim.errors import InvalidValueError, RunFileError, UnavailableError, WarpsimError
 from warpsim.extras import install_hint
-from warpsim.files import describe_os_error, output_file, write_output
+from warpsim.files import describe_os_error, write_output
 from warpsim.registry import make
 from warpsim.train.config import TrainConfig, build_saved_config
 from warpsim.train.evaluate import Player, evaluate
 from warpsim.train.experiment import ExperimentDirectory, setting_label
-from warpsim.train.run_dir import CONFIG_FILE, METRICS_FILE
+from warpsim.train.run_dir import CONFIG_FILE, METRICS_FILE, output_file
 from warpsim.train.statistics import aggregate
 
 MAX_VALUE = 1e300

@@ -250,12 +250,24 @@ class RunPolicies(nn.Module):
             autocast: Callable[[], AbstractContextManager] = contextlib.nullcontext) -> list[Acted]:
         """``RolePolicies.act`` for every run at once on inputs float[R, B_r, D]: each run samples
         with its own generator, so its draws are those it would make alone. Returns [R, B, ...] tensors."""
+        noise = self.noise([batch.shape[1] for batch in inputs], generators, inputs[0].device)
+        return self.act_with(inputs, role_names, noise, autocast=autocast)
+
+    def noise(self, rows: list[int], generators: list[torch.Generator], device: torch.device) -> list[list[tuple]]:
+        """The draws ``act_with`` samples from for roles of ``rows`` agents each, by role and run: each
+        run's from its own generator, in the order a run alone draws them."""
+        return [[self.head.noise(role_rows, generator, device) for generator in generators] for role_rows in rows]
+
+    def act_with(self, inputs: list[torch.Tensor], role_names: list[str], noise: list[list[tuple]], *,
+                 autocast: Callable[[], AbstractContextManager] = contextlib.nullcontext) -> list[Acted]:
+        """``act``'s arithmetic on draws made beforehand (``noise``): networks, sampling,
+        log-probabilities and values, with no generator in it, so that it compiles whole."""
         with autocast():
             outputs = self(inputs, role_names)
         acted = []
-        for name, (policy, values) in zip(role_names, outputs):
-            actions = torch.stack([self.head.sample(policy[run], generator)
-                                   for run, generator in enumerate(generators)])
+        for name, (policy, values), role_noise in zip(role_names, outputs, noise):
+            actions = torch.stack([self.head.sample_with(policy[run], run_noise)
+                                   for run, run_noise in enumerate(role_noise)])
             acted.append(Acted(actions, self.head.log_prob(policy, actions),
                                self.network(name).returns_scale(values.float())))
         return acted

@@ -102,16 +102,21 @@ def entropy(log_probs: tuple[torch.Tensor, ...]) -> torch.Tensor:
     return torch.stack([-(head.exp() * head).sum(dim=-1) for head in log_probs]).sum(dim=0)
 
 
-def sample(log_probs: tuple[torch.Tensor, ...], generator: torch.Generator | None,
-           greedy: bool = False) -> torch.Tensor:
-    """One action per component, int32[B, A]: by the Gumbel-max trick (no host sync,
-    reproducible from ``generator``), or the most likely one when ``greedy``."""
+def uniforms(rows: int, action_levels: tuple[int, ...], generator: torch.Generator | None,
+             device: torch.device) -> tuple[torch.Tensor, ...]:
+    """The random numbers ``sample`` turns into ``rows`` actions: float32[rows, levels[k]] per component,
+    drawn from ``generator`` in component order."""
+    return tuple(torch.rand((rows, levels), device=device, generator=generator) for levels in action_levels)
+
+
+def sample(log_probs: tuple[torch.Tensor, ...], uniform: tuple[torch.Tensor, ...] | None) -> torch.Tensor:
+    """One action per component, int32[B, A]: by the Gumbel-max trick on ``uniform`` (``uniforms``:
+    no host sync, reproducible from its generator), or the most likely one when ``uniform`` is None."""
     chosen = []
-    for head in log_probs:
-        if greedy:
+    for k, head in enumerate(log_probs):
+        if uniform is None:
             chosen.append(head.argmax(dim=1))
             continue
-        uniform = torch.rand(head.shape, device=head.device, generator=generator)
-        gumbel = -torch.log(-torch.log(uniform.clamp_(1e-20, 1.0 - 1e-7)))
+        gumbel = -torch.log(-torch.log(uniform[k].clamp(1e-20, 1.0 - 1e-7)))
         chosen.append((head + gumbel).argmax(dim=1))
     return torch.stack(chosen, dim=1).to(torch.int32)

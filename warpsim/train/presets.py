@@ -38,8 +38,10 @@ def _reference(name: str, env_params: dict | None = None, **settings) -> dict:
 
 
 PRESETS = {
+    # One pass over each rollout: five seeds learned as well as with four (docs/training.md, "How often each
+    # sample is used") in 54% of the time.
     "tag-small": dict(env="tag_continuous", env_params=TAG_SMALL_ENV, num_envs=64, iterations=300,
-                      stack_observations=2, opponents={"runner": "random"}),
+                      stack_observations=2, opponents={"runner": "random"}, epochs=1),
     "tag-chase-small": dict(env="tag_continuous", env_params=TAG_CHASE_SMALL_ENV, num_envs=64, iterations=150,
                             stagger_steps=100, opponents={"runner": "random"}, **CHASE),
     "grid-small": dict(env="tag_gridworld", env_params=GRID_SMALL_ENV, num_envs=32, iterations=100,

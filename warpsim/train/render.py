@@ -7,9 +7,10 @@ from pathlib import Path
 
 from warpsim.environment import Environment, Frame
 from warpsim.errors import InvalidValueError
-from warpsim.files import output_file, write_output
+from warpsim.files import write_output
 from warpsim.render import FrameCanvas
 from warpsim.train.evaluate import Player
+from warpsim.train.run_dir import output_file
 from warpsim.validation import require_int
 
 EPISODE_FILE = "episode.gif"

@@ -29,6 +29,11 @@ class RoleRollout:
     rewards: torch.Tensor
     """float32[R, T, E, n]: what the step with those actions paid."""
 
+    def at(self, step: int) -> RoleRollout:
+        """Views of step ``step``: every field without its T dimension."""
+        return RoleRollout(self.observations[:, step], self.actions[:, step], self.log_probs[:, step],
+                           self.values[:, step], self.rewards[:, step])
+
 
 class Samples(NamedTuple):
     """A role's rollout flattened, in each run, to one axis B of (step, environment, agent): all of it, or a

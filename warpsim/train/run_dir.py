@@ -18,21 +18,30 @@ import math
 import os
 from pathlib import Path
 
+from warpsim import files
 from warpsim.errors import RunFileError, WarpsimError
 from warpsim.files import describe_os_error, make_directory, read_json, replace_atomically, usable_directory
 from warpsim.train.checkpoint import FILE_NAME
 from warpsim.train.config import TrainConfig, build_saved_config
+from warpsim.train.loggers import TENSORBOARD_FOLDER, WANDB_FOLDER, WANDB_ID_FILE
 
 CONFIG_FILE = "config.json"
 METRICS_FILE = "metrics.jsonl"
 EXPERIMENT_FILE = "experiment.json"
 """What marks an experiment's directory (experiment.py), which holds runs but is none."""
+OWN_FILES = {CONFIG_FILE: "config", METRICS_FILE: "metrics", FILE_NAME: "checkpoint",
+             EXPERIMENT_FILE: "plan", WANDB_ID_FILE: "W&B run id"}
+"""The files warpsim writes into a run's or an experiment's directory, by name: what each is."""
+OWN_FOLDERS = {TENSORBOARD_FOLDER: "TensorBoard log", WANDB_FOLDER: "W&B log"}
+"""The folders warpsim's loggers write into a run's directory, by name."""
 
 
 class RunDirectory:
     """Checks a run directory before anything is written, then writes into it."""
 
-    def __init__(self, path: Path | str, *, resume: bool):
+    def __init__(self, path: Path | str, *, resume: bool, taken_over: bool = False):
+        """``taken_over``: a new run may start in a non-empty directory (an experiment's run that was
+        stopped before its config was written); otherwise only in an empty or new one."""
         self.path = usable_directory(path, "run directory")
         self.config_path = self.path / CONFIG_FILE
         self.checkpoint_path = self.path / FILE_NAME
@@ -42,12 +51,14 @@ class RunDirectory:
                                f"start one there without --resume")
         if resume and not self.checkpoint_path.is_file():
             raise RunFileError(f"--resume: {self.path} holds no {FILE_NAME} to continue from")
-        if not resume and self.config_path.exists():
-            raise RunFileError(f"{self.path} already holds a run; continue it with --resume, or "
-                             f"choose another run directory (nothing was written)")
         if (self.path / EXPERIMENT_FILE).exists():
             raise RunFileError(f"{self.path} holds an experiment, not a run: give one of its run directories, "
                                f"or continue the experiment with --resume (nothing was written)")
+        if not resume and self.config_path.exists():
+            raise RunFileError(f"{self.path} already holds a run; continue it with --resume, or "
+                             f"choose another run directory (nothing was written)")
+        if not resume and not taken_over:
+            refuse_foreign(self.path, "run directory")
 
     def saved_config(self) -> TrainConfig:
         """The run's config.json; a RunFileError naming the file when it cannot be used."""
@@ -99,15 +110,51 @@ class RunDirectory:
         append_line(self.metrics_path, json.dumps(clean))
 
 
-def made_from(source: Path | str) -> tuple[Path, ...]:
-    """What a command reading ``source`` (a run directory or a checkpoint file) must not write into:
-    the run directory, or the checkpoint and the run directory that holds it."""
-    source = Path(source)
-    if source.is_dir():
-        return (source,)
-    if (source.parent / CONFIG_FILE).is_file() or (source.parent / METRICS_FILE).is_file():
-        return source, source.parent
-    return (source,)
+def refuse_foreign(path: Path, what: str) -> None:
+    """A RunFileError when ``path`` is a directory that holds anything but the partial file of a
+    write that was cut off (``files.replace_atomically``): a new run or experiment never takes over
+    files that are not its own."""
+    cut_off = {f"{name}.partial" for name in OWN_FILES}
+    try:
+        entries = sorted(entry.name for entry in path.iterdir() if entry.name not in cut_off) if path.is_dir() else []
+    except OSError as error:
+        raise RunFileError(f"cannot read {what} {path}: {describe_os_error(error)}") from None
+    if entries:
+        shown = ", ".join(entries[:3]) + (", ..." if len(entries) > 3 else "")
+        raise RunFileError(f"{what} {path} already holds files ({shown}) but no warpsim run or experiment; "
+                           f"give a new or empty directory (nothing was written)")
+
+
+def output_file(path: Path | str, what: str, suffix: str) -> Path:
+    """``files.output_file``'s checks, and one more: the file is none that a run or an experiment is
+    made of (``owner_of``), wherever it lies. Other files, an earlier output included, may be replaced."""
+    path = files.output_file(path, what, suffix)
+    owner = owner_of(path)
+    if owner is not None:
+        instead = path.with_name(f"{path.stem}-{what.split()[0]}{suffix}")
+        raise RunFileError(f"{what} {path} is {owner}, which warpsim never replaces; write to another file, "
+                           f"e.g. {instead}")
+    return path
+
+
+def owner_of(path: Path) -> str | None:
+    """What ``path`` is to a run or an experiment (``the config of the run in runs/a``) when warpsim
+    wrote it as part of one; None for any other file."""
+    path = path.resolve()
+    if path.name in OWN_FILES and _holds_run_files(path.parent):
+        return f"the {OWN_FILES[path.name]} of the {_kind(path.parent)} in {path.parent}"
+    for folder in path.parents:
+        if folder.name in OWN_FOLDERS and _holds_run_files(folder.parent):
+            return f"inside the {OWN_FOLDERS[folder.name]} of the run in {folder.parent}"
+    return None
+
+
+def _holds_run_files(directory: Path) -> bool:
+    return any((directory / name).is_file() for name in (CONFIG_FILE, FILE_NAME, METRICS_FILE, EXPERIMENT_FILE))
+
+
+def _kind(directory: Path) -> str:
+    return "experiment" if (directory / EXPERIMENT_FILE).is_file() else "run"
 
 
 def append_line(path: Path, line: str) -> None:

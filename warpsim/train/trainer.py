@@ -20,9 +20,11 @@ import contextlib
 import math
 import os
 from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 import torch
 from torch.nn.parallel import DistributedDataParallel
+from typing_extensions import deprecated
 
 from warpsim.device import Placement
 from warpsim.environment import Environment
@@ -34,6 +36,7 @@ from warpsim.roles import roles_of
 from warpsim.train import opponents
 from warpsim.train.checkpoint import signature
 from warpsim.train.collect import Collector
+from warpsim.train.compiled import Compiled, resolve_compile
 from warpsim.train.config import TrainConfig
 from warpsim.train.distributed import World
 from warpsim.train.episodes import EpisodeStats
@@ -94,11 +97,11 @@ class Trainer:
         self._allocate_rollout()
         self.collector = Collector(self.envs, self.inputs, self.stats, self.policies, self.generators, self.roles,
                                    self.learners, self.random_roles, self.storage, self.terminated, self.truncated,
-                                   self.device, self.autocast)
+                                   self.device, self.autocast, self.compiled)
         """The play: rollouts into the storage (collect.py)."""
         self.learner = Learner(self.configs, self.policies, self.model, self.learners, self.storage, self.terminated,
                                self.truncated, self.mirror, self.generators, self.minibatches, self.precision,
-                               self.world, self.device, self.autocast)
+                               self.world, self.device, self.autocast, self.compiled)
         """The PPO update on the storage (learner.py)."""
         # The gradient scaler reads its overflow flag on the host at every step: no capture under fp16.
         self.update_launches = CUDA_GRAPH if self.graphs and self.learner.scaler is None else EAGER
@@ -113,8 +116,6 @@ class Trainer:
         """Updates the policies on the last rollout, given its next values: by replaying its captured
         graph or eagerly (``Learner.learn``)."""
         self.collector.stagger_starts(self.config.stagger_steps)
-        self.learner.loss.compile_for(self.samples_per_role, self.minibatches, NETWORK_DTYPES[self.precision],
-                                      self.device)
 
     @property
     def env(self) -> Environment:
@@ -149,6 +150,8 @@ class Trainer:
         self.launches = CUDA_GRAPH if self.graphs else EAGER
         """How the rollout launches its work: ``"cuda-graph"`` or ``"eager"``."""
         self.precision = resolve_precision(config.precision, self.device)
+        self.compiled = resolve_compile(config.compile, self.device, self.world.size, self.precision, self.hybrid)
+        """Whether the policy step, the minibatch step and GAE run fused, compiled (``config.compile``)."""
         if "cpu" in (self.device.type, self.env_device.type) and "OMP_NUM_THREADS" not in os.environ:
             # The networks are small: on a CPU, more threads mostly wait on each other.
             torch.set_num_threads(1)
@@ -254,6 +257,11 @@ class Trainer:
         # No cache of cast weights: a captured graph must cast them afresh at every replay.
         return torch.autocast(self.device.type, dtype=NETWORK_DTYPES[self.precision], cache_enabled=False)
 
+    def compile_seconds(self) -> float:
+        """Seconds the fused path's first calls took, compiling included (0 when eager)."""
+        compiled = [self.collector.policy_step, self.collector.record, self.learner.fused_step]
+        return sum(function.seconds for function in compiled if isinstance(function, Compiled))
+
     # ----- one iteration ------------------------------------------------------------
     def iterate(self, after_rollout: Callable[[], None] | None = None) -> None:
         """Collects one rollout and updates the policies on it; ``after_rollout`` is called
@@ -349,23 +357,27 @@ class Trainer:
             learner.learning_rates.extend_from(run, self.iteration)
 
 
-    def state_dict(self, *args, **kwargs) -> dict:
+    @deprecated("removed in 0.2.0: call trainer.run_state_dict(run)", category=None)
+    def state_dict(self, *args, **kwargs) -> NoReturn:
         """Removed in 0.2.0 (see ``run_state_dict``)."""
         raise removed("Trainer.state_dict()", "0.2.0", "a trainer holds a batch of runs now: call "
                       "trainer.run_state_dict(run), run 0 for a single run")
 
-    def load_state_dict(self, *args, **kwargs) -> None:
+    @deprecated("removed in 0.2.0: call trainer.load_run_state_dict(run, checkpoint)", category=None)
+    def load_state_dict(self, *args, **kwargs) -> NoReturn:
         """Removed in 0.2.0 (see ``load_run_state_dict``)."""
         raise removed("Trainer.load_state_dict(checkpoint)", "0.2.0", "a trainer holds a batch of runs now: call "
                       "trainer.load_run_state_dict(run, checkpoint), run 0 for a single run")
 
-    def collect(self, *args, **kwargs) -> None:
+    @deprecated("removed in 0.2.0: call trainer.collector.collect() or trainer.rollout()", category=None)
+    def collect(self, *args, **kwargs) -> NoReturn:
         """Removed in 0.2.0 (see ``Collector.collect``)."""
         raise removed("Trainer.collect()", "0.2.0", "call trainer.collector.collect() (or trainer.rollout(), which "
                       "replays its CUDA graph)")
 
     @property
-    def generator(self) -> torch.Generator:
+    @deprecated("removed in 0.2.0: use trainer.generators[run]", category=None)
+    def generator(self) -> NoReturn:
         """Removed in 0.2.0 (see ``generators``)."""
         raise removed("Trainer.generator", "0.2.0", "each run has its own: trainer.generators[run]")
 

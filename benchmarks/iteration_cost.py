@@ -1,0 +1,276 @@
+"""A cost model of one training iteration that needs no GPU: the kernels and the bytes of the
+rollout's policy step and of one optimizer step of the update, counted on the device at hand.
+
+    python benchmarks/iteration_cost.py [--config train-ref] [--compile off|on|both] [--json FILE]
+
+What is counted:
+
+* eagerly, every aten operation that launches a kernel on a GPU (views, allocations and
+  metadata launch none), and the bytes it reads and writes: its tensors' sizes, an expanded
+  input counted once;
+* a compiled region (``TrainConfig.compile``), from inductor's own output: its generated
+  kernels and the matrix products it calls (the launches of its wrapper code); its bytes from
+  inductor's count where it gives one (Triton kernels, on a GPU), otherwise, on a CPU, what
+  no fusion avoids: the region's inputs and outputs once, plus its matrix products' operands.
+
+The configs are train-ref, headline and grid (docs/benchmarks.md), with the train tier's
+100-step rollouts and fixed update (4 epochs x 4 minibatches), both roles learning where both
+may, in bf16, at two small batches of environments: kernels do not depend on the batch, and
+bytes are a fixed part (the weights) plus a part per sample, so two sizes give each per
+agent-step or per sample at the config's own size. The update's once-per-update work (GAE,
+the shuffles, the value statistics) is shared out over its optimizer steps. The prediction of
+GPU time is bytes / copy bandwidth + kernels x the cost of a kernel in a replayed graph, both
+measured once on an H200 (``H200``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import re
+from dataclasses import dataclass, field
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
+
+from warpsim.bench.policy_tiers import FIXED_UPDATE
+from warpsim.configs import NAMED_CONFIGS
+from warpsim.train import TrainConfig, Trainer, compiled
+
+H200 = {"copy_bytes_per_second": 4.3e12, "seconds_per_kernel": 0.95e-6}
+"""One NVIDIA H200: a device-to-device copy's bytes read and written per second (4.3 TB/s), and the
+cost of one small kernel in a replayed CUDA graph (benchmarks/iteration_profile.py, 0.95-0.98 us)."""
+MEASURED = {"train-ref": {"rollout_ms": 149.0, "update_ms": 697.0}}
+"""The H200 records of warpsim 9c79ab3 (benchmarks/results/nvidia-h200.json): one iteration of 100
+steps at train-ref, the rollout and the update in milliseconds, eager networks in CUDA graphs."""
+ROLLOUT_STEPS = 100
+"""The train tier's rollout (warpsim bench --steps)."""
+SMALL_BATCHES = (2, 4)
+"""The environments the two counts are made at."""
+FREE = {"view", "_unsafe_view", "reshape", "transpose", "t", "permute", "expand", "select", "slice", "unsqueeze",
+        "squeeze", "split", "split_with_sizes", "unbind", "chunk", "narrow", "as_strided", "detach", "alias",
+        "lift_fresh", "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "_local_scalar_dense",
+        "is_nonzero", "sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "unfold", "view_as_real",
+        "_reshape_alias", "diagonal", "movedim", "flatten", "unflatten", "expand_as", "view_as", "tensor_split"}
+"""Operations that launch no kernel: views, allocations and reads of metadata."""
+MATRIX_PRODUCTS = {"mm", "bmm", "addmm", "baddbmm", "matmul", "linear"}
+LAUNCH = re.compile(r"^\s+(?:\w+ = )?(extern_kernels\.\w+|\w+\.run|cpp_fused_\w+)\(", re.MULTILINE)
+"""A launch in inductor's wrapper code: a matrix product, a Triton kernel or a C++ kernel."""
+
+
+def touched_bytes(tensor: torch.Tensor) -> int:
+    """Bytes an operation reads or writes of ``tensor``: each element once, an expanded one once."""
+    if tensor.device.type == "meta":
+        return 0
+    elements = tensor.numel()
+    if any(stride == 0 for stride, size in zip(tensor.stride(), tensor.shape) if size > 1):
+        elements = min(elements, tensor.untyped_storage().nbytes() // tensor.element_size())
+    return elements * tensor.element_size()
+
+
+def tensors(value) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [tensor for item in value for tensor in tensors(item)]
+    if isinstance(value, dict):
+        return [tensor for item in value.values() for tensor in tensors(item)]
+    return []
+
+
+@dataclass
+class Tally:
+    kernels: int = 0
+    bytes: int = 0
+    matrix_bytes: int = 0
+    by_op: collections.Counter = field(default_factory=collections.Counter)
+
+    def add(self, other: Tally) -> None:
+        self.kernels += other.kernels
+        self.bytes += other.bytes
+        self.matrix_bytes += other.matrix_bytes
+        self.by_op.update(other.by_op)
+
+
+class Counter(TorchDispatchMode):
+    """Counts kernels and bytes of the aten operations run inside it (``tally``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.tally = Tally()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        result = func(*args, **kwargs)
+        name = func.overloadpacket.__name__
+        if name not in FREE:
+            moved = sum(touched_bytes(t) for t in tensors(args) + tensors(kwargs)) + sum(
+                touched_bytes(t) for t in tensors(result))
+            self.tally.kernels += 1
+            self.tally.bytes += moved
+            self.tally.by_op[name] += 1
+            if name in MATRIX_PRODUCTS:
+                self.tally.matrix_bytes += moved
+        return result
+
+
+class CountedRegions:
+    """While entered, every ``compiled.Compiled`` call adds its region's kernels and bytes to the
+    active counter, which is paused while the region runs; a region is analysed at its first call."""
+
+    def __init__(self, counter: Counter):
+        self.counter = counter
+        self.regions: dict[tuple, Tally] = {}
+        self._original = compiled.Compiled.__call__
+
+    def __enter__(self) -> CountedRegions:
+        regions, original, counter = self.regions, self._original, self.counter
+
+        def call(wrapper, *args):
+            key = (id(wrapper), tuple(tuple(t.shape) for t in tensors(args)))
+            with _disable_current_modes():
+                if key not in regions:
+                    regions[key] = analyse(wrapper, args)
+                result = original(wrapper, *args)
+            counter.tally.add(regions[key])
+            return result
+
+        compiled.Compiled.__call__ = call  # type: ignore[method-assign]
+        return self
+
+    def __exit__(self, *exception) -> None:
+        compiled.Compiled.__call__ = self._original  # type: ignore[method-assign]
+
+
+def analyse(wrapper: compiled.Compiled, args: tuple) -> Tally:
+    """A compiled region's launches (from inductor's wrapper code) and bytes (inductor's count, or
+    the region's inputs and outputs plus its matrix products' operands), at these arguments' shapes."""
+    from torch._inductor import metrics
+    from torch._inductor.utils import run_and_get_code
+
+    eager = Counter()
+    with eager:
+        outputs = wrapper.function(*args)  # its matrix products' operands, counted eagerly
+    metrics.reset()
+    _, codes = run_and_get_code(wrapper.compiled, *args)
+    launches = [launch for code in codes for launch in LAUNCH.findall(code)]
+    tally = Tally(kernels=len(launches), matrix_bytes=eager.tally.matrix_bytes)
+    tally.by_op.update("extern" if launch.startswith("extern") else "fused" for launch in launches)
+    if metrics.num_bytes_accessed:
+        tally.bytes = int(metrics.num_bytes_accessed) + eager.tally.matrix_bytes
+    else:
+        tally.bytes = (sum(touched_bytes(t) for t in tensors(args)) + sum(touched_bytes(t) for t in tensors(outputs))
+                       + eager.tally.matrix_bytes)
+    return tally
+
+
+def trainer_for(name: str, num_envs: int, compile_setting: str, device: str) -> Trainer:
+    named = NAMED_CONFIGS[name]
+    backend = "cuda" if device == "cuda" else "numpy"
+    return Trainer(TrainConfig(env=named.env, env_params=dict(named.params), num_envs=num_envs,
+                               rollout_steps=ROLLOUT_STEPS,
+                               backend=backend, precision="bf16", graphs="off", compile=compile_setting,
+                               seed=0, **FIXED_UPDATE))
+
+
+def count(name: str, num_envs: int, compile_setting: str, device: str) -> dict:
+    """One rollout and one update of the config at ``num_envs``, counted after a first iteration (which
+    compiles): kernels per environment step and per optimizer step, and the bytes of each."""
+    trainer = trainer_for(name, num_envs, compile_setting, device)
+    trainer.iterate()
+    rollout, update = Counter(), Counter()
+    with CountedRegions(rollout), rollout:
+        next_values = trainer.rollout()
+    with CountedRegions(update), update:
+        trainer.update(next_values)
+    steps, optimizer_steps = trainer.config.rollout_steps, trainer.config.epochs * trainer.minibatches
+    return {"rollout_kernels": rollout.tally.kernels / steps, "rollout_bytes": rollout.tally.bytes / steps,
+            "rollout_ops": rollout.tally.by_op, "agents": trainer.env.num_agents * num_envs,
+            "update_kernels": update.tally.kernels / optimizer_steps,
+            "update_bytes": update.tally.bytes / optimizer_steps, "update_ops": update.tally.by_op,
+            "samples": sum(trainer.samples_per_role) * trainer.runs / trainer.minibatches}
+
+
+def at_size(small: dict, large: dict, key: str, units: str, real_units: float) -> float:
+    """Bytes per unit at ``real_units``, from two counts: a fixed part (weights) and a part per unit."""
+    slope = (large[key] - small[key]) / (large[units] - small[units])
+    return slope + (small[key] - slope * small[units]) / real_units
+
+
+def model(name: str, compile_setting: str, device: str) -> dict:
+    """The config's figures at its own size, from counts at two small ones, and the predicted GPU time."""
+    named = NAMED_CONFIGS[name]
+    small, large = (count(name, num_envs, compile_setting, device) for num_envs in SMALL_BATCHES)
+    real_agents = large["agents"] * named.num_envs / SMALL_BATCHES[1]
+    real_samples = large["samples"] * named.num_envs / SMALL_BATCHES[1]
+    rollout_bytes = at_size(small, large, "rollout_bytes", "agents", real_agents)
+    update_bytes = at_size(small, large, "update_bytes", "samples", real_samples)
+    optimizer_steps = 4 * 4
+    rollout_seconds = ROLLOUT_STEPS * (large["rollout_kernels"] * H200["seconds_per_kernel"]
+                                       + rollout_bytes * real_agents / H200["copy_bytes_per_second"])
+    update_seconds = optimizer_steps * (large["update_kernels"] * H200["seconds_per_kernel"]
+                                        + update_bytes * real_samples / H200["copy_bytes_per_second"])
+    return {
+        "config": name, "compile": compile_setting, "device": device, "precision": "bf16",
+        "rollout": {"kernels_per_step": large["rollout_kernels"], "bytes_per_agent_step": rollout_bytes,
+                    "ops": dict(large["rollout_ops"].most_common(12)), "predicted_ms": 1e3 * rollout_seconds},
+        "update": {"kernels_per_step": large["update_kernels"], "bytes_per_sample": update_bytes,
+                   "samples_per_optimizer_step": real_samples, "ops": dict(large["update_ops"].most_common(12)),
+                   "predicted_ms": 1e3 * update_seconds},
+        "measured_h200_ms": MEASURED.get(name),
+    }
+
+
+TARGETS = {"update_bytes_per_sample": 3000, "update_kernels_per_step": 60, "rollout_kernels_per_step": 30,
+           "rollout_bytes_per_agent_step": 1000}
+"""The targets of the training-speed work, at train-ref."""
+
+
+def report(result: dict) -> str:
+    rollout, update = result["rollout"], result["update"]
+    lines = [f"{result['config']}, compile={result['compile']} ({result['device']}):",
+             f"  rollout policy step: {rollout['kernels_per_step']:.1f} kernels per step, "
+             f"{rollout['bytes_per_agent_step']:,.0f} B per agent-step; predicted {rollout['predicted_ms']:.0f} ms "
+             f"per 100-step rollout on an H200",
+             f"  update: {update['kernels_per_step']:.1f} kernels per optimizer step, "
+             f"{update['bytes_per_sample']:,.0f} B per sample; predicted {update['predicted_ms']:.0f} ms per update"]
+    if result["measured_h200_ms"]:
+        measured = result["measured_h200_ms"]
+        lines.append(f"  measured on an H200 (eager, 9c79ab3): rollout {measured['rollout_ms']:.0f} ms, update "
+                     f"{measured['update_ms']:.0f} ms")
+    if result["config"] == "train-ref":
+        met = {"update <= 3 KB per sample": update["bytes_per_sample"] <= TARGETS["update_bytes_per_sample"],
+               "update <= 60 kernels": update["kernels_per_step"] <= TARGETS["update_kernels_per_step"],
+               "rollout <= 30 kernels": rollout["kernels_per_step"] <= TARGETS["rollout_kernels_per_step"],
+               "rollout <= 1 KB per agent-step": rollout["bytes_per_agent_step"]
+               <= TARGETS["rollout_bytes_per_agent_step"]}
+        lines.append("  targets: " + ", ".join(f"{name} {'met' if ok else 'missed'}" for name, ok in met.items()))
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", action="append", choices=["train-ref", "headline", "grid"],
+                        help="repeatable; default train-ref")
+    parser.add_argument("--compile", choices=["off", "on", "both"], default="both",
+                        help="the eager path (the baseline), the fused one, or both (default)")
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--json", help="also write every figure to this file")
+    args = parser.parse_args()
+    settings = ["off", "on"] if args.compile == "both" else [args.compile]
+    records = {}
+    for name in args.config or ["train-ref"]:
+        results = {}
+        for setting in settings:
+            results[setting] = model(name, setting, args.device)
+            print(report(results[setting]), flush=True)
+        # The current figures (the fused path's when both were counted), with the eager baseline beside them.
+        records[name] = {**results[settings[-1]], "baseline": results["off"] if "off" in results else None}
+    if args.json:
+        with open(args.json, "w") as file:
+            json.dump(next(iter(records.values())) if len(records) == 1 else records, file, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,98 @@
+"""The CUDA kernels of one training iteration, from torch's profiler on a GPU: how many one
+rollout step and one update launch, and the most expensive ones.
+
+    python benchmarks/iteration_profile.py --config train-ref [--steps 16] [--compile on] [--json FILE]
+
+The trainer runs without graphs (so that the profiler sees each kernel, which a replayed graph
+hides), eager or fused (``--compile``), at the config's E x N with the train tier's fixed update,
+in bf16. Printed: the
+kernels and their GPU time per rollout step and per optimizer step, the 10 most expensive
+kernels of each phase, and the per-kernel cost of a replayed CUDA graph of small kernels (the
+cost model's launch term, benchmarks/iteration_cost.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+from warpsim.bench.policy_tiers import FIXED_UPDATE
+from warpsim.configs import NAMED_CONFIGS
+from warpsim.train import TrainConfig, Trainer
+
+
+def cuda_kernels(work) -> tuple[list[tuple[str, int, float]], float]:
+    """``work()``'s CUDA kernels as (name, launches, total ms), most expensive first, and its wall ms."""
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as profiler:
+        begin = time.perf_counter()
+        work()
+        torch.cuda.synchronize()
+        wall_ms = 1e3 * (time.perf_counter() - begin)
+    kernels = [(event.key, event.count, event.device_time_total / 1e3) for event in profiler.key_averages()
+               if event.device_time_total > 0]
+    return sorted(kernels, key=lambda kernel: -kernel[2]), wall_ms
+
+
+def graph_kernel_cost(kernels: int = 2000, elements: int = 1024) -> float:
+    """Microseconds per small kernel (one add of ``elements`` floats) in a replayed CUDA graph."""
+    x = torch.zeros(elements, device="cuda")
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        x.add_(1.0)
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(kernels):
+            x.add_(1.0)
+    graph.replay()
+    torch.cuda.synchronize()
+    begin = time.perf_counter()
+    for _ in range(5):
+        graph.replay()
+    torch.cuda.synchronize()
+    return 1e6 * (time.perf_counter() - begin) / (5 * kernels)
+
+
+def summary(kernels: list[tuple[str, int, float]], per: int) -> dict:
+    return {"kernels": sum(k[1] for k in kernels) / per, "gpu_ms": sum(k[2] for k in kernels) / per,
+            "top": [{"name": name[:120], "launches": count / per, "ms": ms / per} for name, count, ms in kernels[:10]]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", default="train-ref", choices=["train-ref", "headline", "grid"])
+    parser.add_argument("--steps", type=int, default=16, help="rollout steps")
+    parser.add_argument("--compile", choices=["off", "on"], default="off", help="the eager path or the fused one")
+    parser.add_argument("--json", help="write the figures to this file")
+    args = parser.parse_args()
+    config = NAMED_CONFIGS[args.config]
+    trainer = Trainer(TrainConfig(env=config.env, env_params=dict(config.params), num_envs=config.num_envs,
+                                  rollout_steps=args.steps, precision="bf16", graphs="off", seed=0,
+                                  compile=args.compile, **FIXED_UPDATE))
+    trainer.iterate()
+    trainer.iterate()
+    rollout, rollout_wall = cuda_kernels(trainer.rollout)
+    next_values = trainer.rollout()
+    update, update_wall = cuda_kernels(lambda: trainer.update(next_values))
+    optimizer_steps = trainer.config.epochs * trainer.minibatches
+    result = {"config": args.config, "compile": args.compile, "rollout_steps": args.steps,
+              "optimizer_steps": optimizer_steps,
+              "device": torch.cuda.get_device_name(), "torch": torch.__version__,
+              "rollout_per_step": {**summary(rollout, args.steps), "wall_ms": rollout_wall / args.steps},
+              "update_per_optimizer_step": {**summary(update, optimizer_steps),
+                                            "wall_ms": update_wall / optimizer_steps},
+              "graph_us_per_small_kernel": graph_kernel_cost()}
+    print(json.dumps(result, indent=1))
+    if args.json:
+        with open(args.json, "w") as file:
+            json.dump(result, file, indent=1)
+
+
+if __name__ == "__main__":
+    main()

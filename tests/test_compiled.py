@@ -1,0 +1,134 @@
+"""The fused path (``compile``): the rollout's policy step and the update's minibatch step as
+compiled functions, against the eager path, the reference. On the CPU inductor compiles C++
+(tens of seconds a shape on a small machine), on a GPU Triton; the same tests run on both."""
+
+import shutil
+from typing import Any
+
+import pytest
+import torch
+from torch._dynamo.exc import TorchDynamoException
+
+from warpsim.cli import main
+from warpsim.errors import InvalidValueError, UnavailableError
+from warpsim.train import TrainConfig, Trainer, compiled
+from warpsim.train.compiled import resolve_compile
+
+COMPILER = shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
+needs_compiler = pytest.mark.skipif(COMPILER is None, reason="torch.compile needs a C++ compiler on the CPU")
+TAG: dict[str, Any] = dict(env="tag_continuous", env_params=dict(num_taggers=2, num_runners=3, episode_length=10),
+                           num_envs=4, rollout_steps=6, epochs=2, minibatches=2)
+BEACON: dict[str, Any] = dict(env="beacon", env_params=dict(num_agents=3, episode_length=8, continuous_actions=True),
+                              num_envs=4, rollout_steps=6, epochs=2, minibatches=2)
+ON_THE_CPU = pytest.param("cpu", marks=[needs_compiler, pytest.mark.slow])
+ON_THE_GPU = pytest.param("gpu", marks=pytest.mark.gpu)
+
+
+def twins(device: str, settings: dict, **changes) -> tuple[Trainer, Trainer]:
+    """An eager trainer and a fused one of the same config and seed."""
+    backend = {"backend": "numpy"} if device == "cpu" else {"backend": "cuda", "graphs": "on"}
+    config = dict(settings, **backend, **changes)
+    return Trainer(TrainConfig(**config, compile="off")), Trainer(TrainConfig(**config, compile="on"))
+
+
+@pytest.mark.parametrize("device", [ON_THE_CPU, ON_THE_GPU])
+@pytest.mark.parametrize("settings, precision", [(TAG, "fp32"), (BEACON, "fp32"), (TAG, "bf16")],
+                         ids=["discrete", "continuous", "discrete bf16"])
+def test_the_fused_path_acts_and_learns_as_the_eager_one(device, settings, precision):
+    """Three iterations from one seed: the same discrete actions from the same generators (the draws
+    are made outside the compiled step), continuous ones, log-probabilities and values, networks and
+    statistics within the rounding of fused arithmetic (bf16 networks: within bf16's)."""
+    eager, fused = twins(device, settings, precision=precision)
+    assert fused.compiled and not eager.compiled and fused.learner.fused_step is not None
+    tolerance: dict[str, Any] = dict(rtol=1e-4, atol=1e-5) if precision == "fp32" else dict(rtol=2e-2, atol=2e-2)
+    for iteration in range(3):
+        eager.iterate()
+        fused.iterate()
+        for mine, theirs in zip(fused.storage.values(), eager.storage.values()):
+            if mine.actions.is_floating_point():
+                torch.testing.assert_close(mine.actions, theirs.actions, **tolerance)
+            elif iteration == 0 or precision == "fp32":  # later bf16 networks may differ by a rounding, and so play
+                assert torch.equal(mine.actions, theirs.actions)
+            torch.testing.assert_close(mine.log_probs, theirs.log_probs, **tolerance)
+            torch.testing.assert_close(mine.values, theirs.values, **tolerance)
+    for fused_parameter, eager_parameter in zip(fused.policies.parameters(), eager.policies.parameters()):
+        torch.testing.assert_close(fused_parameter, eager_parameter, **tolerance)
+    (fused_metrics,), (eager_metrics,) = fused.read_metrics(), eager.read_metrics()
+    for name in ("approx_kl", "value_loss", "policy_loss", "entropy", "learning_rate"):
+        assert fused_metrics[name] == pytest.approx(eager_metrics[name], rel=0.05, abs=1e-4), name
+    assert torch.equal(fused.generators[0].get_state(), eager.generators[0].get_state()), "the same draws"
+    assert fused.compile_seconds() > 0 and eager.compile_seconds() == 0
+
+
+@pytest.mark.parametrize("setting, device, world, precision, hybrid, fused", [
+    ("auto", "cuda", 1, "bf16", False, True), ("auto", "cpu", 1, "fp32", False, False),
+    ("auto", "cuda", 2, "bf16", False, False), ("auto", "cuda", 1, "fp16", False, False),
+    ("auto", "cuda", 1, "bf16", True, False), ("on", "cpu", 1, "fp32", False, True), ("off", "cuda", 1, "bf16", False,
+                                                                                      False),
+])
+def test_auto_fuses_on_a_gpu_in_one_process(setting, device, world, precision, hybrid, fused):
+    assert resolve_compile(setting, torch.device(device), world, precision, hybrid) is fused
+
+
+@pytest.mark.parametrize("changes, expected", [
+    (dict(precision="fp16"), "compile='on' does not combine with precision='fp16'"),
+    (dict(world=2), "compile='on' runs in one process, and torchrun started 2"),
+    (dict(hybrid=True), "compile='on' needs the networks on the environments' device"),
+])
+def test_on_refuses_what_it_cannot_fuse(changes, expected):
+    settings = {**dict(precision="bf16", world=1, hybrid=False), **changes}
+    with pytest.raises(InvalidValueError, match=expected):
+        resolve_compile("on", torch.device("cuda"), settings["world"], settings["precision"], settings["hybrid"])
+
+
+@pytest.mark.parametrize("value", ["yes", True, None, "loss"])
+def test_compile_must_be_auto_on_or_off(value):
+    with pytest.raises(InvalidValueError, match=rf"config field compile={value!r} is not allowed; choose one of auto, "
+                                                r"on, off"):
+        TrainConfig(env="tag_gridworld", compile=value)
+
+
+def test_a_compile_failure_is_one_line_naming_the_way_out(monkeypatch):
+    def failing(function, **options):
+        def run(*args):
+            raise TorchDynamoException("backend='inductor' raised:\nRuntimeError: Cannot find a working triton "
+                                       "installation")
+        return run
+
+    monkeypatch.setattr(compiled.torch, "compile", failing)
+    trainer = Trainer(TrainConfig(**TAG, backend="numpy", compile="on"))
+    with pytest.raises(UnavailableError) as error:
+        trainer.iterate()
+    message = str(error.value)
+    assert "\n" not in message and message.startswith("config field compile: torch.compile could not compile the "
+                                                      "rollout's policy step (TorchDynamoException: backend='inductor'")
+    assert message.endswith("train with compile='off' (--compile off), the eager path")
+
+
+def test_a_run_saved_with_compile_loss_resumes_eagerly():
+    from warpsim.train.config import build_saved_config
+    saved = TrainConfig(env="tag_gridworld").to_dict()
+    del saved["compile"]
+    assert build_saved_config({**saved, "compile_loss": True}).compile == "off"
+
+
+def test_the_start_line_says_whether_the_networks_run_fused(tmp_path, capsys):
+    assert main(["train", "--env", "tag_gridworld", "--backend", "numpy", "--num-envs", "2", "--rollout-steps", "4",
+                 "--iterations", "1", "--compile", "off", "--run-dir", str(tmp_path / "run")]) == 0
+    assert "epochs, eager" in capsys.readouterr().err
+
+
+def test_bench_compile_needs_a_policy_tier(tmp_path, capsys):
+    code = main(["bench", "--env", "tag_gridworld", "--num-envs", "1", "--backend", "numpy", "--compile", "on",
+                 "--steps", "2", "--repeats", "1", "--results-dir", str(tmp_path)])
+    assert code == 2
+    assert "--compile sets how the policy tiers run the networks; give it with --tier sim+policy or --tier train" \
+        in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())
+
+
+def test_bench_compile_loss_names_its_replacement(capsys):
+    with pytest.raises(SystemExit):
+        main(["bench", "--tier", "train", "--compile-loss"])
+    assert "--compile-loss was removed in warpsim 0.2.0: --compile on compiles the whole minibatch step" in \
+        capsys.readouterr().err

@@ -1,0 +1,32 @@
+"""The cost model's counter (benchmarks/iteration_cost.py): kernels and bytes of eager operations."""
+
+from pathlib import Path
+
+import torch
+from helpers import load_script
+
+iteration_cost = load_script(Path(__file__).resolve().parent.parent / "benchmarks" / "iteration_cost.py")
+
+
+def test_each_launching_operation_counts_a_kernel_and_the_bytes_it_reads_and_writes():
+    x = torch.ones(10)
+    counter = iteration_cost.Counter()
+    with counter:
+        y = x.view(2, 5).transpose(0, 1)  # views: no kernel
+        z = y * 2.0 + 1.0  # two kernels of 40 bytes in and 40 out each
+    assert counter.tally.kernels == 2 and counter.tally.bytes == 2 * (40 + 40)
+    assert dict(counter.tally.by_op) == {"mul": 1, "add": 1} and torch.equal(z, torch.full((5, 2), 3.0))
+
+
+def test_an_expanded_input_is_read_once_and_matrix_products_are_set_apart():
+    row, weights = torch.ones(1, 8), torch.ones(8, 4)
+    counter = iteration_cost.Counter()
+    with counter:
+        torch.mm(row.expand(16, 8), weights)
+    assert counter.tally.kernels == 1
+    assert counter.tally.bytes == counter.tally.matrix_bytes == 8 * 4 + 8 * 4 * 4 + 16 * 4 * 4
+
+
+def test_bytes_at_the_real_size_are_the_part_per_unit_and_a_share_of_the_fixed_part():
+    small, large = {"bytes": 100.0 + 2 * 10, "units": 2}, {"bytes": 100.0 + 4 * 10, "units": 4}
+    assert iteration_cost.at_size(small, large, "bytes", "units", 1000) == 10 + 100 / 1000

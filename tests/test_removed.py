@@ -1,0 +1,37 @@
+"""Code that still uses a removed API is caught by mypy, as CI runs it over warpsim and the tests:
+a test that only a GPU runs cannot go stale unseen."""
+
+from pathlib import Path
+
+import pytest
+
+mypy_api = pytest.importorskip("mypy.api")
+
+CONFIG = Path(__file__).resolve().parent.parent / "setup.cfg"
+STALE = '''
+import warpsim
+from warpsim.train import Trainer
+
+
+def one(trainer: Trainer) -> None:
+    print(trainer.generator.get_state())
+
+
+def two(env: warpsim.Environment) -> None:
+    env.launch.prepare_arguments = False
+
+
+def three(trainer: Trainer) -> None:
+    trainer.state_dict()
+'''
+
+
+def test_mypy_flags_every_use_of_a_removed_api(tmp_path):
+    script = tmp_path / "stale_test.py"
+    script.write_text(STALE)
+    out, _, status = mypy_api.run(["--config-file", str(CONFIG), "--no-incremental", str(script)])
+    assert status == 1
+    flagged = {line.split(":")[1] for line in out.splitlines() if ": error:" in line}
+    assert flagged == {"7", "11", "15"}, out
+    assert "Trainer.generator is deprecated: removed in 0.2.0: use trainer.generators[run]" in out
+    assert "Environment.launch is deprecated: removed in 0.2.0" in out
