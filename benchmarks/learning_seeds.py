@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from warpsim.train.config import build_config
-from warpsim.train.evaluate import PLAYS, evaluate_run
+from warpsim.analysis.evaluate import PLAYS, evaluate_run
 from warpsim.train.loop import train
 from warpsim.train.presets import PRESETS
 

@@ -39,3 +39,17 @@ def test_every_option_has_help(command):
     missing = [action.option_strings[0] for action in subparsers()[command]._actions
                if action.option_strings and not action.help]
     assert not missing, f"warpsim {command}: no help for {', '.join(missing)}"
+
+
+def test_flags_that_would_be_ignored_are_refused_or_said(tmp_path, capsys):
+    gridworld = ["train", "--env", "tag_gridworld", "--backend", "numpy", "--num-envs", "2", "--rollout-steps", "4",
+                 "--iterations", "1", "--quiet"]
+    assert main([*gridworld, "--policy-head", "tanh_normal", "--run-dir", str(tmp_path / "a")]) == 2
+    assert ("--policy-head tanh_normal chooses the distribution of continuous actions, and tag_gridworld's actions "
+            "are discrete; leave it out") in capsys.readouterr().err
+    assert main([*gridworld, "--wandb", "", "--run-dir", str(tmp_path / "b")]) == 2
+    assert "--wandb '': the Weights & Biases project name is empty" in capsys.readouterr().err
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+    assert main([*gridworld, "--config", "tag-small", "--run-dir", str(tmp_path / "c")]) == 0
+    assert ("note: --env tag_gridworld replaces --config tag-small's environment (tag_continuous), and so its "
+            "environment parameters too") in capsys.readouterr().err

@@ -22,7 +22,7 @@ from warpsim.layout import check_actions
 from warpsim.spec import EnvSpec
 from warpsim.train import TrainConfig, Trainer, train
 from warpsim.train.action_heads import GaussianHead, TanhNormalHead
-from warpsim.train.evaluate import Player, evaluate
+from warpsim.analysis.evaluate import Player, evaluate
 
 BEACON: dict[str, Any] = dict(num_agents=3, episode_length=6, continuous_actions=True)
 
@@ -52,6 +52,12 @@ def test_the_spec_declares_continuous_actions_by_their_bounds():
     (dict(action_bounds=(("a", 1.0),)), r"give a pair \(low, high\) of numbers"),
     (dict(action_bounds=((False, True),)), r"give a pair \(low, high\) of numbers"),
     (dict(action_levels=(0,)), r"action_levels\[0\] = 0; give an integer >= 1"),
+    (dict(action_bounds=((-3e38, 3e38),)), r"whose width 6e\+38 overflows float32 \(at most 3.4e\+38\); give narrower"),
+    (dict(action_bounds=np.array([[-1.0, 1.0]])), r"declares action_bounds as a ndarray; give a tuple, e\.g\. "
+                                                  r"action_bounds=\(\(-1\.0, 1\.0\),\)"),
+    (dict(action_bounds=torch.tensor([[-1.0, 1.0]])), "declares action_bounds as a Tensor; give a tuple"),
+    (dict(action_bounds=(pair for pair in [(-1.0, 1.0)])), "declares action_bounds as a generator; give a tuple"),
+    (dict(action_levels=np.array([3])), "declares action_levels as a ndarray; give a tuple, e.g. action_levels"),
 ])
 def test_bad_action_declarations_are_one_line_errors_naming_the_environment(actions, message):
     with pytest.raises(InvalidValueError, match=message) as error:
@@ -280,3 +286,15 @@ def test_a_frozen_continuous_opponent_plays_from_its_checkpoint(tmp_path):
     assert torch.equal(mine, theirs) and not mine.requires_grad
     trainer.iterate()
     assert torch.equal(mine, theirs), "frozen"
+
+
+@pytest.mark.parametrize("value", [0.5, 1.5], ids=["allowed", "outside the bounds"])
+def test_actions_that_require_grad_are_stepped_or_refused_as_any_others(value):
+    env = warpsim.make("beacon", 2, backend="numpy", **BEACON)
+    actions = torch.full((2, 3, 2), value, requires_grad=True)
+    if value > 1:
+        with pytest.raises(InvalidValueError, match=r"action 1\.5 of component 0 \(env 0, agent 0\) is not allowed"):
+            env.step(actions)
+    else:
+        env.step(actions)
+        assert torch.equal(env.actions, torch.full((2, 3, 2), value))

@@ -9,7 +9,7 @@ from ticks_env import Ticks
 from warpsim.environment import Environment
 from warpsim.roles import roles_of
 from warpsim.train.episodes import EpisodeStats
-from warpsim.train.evaluate import Player, evaluate
+from warpsim.analysis.evaluate import Player, evaluate
 
 
 def test_terminated_says_which_ends_were_by_the_rules():

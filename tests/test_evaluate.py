@@ -10,8 +10,8 @@ from warpsim import source_commit as commit_module
 from warpsim.cli import main
 from warpsim.errors import InvalidValueError
 from warpsim.source_commit import source_commit
-from warpsim.train import commands
-from warpsim.train.evaluate import article, evaluate_run
+from warpsim import commands
+from warpsim.analysis.evaluate import article, evaluate_run
 
 PLAY_HEADER = re.compile(r"^(sampled|greedy|uniformly random) play \(.+\): (\d+) episodes, (\d+) steps of every "
                          r"environment$")

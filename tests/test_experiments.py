@@ -1,5 +1,6 @@
 """Experiments: several runs batched in one trainer, isolated from each other, their statistics."""
 
+import csv
 import dataclasses
 import json
 import math
@@ -10,6 +11,8 @@ import pytest
 import torch
 from test_run_faults import cli_error, records
 
+from warpsim.analysis.evaluate_experiment import SettingSummary, _comparisons, _verdict
+from warpsim.analysis.statistics import Estimate, aggregate, compare
 from warpsim.cli import main
 from warpsim.device import Placement
 from warpsim.errors import DoesNotFitError, InvalidValueError
@@ -17,10 +20,9 @@ from warpsim.registry import layout
 from warpsim.removed import RemovedError
 from warpsim.train import TrainConfig, Trainer, checkpoint, storage
 from warpsim.train.distributed import World
-from warpsim.train.experiment import parse_seeds, parse_sweep, plan_runs
+from warpsim.train.experiment import parse_seeds, parse_sweep, plan_runs, setting_label
 from warpsim.train.loop import train, train_experiment
 from warpsim.train.runs import group_by_batch
-from warpsim.train.statistics import aggregate
 
 GRID: dict[str, Any] = dict(env="tag_gridworld", env_params=dict(num_taggers=2, grid_length=5, episode_length=8), num_envs=4,
             rollout_steps=8, backend="numpy", epochs=2, log_every=1)
@@ -145,8 +147,10 @@ def test_every_run_of_an_experiment_is_a_run_every_command_takes(tmp_path, capsy
     assert main(["evaluate", str(experiment), "--episodes", "4", "--num-envs", "4", "--json",
                  str(tmp_path / "e.json"), "--measure", "tags_per_episode"]) == 0
     written = json.loads((tmp_path / "e.json").read_text())
-    assert written["measure"] == "tags_per_episode" and len(written["settings"]) == 1
-    assert written["settings"][0]["seeds"] == [0, 1] and len(written["runs"]) == 2
+    assert written["measure"] == "tags_per_episode" and len(written["settings"]["sampled"]) == 1
+    assert written["settings"]["sampled"][0]["seeds"] == [0, 1] and len(written["runs"]) == 2
+    assert written["settings"].keys() == {"sampled", "greedy"} and written["comparisons"] == []
+    assert written["verdict"] == "best: nothing to compare (fewer than two settings with evaluated runs)"
 
 
 def test_a_config_file_holds_the_seeds_and_the_sweep(tmp_path):
@@ -178,7 +182,16 @@ def test_the_sweep_grammar_crosses_every_value_with_every_seed():
 
 @pytest.mark.parametrize("flags, message", [
     (["--seeds", ""], "--seeds '' is not allowed; give a count"),
-    (["--seeds", "0"], "--seeds '0': give at least one seed"),
+    (["--seeds", "0"], "--seeds '0': give between 1 and 4096 seeds"),
+    (["--seeds", "100000000000"], "--seeds '100000000000': give between 1 and 4096 seeds"),
+    (["--seeds", "99999999999999999999"], "give between 1 and 4096 seeds"),
+    (["--seeds", "0,99999999999999999999"], "--seeds: seed 99999999999999999999 is not allowed; give integers in "
+                                            "[0, 4294967295]"),
+    (["--seeds", "2", "--sweep", "num_envs=" + "9" * 400], "num_envs=999999999999999999999999...99999999 (400 "
+                                                            "characters) is not allowed"),
+    (["--seeds", "2", "--sweep", "learning_rate=" + "9" * 400], "learning_rate=999999999999999999999999...99999999 "
+                                                                 "(400 characters) is not allowed; give a number > 0"),
+    (["--seeds", "2", "--seed", "5"], "--seed 5 and --seeds 2 both choose the seed; give the seeds with --seeds alone"),
     (["--seeds", "3,3"], "seed 3 is given twice"),
     (["--seeds", "5-2"], "the range runs backwards; write 2-5"),
     (["--seeds", "a"], "--seeds 'a' is not allowed"),
@@ -189,7 +202,7 @@ def test_the_sweep_grammar_crosses_every_value_with_every_seed():
     (["--sweep", "learning_rate=1e-3,,2e-3"], "an empty value"),
     (["--sweep", "learning_rate=1e-3,1e-3"], "gives a value twice"),
     (["--sweep", "learning_rate=1e-3", "--sweep", "learning_rate=2e-3"], "learning_rate is swept twice"),
-    (["--sweep", "seed=1,2"], "seed cannot be swept; use --seeds"),
+    (["--sweep", "seed=1,2"], "seed cannot be swept; give the seeds apart (--seeds"),
     (["--sweep", "learning_rate=fast,1e-3"], "learning_rate='fast' is not allowed"),
     (["--sweep", "grid_length=-1,5"], "grid_length"),
 ])
@@ -197,6 +210,52 @@ def test_each_bad_seeds_or_sweep_is_a_one_line_error_and_writes_nothing(tmp_path
     experiment = tmp_path / "e"
     assert message in cli_error(capsys, ["train", *GRID_FLAGS, *flags, "--run-dir", str(experiment)])
     assert not experiment.exists()
+
+
+@pytest.mark.parametrize("seeds, sweep, message", [
+    (5, None, r"^seeds=5 is not allowed; give a tuple of integer seeds, e\.g\. \(0, 1, 2\)$"),
+    ((), None, r"^seeds holds 0 seeds; give between 1 and 4096"),
+    ((0, 2**40), None, r"^seeds: seed 1099511627776 is not allowed; give integers in \[0, 4294967295\]$"),
+    ((1, 1), None, r"^seeds: seed 1 is given twice"),
+    ((0.5,), None, r"^seeds: seed 0\.5 is not allowed"),
+    ((0,), [("learning_rate", [1e-3])], r"^sweep=\[\('learning_rate', \[0\.001\]\)\] is not allowed; give a mapping"),
+    ((0,), {"env_params": [{"grid_length": 5}]}, r"^sweep: env_params cannot be swept; sweep one setting at a time"),
+    ((0,), {"learning_rate": 1e-3}, r"^sweep: learning_rate = 0\.001; give a non-empty list of values$"),
+])
+def test_train_experiment_from_python_checks_its_seeds_and_sweep_before_writing(tmp_path, seeds, sweep, message):
+    with pytest.raises(InvalidValueError, match=message):
+        train_experiment(TrainConfig(**GRID), tmp_path / "e", seeds=seeds, sweep=sweep, progress=None)
+    assert not (tmp_path / "e").exists()
+
+
+def test_numpy_seeds_from_python_are_written_as_integers(tmp_path):
+    train_experiment(TrainConfig(**GRID, iterations=1), tmp_path / "e", seeds=(np.int64(3), np.int32(4)),
+                     sweep={"learning_rate": (1e-3,)}, progress=None)
+    plan = json.loads((tmp_path / "e" / "experiment.json").read_text())
+    assert plan["seeds"] == [3, 4] and plan["sweep"] == {"learning_rate": [1e-3]}
+
+
+@pytest.mark.parametrize("contents, message", [
+    ("seeds = 0\n", "{file}: seeds '0': give between 1 and 4096 seeds"),
+    ("seeds = [1, 1]\n", "{file}: seeds: seed 1 is given twice"),
+    ("seeds = true\n", "{file}: seeds = True; give a count"),
+    ("seeds = 2\n[sweep]\nlr = [1, 2]\n", "{file}: [sweep]: 'lr' is neither a config field"),
+])
+def test_a_config_file_error_names_the_file_and_its_key(tmp_path, capsys, contents, message):
+    config_file = tmp_path / "plan.toml"
+    config_file.write_text(contents)
+    error = cli_error(capsys, ["train", *GRID_FLAGS, "--config-file", str(config_file), "--run-dir",
+                               str(tmp_path / "e")])
+    assert message.format(file=config_file) in error and "--seeds" not in error and "--sweep" not in error
+
+
+def test_measure_names_are_checked_before_any_run_is_played(tmp_path, capsys, monkeypatch):
+    assert main(["train", *GRID_FLAGS, "--iterations", "1", "--seeds", "2", "--run-dir", str(tmp_path / "e")]) == 0
+    played = []
+    monkeypatch.setattr("warpsim.analysis.evaluate_experiment.evaluate_run", lambda *args, **kwargs: played.append(1))
+    error = cli_error(capsys, ["evaluate", str(tmp_path / "e"), "--measure", "nope", "--backend", "numpy"])
+    assert "--measure 'nope' is not a per-episode figure of tag_gridworld; choose one of episode_length" in error
+    assert not played
 
 
 def test_an_experiment_directory_is_never_trained_over(tmp_path, capsys):
@@ -282,3 +341,60 @@ def test_the_trainers_renamed_single_run_api_names_its_replacements():
         assert "\n" not in str(error.value)
     removed_name = "generator"  # hasattr reads the stub, as a user's hasattr does: it says no
     assert not hasattr(trainer, removed_name) and len(trainer.generators) == 1
+
+
+# ----- which setting is better -------------------------------------------------------------------
+def test_the_comparison_of_two_settings_is_rliables():
+    """P(X > Y) over every pair of runs, ties counting half; the IQMs' difference; both with intervals."""
+    compared = compare([1.0, 2.0, 3.0, 4.0], [0.5, 2.0, 2.5, 10.0])
+    pairs = sum(x > y for x in [1, 2, 3, 4] for y in [0.5, 2, 2.5, 10]) + 0.5 * 1  # one tie (2 = 2)
+    assert compared["probability_of_improvement"].value == pytest.approx(pairs / 16)
+    assert compared["iqm_difference"].value == pytest.approx(2.5 - 2.25)
+    for estimate in compared.values():
+        assert estimate.low <= estimate.value <= estimate.high
+    assert compare([1.0, 1.0], [1.0, 1.0])["probability_of_improvement"] == Estimate(0.5, 0.5, 0.5)
+
+
+def summary(label_value: float, scores: list[float], lower_is_better: bool = False) -> SettingSummary:
+    return SettingSummary({"entropy_coef": label_value}, list(range(len(scores))), scores, 0, 0, aggregate(scores),
+                          lower_is_better)
+
+
+@pytest.mark.parametrize("lower_is_better", [False, True])
+def test_the_verdict_names_the_best_setting_only_when_its_lead_is_clear(lower_is_better):
+    good, bad = [10.0, 11.0, 12.0, 13.0, 14.0], [1.0, 2.0, 3.0, 4.0, 5.0]
+    if lower_is_better:
+        good, bad = bad, good
+    clear = sorted([summary(0.01, good, lower_is_better), summary(0.0, bad, lower_is_better)],
+                   key=lambda s: (1 if lower_is_better else -1) * s.estimates["iqm"].value)
+    comparisons = _comparisons(clear, None)
+    assert [setting_label(c.first) for c in comparisons] == ["entropy_coef=0.01"]
+    assert comparisons[0].estimates["iqm_improvement"].value == pytest.approx(9.0)
+    assert comparisons[0].estimates["probability_of_improvement"].value == 1.0
+    assert _verdict(clear, comparisons).startswith("best: entropy_coef=0.01, its IQM ahead of every other")
+    close = [summary(0.01, [2.0, 3.0, 4.0], lower_is_better), summary(0.0, [1.0, 3.5, 3.9], lower_is_better)]
+    assert _verdict(close, _comparisons(close, None)).startswith("best: none is distinguishable")
+
+
+def test_an_experiment_is_compared_against_a_baseline_and_written_as_a_table(tmp_path, capsys):
+    experiment = tmp_path / "e"
+    assert main(["train", *GRID_FLAGS, "--iterations", "1", "--seeds", "2", "--sweep", "entropy_coef=0,0.01",
+                 "--run-dir", str(experiment)]) == 0
+    table = tmp_path / "e.csv"
+    assert main(["evaluate", str(experiment), "--episodes", "4", "--num-envs", "4", "--baseline", "entropy_coef=0",
+                 "--csv", str(table), "--measure", "episode_length", "--lower-is-better"]) == 0
+    out = capsys.readouterr().out
+    assert "measure episode_length in sampled play (lower is better)" in out
+    assert "per setting, greedy play, over its seeds" in out, "the greedy aggregates too"
+    assert "  entropy_coef=0.01 over entropy_coef=0: IQM ahead by " in out and "; P(better) " in out
+    assert out.splitlines()[-2].startswith("best: ")
+    rows = list(csv.reader(table.read_text().splitlines()))
+    assert rows[0] == ["kind", "setting", "seed", "play", "figure", "aggregate", "value", "low", "high"]
+    figures = {row[4] for row in rows[1:]}
+    assert {"episode_length", "tags_per_episode", "return_tagger"} <= figures, "every measure"
+    assert {(row[0], row[3]) for row in rows[1:]} == {(kind, play) for kind in ("run", "setting")
+                                                       for play in ("sampled", "greedy")}
+    assert "--baseline 'nope' is not a setting of" in cli_error(
+        capsys, ["evaluate", str(experiment), "--baseline", "nope", "--backend", "numpy"])
+    assert "--csv compares an experiment's runs" in cli_error(
+        capsys, ["evaluate", str(experiment / "seed=0"), "--csv", str(tmp_path / "x.csv")])

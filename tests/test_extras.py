@@ -31,7 +31,7 @@ def test_another_installation_is_told_to_use_pip_on_its_checkout(monkeypatch, tm
 
 def test_render_without_matplotlib_names_the_hint(monkeypatch, tmp_path):
     import warpsim
-    from warpsim.train.render import write_gif
+    from warpsim.analysis.render import write_gif
 
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # None: "import matplotlib" fails
     env = warpsim.make("tag_gridworld", 1, backend="numpy")

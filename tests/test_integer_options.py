@@ -12,7 +12,7 @@ from warpsim.bench.sweeps import NAMED_SWEEPS
 from warpsim.check import check
 from warpsim.configs import BenchConfig
 from warpsim.errors import InvalidValueError
-from warpsim.train.render import write_gif
+from warpsim.analysis.render import write_gif
 
 
 def beacon(num_envs=2):

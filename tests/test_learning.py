@@ -14,14 +14,14 @@ from warpsim.envs.template.heuristic import walk_to_beacon
 from warpsim.roles import roles_of
 from warpsim.train.config import build_config
 from warpsim.train.episodes import EpisodeStats
-from warpsim.train.evaluate import Player, evaluate
+from warpsim.analysis.evaluate import Evaluation, Player, evaluate
 from warpsim.train.loop import train
 from warpsim.train.presets import PRESETS
 
 pytestmark = pytest.mark.slow
 
 
-def play(config, policies) -> warpsim.train.evaluate.Evaluation:
+def play(config, policies) -> Evaluation:
     env = warpsim.make(config.env, 64, backend="numpy", seed=1234, **config.env_params)
     random_roles = tuple(config.opponents) if policies else ()
     player = Player(env, policies, random_roles=random_roles, stack_observations=config.stack_observations, seed=99)

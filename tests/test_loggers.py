@@ -67,7 +67,8 @@ def test_wandb_missing_is_one_line_before_anything_is_written(monkeypatch, tmp_p
 
 
 @pytest.mark.parametrize("installed", [True, False])
-def test_a_run_says_at_its_start_whether_and_where_tensorboard_logs(installed, monkeypatch, tmp_path, capsys):
+def test_a_run_says_at_its_start_where_tensorboard_logs_and_is_quiet_without_it(installed, monkeypatch, tmp_path,
+                                                                                capsys):
     if installed:
         pytest.importorskip("tensorboard")
     else:
@@ -79,8 +80,44 @@ def test_a_run_says_at_its_start_whether_and_where_tensorboard_logs(installed, m
         assert f"TensorBoard: logging to {run / 'tensorboard'} (tensorboard --logdir {tmp_path})" in err
         assert any((run / "tensorboard").iterdir())
     else:
-        assert "TensorBoard: off, the tensorboard package is not installed (" in err and "tensorboard" in err
+        assert "TensorBoard" not in err and "tensorboard" not in err, "no hint at every run: metrics.jsonl has all"
         assert not (run / "tensorboard").exists()
+
+
+def test_no_tensorboard_turns_it_off(tmp_path, capsys):
+    run = tmp_path / "run"
+    assert main(["train", *GRID, "--run-dir", str(run), "--no-tensorboard"]) == 0
+    assert "TensorBoard" not in capsys.readouterr().err and not (run / "tensorboard").exists()
+
+
+def test_tensorboard_asked_for_without_the_package_is_one_line_before_anything_is_written(monkeypatch, tmp_path,
+                                                                                         capsys):
+    monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", None)
+    assert main(["train", *GRID, "--run-dir", str(tmp_path / "run"), "--tensorboard"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith("warpsim train: error: --tensorboard logs to TensorBoard, which needs the tensorboard "
+                            "package: ") and "\n" not in error
+    assert not (tmp_path / "run").exists()
+
+
+def test_an_experiment_logs_each_run_to_wandb_grouped_by_the_experiment(fake_wandb, tmp_path):
+    experiment = tmp_path / "study"
+    assert main(["train", *GRID, "--seeds", "2", "--sweep", "entropy_coef=0,0.01", "--run-dir", str(experiment),
+                 "--wandb", "tag-study", "--quiet"]) == 0
+    inits = [entry[1] for entry in fake_wandb if entry[0] == "init"]
+    names = ["entropy_coef=0_seed=0", "entropy_coef=0_seed=1", "entropy_coef=0.01_seed=0", "entropy_coef=0.01_seed=1"]
+    assert sorted(init["name"] for init in inits) == sorted(names)
+    assert {init["group"] for init in inits} == {"study"} and {init["project"] for init in inits} == {"tag-study"}
+    for init in inits:
+        run = experiment / init["name"]
+        assert init["config"] == json.loads((run / "config.json").read_text())
+        assert init["id"] == (run / "wandb-run-id").read_text()
+    ids = {init["name"]: init["id"] for init in inits}
+    fake_wandb.clear()
+    assert main(["train", "--resume", "--run-dir", str(experiment), "--iterations", "3", "--wandb", "tag-study",
+                 "--quiet"]) == 0
+    resumed = {entry[1]["name"]: entry[1]["id"] for entry in fake_wandb if entry[0] == "init"}
+    assert resumed == ids, "a resumed experiment goes on logging to the same W&B runs"
 
 
 def test_the_real_wandb_logs_offline(monkeypatch, tmp_path):

@@ -9,7 +9,7 @@ import torch
 from warpsim.cli import main
 from warpsim.errors import InvalidValueError, RunFileError
 from warpsim.train import TrainConfig, Trainer
-from warpsim.train.evaluate import evaluate_run
+from warpsim.analysis.evaluate import evaluate_run
 from warpsim.train.loop import train
 from warpsim.train.policy import StackedLinear
 

@@ -8,7 +8,7 @@ import pytest
 from warpsim.cli import main
 from warpsim.train import TrainConfig
 from warpsim.train.loop import train
-from warpsim.train.plot import curve_points, plot_runs, read_metrics
+from warpsim.analysis.plot import curve_points, plot_runs, read_metrics
 
 pytest.importorskip("matplotlib")
 
@@ -66,7 +66,7 @@ def test_the_random_play_line_lies_inside_the_axes(tmp_path, monkeypatch):
     import matplotlib.pyplot as plt
     train(TrainConfig(**GRID, iterations=3), tmp_path, progress=None)
     values = [record["episode_length"] for record in curve_points(read_metrics(tmp_path), "episode_length")]
-    monkeypatch.setattr("warpsim.train.plot.random_play_value", lambda *args: min(values))
+    monkeypatch.setattr("warpsim.analysis.plot.random_play_value", lambda *args: min(values))
     limits = []
     monkeypatch.setattr(plt, "close", lambda figure: limits.append(figure.axes[0].get_ylim()))
     plot_runs([tmp_path], tmp_path / "a.png", "episode_length", baseline_episodes=1)
@@ -104,3 +104,19 @@ def test_a_corrupt_metrics_file_is_one_line_naming_the_file_and_line(one_run, tm
     lines = captured.err.strip().splitlines()
     assert len(lines) == 1 and f"{run / 'metrics.jsonl'} {expected}" in lines[0], lines
     assert not captured.out and sorted(run.iterdir()) == [run / "config.json", run / "metrics.jsonl"]
+
+
+def test_the_plot_s_random_line_is_evaluate_s_random_play(tmp_path):
+    """One definition of random play (every role at random, evaluate's default episodes, environments
+    and seed): the dashed line and evaluate's baseline are the same figure."""
+    from warpsim.analysis.evaluate import evaluate_run
+    from warpsim.analysis.plot import random_play_value
+    from warpsim.train import TrainConfig, train
+
+    config = TrainConfig(env="tag_gridworld", env_params=dict(num_taggers=2, grid_length=5, episode_length=10),
+                         num_envs=4, rollout_steps=4, iterations=1, backend="numpy", seed=7)
+    train(config, tmp_path / "run", progress=None)
+    evaluation = evaluate_run(tmp_path / "run", backend="numpy")
+    assert evaluation.random is not None
+    for metric in ("tags_per_episode", "episode_length"):
+        assert random_play_value(config, metric, evaluation.settings["episodes"]) == evaluation.random.means[metric]

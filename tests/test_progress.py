@@ -10,6 +10,7 @@ import pytest
 
 from warpsim.train import TrainConfig
 from warpsim.train.loop import train
+from warpsim.train import progress
 from warpsim.train.progress import ProgressBar
 
 METRICS = {"steps_per_second": 123456.0, "return_tagger": 1.5, "return_runner": -2.25, "tags_per_episode": 3.0}
@@ -25,8 +26,10 @@ class Terminal(io.StringIO):
 def drawn_line(columns: int, metrics: dict, monkeypatch) -> str:
     monkeypatch.setattr(shutil, "get_terminal_size", lambda fallback=(80, 24): os.terminal_size((columns, 24)))
     stream = Terminal()
-    ProgressBar(100, stream).update(5, metrics)
-    return stream.getvalue().replace("\r\033[K", "")
+    bar = ProgressBar(100, stream)
+    bar.update(4, metrics)  # the time left needs a pace: two updates
+    bar.update(5, metrics)
+    return stream.getvalue().split("\r\033[K")[-1]
 
 
 @pytest.mark.parametrize("columns", [30, 60, 80])
@@ -63,3 +66,19 @@ def test_the_run_says_where_and_on_what_before_the_first_iteration(tmp_path):
     stream = io.StringIO()
     train(None, tmp_path / "run", resume=True, progress=stream)
     assert stream.getvalue().splitlines()[0].startswith("resuming tag_gridworld at iteration 1, to iteration 2 in ")
+
+
+def test_the_time_left_follows_the_pace_of_late_not_the_first_iteration(monkeypatch):
+    """A first iteration of 30 s (start-up, compiling), then 0.1 s an iteration, then 0.2 s: the estimate
+    leaves the 30 s out, and follows the slower pace within a window of updates."""
+    clock = iter([30.0 + 1.0 * n for n in range(12)] + [42.0 + 2.0 * n for n in range(1, 12)])
+    monkeypatch.setattr(progress.time, "perf_counter", lambda: next(clock))
+    stream = io.StringIO()
+    bar = progress.ProgressBar(1000, stream)
+    for iteration in [1, *range(10, 111, 10)]:
+        bar.update(iteration, METRICS)
+    assert "left" not in stream.getvalue().splitlines()[0], "no pace yet after one update"
+    assert stream.getvalue().splitlines()[-1].endswith("| 1:29 left"), "890 iterations at 0.1 s"
+    for iteration in range(120, 221, 10):
+        bar.update(iteration, METRICS)
+    assert stream.getvalue().splitlines()[-1].endswith("| 2:36 left"), "780 iterations at 0.2 s"

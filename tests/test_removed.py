@@ -35,3 +35,14 @@ def test_mypy_flags_every_use_of_a_removed_api(tmp_path):
     assert flagged == {"7", "11", "15"}, out
     assert "Trainer.generator is deprecated: removed in 0.2.0: use trainer.generators[run]" in out
     assert "Environment.launch is deprecated: removed in 0.2.0" in out
+
+
+@pytest.mark.parametrize("module", ["evaluate", "plot", "render"])
+def test_a_moved_module_names_its_new_place(module):
+    import importlib
+
+    from warpsim.removed import RemovedError
+
+    with pytest.raises(RemovedError, match=rf"^the module warpsim\.train\.{module} was removed in warpsim 0\.2\.0: "
+                                           rf"import warpsim\.analysis\.{module} instead$"):
+        importlib.import_module(f"warpsim.train.{module}")

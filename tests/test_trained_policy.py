@@ -11,7 +11,7 @@ import warpsim
 from warpsim.errors import InvalidTypeError, InvalidValueError, UnavailableError
 from warpsim.roles import roles_of
 from warpsim.train import TrainConfig
-from warpsim.train.evaluate import Player, load_run
+from warpsim.analysis.evaluate import Player, load_run
 from warpsim.train.loop import train
 
 GRID: dict[str, Any] = dict(env="tag_gridworld", env_params=dict(num_taggers=2, grid_length=5, episode_length=12),
@@ -73,6 +73,24 @@ def test_the_history_is_per_row_and_restarts_with_reset(run):
     assert policy._history is not None and torch.equal(policy._history, torch.cat([second, second], dim=-1))
 
 
+def test_reset_with_a_mask_restarts_the_rows_whose_episodes_start(run):
+    """A batch whose episodes end at different steps: only the masked rows start their history anew."""
+    policy = warpsim.load_policy(run, "tagger")
+    size = policy.observation_size
+    first, second, third = (torch.full((3, size), value) for value in (0.0, 1.0, 2.0))
+    policy.act(first)
+    policy.act(second)
+    policy.reset(np.array([False, True, False]))
+    policy.act(third)
+    expected = torch.cat([third, second], dim=-1)
+    expected[1] = torch.cat([third[1], third[1]])
+    assert policy._history is not None and torch.equal(policy._history, expected)
+    with pytest.raises(InvalidValueError, match=r"reset\(mask\) got a mask of shape \(2,\); the batch has rows \(3,\)"):
+        policy.reset(torch.ones(2, dtype=torch.bool))
+    with pytest.raises(InvalidTypeError, match=r"reset\(mask\) takes a bool mask of rows; got dtype torch.int64"):
+        policy.reset(np.array([0, 1, 0]))
+
+
 @pytest.mark.parametrize("call, error, message", [
     (lambda run: warpsim.load_policy(run, "walker"), InvalidValueError,
      r"'walker' is not a role of tag_gridworld, .*; its roles: tagger, runner"),
@@ -82,8 +100,24 @@ def test_the_history_is_per_row_and_restarts_with_reset(run):
      r"device='tpu' is not allowed; give 'cpu', 'cuda', 'cuda:N' or 'auto'"),
     (lambda run: warpsim.load_policy(run, "tagger").act(np.zeros(3, np.float32)), InvalidValueError,
      r"tagger policy: observations have shape \(3,\); give float\[..., \d+\]"),
-    (lambda run: warpsim.load_policy(run, "tagger").act(np.zeros((2, 9), np.int64)), InvalidValueError,
+    (lambda run: warpsim.load_policy(run, "tagger").act(np.zeros((2, 9), np.float32)), InvalidValueError,
      r"observations have shape \(2, 9\)"),
+    (lambda run: warpsim.load_policy(run, "tagger").act(np.zeros((2, 9), np.int64)), InvalidTypeError,
+     r"tagger policy: observations have dtype torch.int64; give floats"),
+    (lambda run: warpsim.load_policy(run, "tagger").act(np.zeros((2, 9), bool)), InvalidTypeError,
+     r"observations have dtype torch.bool; give floats"),
+    (lambda run: warpsim.load_policy(run, "tagger").act(np.zeros((2, 9), np.complex64)), InvalidTypeError,
+     r"observations have dtype torch.complex64; give floats"),
+    (lambda run: warpsim.load_policy(run, "tagger").act(torch.zeros(2, 9, device="meta")), InvalidValueError,
+     r"tagger policy: observations are on the meta device, which holds no values"),
+    (lambda run: (policy := warpsim.load_policy(run, "tagger")).act(np.full(policy.observation_size, np.nan)),
+     InvalidValueError, r"tagger policy: observations hold NaN or an infinity; give finite values"),
+    (lambda run: warpsim.load_policy(None, "tagger"), InvalidTypeError,  # type: ignore[arg-type]
+     r"^load_policy: source=None is not allowed; give a run directory or a checkpoint file, as a path$"),
+    (lambda run: warpsim.load_policy(run, 3), InvalidTypeError,  # type: ignore[arg-type]
+     r"load_policy: role=3 is not allowed"),
+    (lambda run: warpsim.load_policy(run, "tagger", seed=2**64), InvalidValueError,
+     r"^seed=18446744073709551616 is not allowed; give an integer in \[0, 4294967295\]$"),
     (lambda run: warpsim.load_policy(run, "tagger").act(torch.zeros(2, 1, dtype=torch.int32)), InvalidTypeError,
      r"tagger policy: observations have dtype torch.int32; give floats"),
     (lambda run: warpsim.load_policy(run, "tagger").act("obs"), InvalidTypeError,

@@ -13,7 +13,7 @@ from warpsim.envs.tag_gridworld.params import TagGridworldParams
 from warpsim.envs.template.params import BeaconParams
 from warpsim.errors import InvalidTypeError, InvalidValueError, WarpsimError
 from warpsim.train.config import TrainConfig
-from warpsim.validation import check_fields, not_allowed, require_bool, require_int, require_real
+from warpsim.validation import check_fields, not_allowed, require_bool, require_int, require_real, shown
 
 WRONG_TYPES = ["3", "", None, [1], b"x", 2 + 1j]
 
@@ -207,8 +207,13 @@ def test_integer_fields_refuse_bools_floats_and_strings_as_type_errors(cls, name
 @pytest.mark.parametrize("cls, name", REAL_FIELDS)
 @pytest.mark.parametrize("value", [math.inf, -math.inf, math.nan, np.float32("inf"), 10**400])
 def test_real_fields_refuse_nan_and_inf(cls, name, value):
-    with pytest.raises(InvalidValueError, match=re.escape(f"{name}={value!r} is not allowed; give a number")):
+    with pytest.raises(InvalidValueError, match=re.escape(f"{name}={shown(value)} is not allowed; give a number")):
         cls(**{name: value})
+
+
+def test_a_long_value_is_shown_cut_short_on_one_line():
+    assert shown(0.5) == "0.5" and shown("x" * 58) == repr("x" * 58)
+    assert shown(10**400) == "1" + "0" * 23 + "..." + "0" * 8 + " (401 characters)"
 
 
 @pytest.mark.parametrize("cls, name", REAL_FIELDS)

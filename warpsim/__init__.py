@@ -1,5 +1,7 @@
 """warpsim: multi-agent reinforcement-learning environments stepped on the GPU."""
 
+from warpsim.analysis.evaluate import evaluate_run as evaluate
+from warpsim.analysis.trained_policy import TrainedPolicy, load_policy
 from warpsim.check import check
 from warpsim.environment import EnvSpec, Environment, Frame, StateArray
 from warpsim.envs.tag_continuous import TagContinuous  # importing warpsim.envs registers every folder of envs/
@@ -7,8 +9,6 @@ from warpsim.envs.tag_gridworld import TagGridworld
 from warpsim.envs.template import Beacon
 from warpsim.errors import WarpsimError
 from warpsim.registry import make, register, registered
-from warpsim.train.evaluate import evaluate_run as evaluate
-from warpsim.train.trained_policy import TrainedPolicy, load_policy
 
 __version__ = "0.2.0.dev0"
 """The one place the version is written (setup.cfg reads it): the coming 0.2.0 while it is unreleased."""

@@ -58,7 +58,7 @@ class CheckedMode:
     def _write_actions(self, actions: Any) -> None:
         """Copies ``actions`` (a tensor, array or list of env.actions' shape) into env.actions: indices of an
         integer dtype, or floating-point continuous actions; checked first in checked mode."""
-        actions = as_input_tensor(actions, "actions")
+        actions = as_input_tensor(actions, "actions").detach()  # values only: a tensor that requires grad too
         if tuple(actions.shape) != tuple(self.actions.shape):
             raise InvalidValueError(f"actions have shape {tuple(actions.shape)}; expected "
                                     f"{tuple(self.actions.shape)} (num_envs, num_agents, action components)")

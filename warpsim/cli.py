@@ -15,6 +15,7 @@ from pathlib import Path
 import warpsim
 import warpsim.envs
 import warpsim.kernels
+from warpsim import commands as subcommands
 from warpsim.bench import runner
 from warpsim.bench.policy_tiers import POLICY_TIERS, run_policy_tier
 from warpsim.bench.sweeps import NAMED_SWEEPS, run_sweep
@@ -26,7 +27,6 @@ from warpsim.files import usable_directory
 from warpsim.registry import parse_env_settings, portable_id, registered
 from warpsim.removed import RemovedOption
 from warpsim.source_commit import source_commit
-from warpsim.train import commands as train_commands
 from warpsim.train import loop as train_loop
 from warpsim.train.config import COMPILE_SETTINGS, PRECISIONS
 
@@ -94,15 +94,15 @@ def build_parser() -> argparse.ArgumentParser:
         "check", help="step the kernels and the NumPy reference side by side and compare them", parents=[common],
         description=plain_text(sys.modules[check.__module__].__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter))
-    train_commands.add_train(commands.add_parser(
+    subcommands.add_train(commands.add_parser(
         "train", help="train one policy per agent role with PPO", parents=[common],
         description=plain_text(train_loop.__doc__), formatter_class=argparse.RawDescriptionHelpFormatter))
-    train_commands.add_evaluate(commands.add_parser(
+    subcommands.add_evaluate(commands.add_parser(
         "evaluate", help="play a checkpoint for some episodes and report returns and counters (e.g. tags)",
         parents=[common]))
-    train_commands.add_render(commands.add_parser(
+    subcommands.add_render(commands.add_parser(
         "render", help="draw one episode played by a checkpoint into a GIF", parents=[common]))
-    train_commands.add_plot(commands.add_parser(
+    subcommands.add_plot(commands.add_parser(
         "plot", help="draw runs' learning curves (a metric against steps and wall time, vs random play) into a PNG",
         parents=[common]))
     return parser
@@ -173,7 +173,7 @@ def _add_bench(parser: argparse.ArgumentParser) -> None:
                              f"this time (default {runner.DEFAULT_MAX_SECONDS['numpy']:g} on numpy, "
                              "no limit on cuda; inf: no limit)")
     parser.add_argument("--seed", type=int, default=0, help="seeds the starts and the random actions (default 0)")
-    parser.add_argument("--results-dir", type=train_commands.directory_path,
+    parser.add_argument("--results-dir", type=subcommands.directory_path,
                         help="append every record to DIR/<device>.json (default: print only, save nothing)")
     parser.add_argument("--no-save", action=RemovedOption, version="0.2.0",
                         replacement="bench saves nothing unless --results-dir DIR is given; drop --no-save")

@@ -55,8 +55,13 @@ def array_shapes(owner: str, spec: EnvSpec, num_envs: int) -> Shapes:
 
 
 def check_actions(owner: str, spec: EnvSpec) -> None:
-    """One kind of actions, declared as the spec documents it: levels >= 1, or finite bounds with low < high."""
+    """One kind of actions, declared as the spec documents it: levels >= 1, or finite bounds with low < high
+    whose width fits float32 (random play draws low + u x (high - low))."""
     levels, bounds = spec.action_levels, spec.action_bounds
+    for name, declared, example in (("action_levels", levels, "(5, 3)"), ("action_bounds", bounds, "((-1.0, 1.0),)")):
+        if not isinstance(declared, (tuple, list)):
+            raise InvalidValueError(f"{owner} declares {name} as a {type(declared).__name__}; give a tuple, e.g. "
+                                    f"{name}={example}")
     if bool(levels) == bool(bounds):
         given = "both action_levels and" if levels else "neither action_levels nor"
         raise InvalidValueError(f"{owner} declares {given} action_bounds; declare one: "
@@ -75,6 +80,9 @@ def check_actions(owner: str, spec: EnvSpec) -> None:
         if not (math.isfinite(low) and math.isfinite(high) and -largest <= low < high <= largest):
             raise InvalidValueError(f"{owner} declares action_bounds[{k}] = {pair!r}; give finite float32 bounds "
                                     f"with low < high")
+        if high - low > largest:
+            raise InvalidValueError(f"{owner} declares action_bounds[{k}] = {pair!r}, whose width {high - low:.3g} "
+                                    f"overflows float32 (at most {largest:.3g}); give narrower bounds")
 
 
 def scratch_shapes(owner: str, spec: EnvSpec, num_envs: int, taken: Shapes) -> Shapes:

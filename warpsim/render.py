@@ -1,6 +1,6 @@
 """Drawing an environment's frames: the colour of each role and a canvas that draws Frames.
 
-The GIFs of ``warpsim render`` (:mod:`warpsim.train.render`) and the PettingZoo
+The GIFs of ``warpsim render`` (:mod:`warpsim.analysis.render`) and the PettingZoo
 adapter's ``render()`` both draw with :class:`FrameCanvas`, so an episode looks the same
 in both. matplotlib is imported only when a canvas is made (the ``plots`` extra).
 """

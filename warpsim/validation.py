@@ -80,7 +80,13 @@ def require_choice(what: str, value: Any, choices: tuple[str, ...]) -> str:
 
 
 def _message(what: str, value: Any, allowed: str) -> str:
-    return f"{what}={value!r} is not allowed; {allowed}"
+    return f"{what}={shown(value)} is not allowed; {allowed}"
+
+
+def shown(value: Any) -> str:
+    """``repr(value)``, cut short past 60 characters (a 400-digit number stays one readable line)."""
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:24]}...{text[-8:]} ({len(text)} characters)"
 
 
 def _range_text(kind: str, low, high, show, low_exclusive: bool = False) -> str:

@@ -5,12 +5,14 @@ Each run has its own environments, seeded with its own seed, and its own generat
 the actions it samples: run r draws exactly the numbers it would draw trained alone. The
 networks of all runs act in one batched forward pass. Every step writes each role's
 actions where the environments read them (``step_actions``, copied to ``env.actions``
-when the networks run elsewhere): the roles that follow a policy by ``RunPolicies.act``,
+when the networks run elsewhere): the roles that follow a policy by ``RunPolicies.act_with``,
 the random ones uniformly. Nothing here reads the device from the host, so that a CUDA
-graph can capture a rollout whole. On the fused path (``compiled``) the policies' part of a
-step (networks, sampling, log-probabilities, values) is one compiled function; the random
-draws it samples from are made before it, from each run's generator, as the eager step makes
-them.
+graph can capture a rollout whole. A step is the policies' part (``_policy_step``: inputs
+stored, networks, sampling, log-probabilities, values, actions stored and written), the
+environments' step, and its record (``_record``: rewards and ends stored, episode
+statistics); on the fused path (``compiled``) the first and the last are one compiled
+function each. The random draws the policies sample from are made before them, from each
+run's generator, as the eager step makes them.
 """
 
 from __future__ import annotations

@@ -28,6 +28,8 @@ else:  # tomllib is new in Python 3.11; tomli is the same parser (a dependency o
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 GRAPHS = ("auto", "on", "off")
+MAX_SEED = 2**32 - 1
+"""The largest seed: environments draw from 32-bit streams (warpsim.kernels.random)."""
 COMPILE_SETTINGS = ("auto", "on", "off")
 LR_SCHEDULES = ("kl", "linear", "constant")
 POLICY_HEADS = ("gaussian", "tanh_normal")
@@ -139,12 +141,14 @@ class TrainConfig:
         check_fields(self, require_int, ("num_envs", "iterations", "rollout_steps", "epochs", "minibatches",
                                          "stack_observations", "hidden_size", "hidden_layers", "log_every",
                                          "checkpoint_every"), 1, what=CONFIG_FIELD)
-        check_fields(self, require_int, ("seed", "stagger_steps", "minibatch_size"), 0, what=CONFIG_FIELD)
+        check_fields(self, require_int, ("stagger_steps", "minibatch_size"), 0, what=CONFIG_FIELD)
+        check_fields(self, require_int, ("seed",), 0, MAX_SEED, what=CONFIG_FIELD)
         work = (self.iterations * self.rollout_steps + self.stagger_steps) * self.num_envs
         if work > MAX_ENV_STEPS:  # named after the field furthest above its default, the likely slip
-            largest = max(WORK_FIELDS, key=lambda name: getattr(self, name) / max(1, getattr(TrainConfig, name)))
+            largest = max(WORK_FIELDS, key=lambda name: getattr(self, name) // max(1, getattr(TrainConfig, name)))
+            made = f"{work:.3g}" if work < 1e300 else f"about 1e{len(str(work)) - 1}"
             need(False, largest, f"a run's (iterations x rollout_steps + stagger_steps) x num_envs environment steps "
-                                 f"must be at most {MAX_ENV_STEPS:.0e}, and these settings make {work:.3g}")
+                                 f"must be at most {MAX_ENV_STEPS:.0e}, and these settings make {made}")
         check_fields(self, require_real, ("learning_rate", "max_grad_norm", "clip_coef"), 0, low_exclusive=True,
                      what=CONFIG_FIELD)
         check_fields(self, require_real, ("target_kl", "max_learning_rate"), 0, low_exclusive=True, what=CONFIG_FIELD)

@@ -109,18 +109,8 @@ class EpisodeStats:
         episodes = int(round(values[0]))
         mean = (lambda total: total / episodes) if episodes else (lambda total: math.nan)
         report: dict[str, float] = {"episodes": episodes}
-        roles, count = len(self.role_names), len(self.counter_names)
-        for name, total in zip(self.role_names, values[1:1 + roles]):
-            report[f"return_{name}"] = mean(total)
-        at = 1 + roles
-        for name, total in zip(self.counter_names, values[at:at + count]):
-            report[f"{name}_per_episode"] = mean(total)
-        report["episode_length"] = mean(values[at + count])
-        report["terminated_fraction"] = mean(values[at + count + 1])
-        for name, total in zip(self.counter_names, values[at + count + 2:at + 2 * count + 2]):
-            report[f"steps_to_first_{name}"] = mean(total)
-        for name, total in zip(self.counter_names, values[at + 2 * count + 2:]):
-            report[f"steps_to_last_{name}"] = mean(total)
+        for name, total in zip(figure_names(self.role_names, self.counter_names), values[1:]):
+            report[name] = mean(total)
         return report
 
     def state_dict(self) -> dict:
@@ -129,3 +119,10 @@ class EpisodeStats:
     def load_state_dict(self, state: dict) -> None:
         for name in STATE:
             getattr(self, name).copy_(state[name])
+
+
+def figure_names(role_names: list[str], counter_names: list[str]) -> list[str]:
+    """The per-episode means ``EpisodeStats.read`` reports, in the order its totals keep them."""
+    return ([f"return_{name}" for name in role_names] + [f"{name}_per_episode" for name in counter_names]
+            + ["episode_length", "terminated_fraction"] + [f"steps_to_first_{name}" for name in counter_names]
+            + [f"steps_to_last_{name}" for name in counter_names])

@@ -15,15 +15,19 @@ import ast
 import dataclasses
 import itertools
 import json
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from warpsim.errors import InvalidValueError, RunFileError, WarpsimError
 from warpsim.files import make_directory, read_json, replace_atomically, usable_directory
 from warpsim.registry import env_class
-from warpsim.train.config import TrainConfig, build_config, field_names
+from warpsim.train.config import MAX_SEED, TrainConfig, build_config, field_names
 from warpsim.train.run_dir import CONFIG_FILE, EXPERIMENT_FILE, RunDirectory, refuse_foreign
+from warpsim.validation import shown
 
 FORMAT = 1
 MAX_RUNS = 4096
@@ -41,30 +45,45 @@ class PlannedRun:
     config: TrainConfig
 
 
-def parse_seeds(text: str) -> tuple[int, ...]:
-    """``N`` (seeds 0 to N-1), ``A-B`` (A to B) or ``A,B,C``; a one-line error for anything else."""
+def parse_seeds(text: str, where: str = "--seeds") -> tuple[int, ...]:
+    """``N`` (seeds 0 to N-1), ``A-B`` (A to B) or ``A,B,C``; a one-line error naming ``where`` (the flag,
+    or a config file's key) for anything else. Sizes are checked before anything is built."""
     text = text.strip()
     usage = "give a count (8: seeds 0-7), a range (0-4) or a list (3,5,9)"
     if re.fullmatch(r"[0-9]+", text):
         count = int(text)
-        if count < 1:
-            raise InvalidValueError(f"--seeds {text!r}: give at least one seed; {usage}")
-        seeds = tuple(range(count))
-    elif match := re.fullmatch(r"([0-9]+)-([0-9]+)", text):
+        if not 1 <= count <= MAX_RUNS:
+            raise InvalidValueError(f"{where} {shown(text)}: give between 1 and {MAX_RUNS} seeds; {usage}")
+        return tuple(range(count))
+    if match := re.fullmatch(r"([0-9]+)-([0-9]+)", text):
         low, high = int(match[1]), int(match[2])
         if low > high:
-            raise InvalidValueError(f"--seeds {text!r}: the range runs backwards; write {high}-{low}")
-        seeds = tuple(range(low, high + 1))
-    elif re.fullmatch(r"[0-9]+(,[0-9]+)+", text):
-        seeds = tuple(int(part) for part in text.split(","))
-        repeated = sorted({seed for seed in seeds if seeds.count(seed) > 1})
-        if repeated:
-            raise InvalidValueError(f"--seeds {text!r}: seed {repeated[0]} is given twice; give each seed once")
-    else:
-        raise InvalidValueError(f"--seeds {text!r} is not allowed; {usage}")
-    if len(seeds) > MAX_RUNS:
-        raise InvalidValueError(f"--seeds {text!r} makes {len(seeds)} seeds; at most {MAX_RUNS}")
-    return seeds
+            raise InvalidValueError(f"{where} {shown(text)}: the range runs backwards; write {high}-{low}")
+        if high - low + 1 > MAX_RUNS:
+            raise InvalidValueError(f"{where} {shown(text)} makes {high - low + 1} seeds; at most {MAX_RUNS}")
+        return check_seeds(tuple(range(low, high + 1)), where)
+    if re.fullmatch(r"[0-9]+(,[0-9]+)+", text):
+        return check_seeds(tuple(int(part) for part in text.split(",")), where)
+    raise InvalidValueError(f"{where} {shown(text)} is not allowed; {usage}")
+
+
+def check_seeds(seeds: object, where: str = "seeds") -> tuple[int, ...]:
+    """An experiment's seeds: a non-empty tuple or list of at most MAX_RUNS distinct integers in [0,
+    MAX_SEED] (NumPy integers too, returned as ints); a one-line error naming ``where`` otherwise."""
+    example = "e.g. (0, 1, 2)"
+    if not isinstance(seeds, (tuple, list)):
+        raise InvalidValueError(f"{where}={shown(seeds)} is not allowed; give a tuple of integer seeds, {example}")
+    if not 1 <= len(seeds) <= MAX_RUNS:
+        raise InvalidValueError(f"{where} holds {len(seeds)} seeds; give between 1 and {MAX_RUNS}, {example}")
+    for seed in seeds:
+        if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) \
+                or not 0 <= seed <= MAX_SEED:
+            raise InvalidValueError(f"{where}: seed {shown(seed)} is not allowed; give integers in [0, {MAX_SEED}]")
+    checked = tuple(int(seed) for seed in seeds)
+    repeated = sorted({seed for seed in checked if checked.count(seed) > 1})
+    if repeated:
+        raise InvalidValueError(f"{where}: seed {repeated[0]} is given twice; give each seed once")
+    return checked
 
 
 def parse_sweep(texts: list[str], env_id: str) -> dict[str, list]:
@@ -86,37 +105,38 @@ def parse_sweep(texts: list[str], env_id: str) -> dict[str, list]:
     return check_sweep(sweep, env_id, "--sweep")
 
 
-def check_sweep(sweep: object, env_id: str, where: str = "the config file's [sweep] table") -> dict[str, list]:
+def check_sweep(sweep: object, env_id: str, where: str) -> dict[str, list]:
     """``sweep`` (values by setting name) checked: every name a config field or a parameter of
-    ``env_id``'s environment, every list of values non-empty and without repeats."""
+    ``env_id``'s environment, every list (or tuple) of values non-empty and without repeats; a
+    one-line error naming ``where`` (the flag, a config file's table, the argument)."""
     if not isinstance(sweep, dict):
-        raise InvalidValueError(f"{where}: give a table of setting names to lists of values, e.g. "
-                                f"learning_rate = [3e-4, 1e-3]")
+        raise InvalidValueError(f"{where}={shown(sweep)} is not allowed; give a mapping of setting names to lists of "
+                                f"values, e.g. learning_rate = [3e-4, 1e-3]")
     env_params = {item.name for item in dataclasses.fields(env_class(env_id).Params)}
     for name, values in sweep.items():
         if name in ("seed", "env", "env_params", "opponents"):
-            hint = "use --seeds" if name == "seed" else "sweep one setting at a time, e.g. an environment parameter"
+            hint = ("give the seeds apart (--seeds, a config file's seeds, or seeds=)" if name == "seed"
+                    else "sweep one setting at a time, e.g. an environment parameter")
             raise InvalidValueError(f"{where}: {name} cannot be swept; {hint}")
         if name not in field_names() and name not in env_params:
             raise InvalidValueError(f"{where}: {name!r} is neither a config field nor a parameter of {env_id}; "
                                     f"config fields: {', '.join(field_names())}")
-        if not isinstance(values, list) or not values:
-            raise InvalidValueError(f"{where}: {name} = {values!r}; give a non-empty list of values")
+        if not isinstance(values, (list, tuple)) or not values:
+            raise InvalidValueError(f"{where}: {name} = {shown(values)}; give a non-empty list of values")
         if len({repr(value) for value in values}) != len(values):
-            raise InvalidValueError(f"{where}: {name} = {values!r} gives a value twice; give each value once")
-    return dict(sweep)
+            raise InvalidValueError(f"{where}: {name} = {shown(values)} gives a value twice; give each value once")
+    return {name: list(values) for name, values in sweep.items()}
 
 
-def seeds_from_file(value: object) -> tuple[int, ...]:
-    """A config file's ``seeds``: a count, a range or list as text, or a list of integers."""
+def seeds_from_file(value: object, where: str) -> tuple[int, ...]:
+    """A config file's ``seeds`` (``where`` names the file and key): a count, a range or list as text, or a
+    list of integers."""
     if isinstance(value, bool) or not isinstance(value, (int, str, list)):
-        raise InvalidValueError(f"the config file's seeds = {value!r}; give a count (8), a text range ('0-4') or "
-                                f"a list ([3, 5, 9])")
+        raise InvalidValueError(f"{where} = {shown(value)}; give a count (8), a text range ('0-4') or a list "
+                                f"([3, 5, 9])")
     if isinstance(value, list):
-        if not value or not all(isinstance(seed, int) and not isinstance(seed, bool) for seed in value):
-            raise InvalidValueError(f"the config file's seeds = {value!r}; give a non-empty list of integers >= 0")
-        value = ",".join(map(str, value)) if len(value) > 1 else f"{value[0]}-{value[0]}"
-    return parse_seeds(str(value))
+        return check_seeds(value, where)
+    return parse_seeds(str(value), where)
 
 
 def _value(text: str):
@@ -134,10 +154,10 @@ def plan_runs(base: TrainConfig, seeds: tuple[int, ...], sweep: dict[str, list])
     """Every run: each combination of the sweep's values (in the order given), crossed with the
     seeds. Every config is checked here, before anything is written."""
     fields = set(field_names())
+    planned = math.prod(len(values) for values in sweep.values()) * len(seeds)
+    if planned > MAX_RUNS:
+        raise InvalidValueError(f"the seeds and the sweep make {planned} runs; at most {MAX_RUNS}")
     combinations = list(itertools.product(*sweep.values()))
-    if len(combinations) * len(seeds) > MAX_RUNS:
-        raise InvalidValueError(f"the seeds and the sweep make {len(combinations) * len(seeds)} runs; at most "
-                                f"{MAX_RUNS}")
     runs = []
     for values in combinations:
         setting = dict(zip(sweep, values))
@@ -147,7 +167,7 @@ def plan_runs(base: TrainConfig, seeds: tuple[int, ...], sweep: dict[str, list])
             try:
                 config = build_config(base.to_dict(), layer, {"seed": seed})
             except InvalidValueError as error:
-                raise InvalidValueError(f"--sweep {_label(setting)}: {error}") from None
+                raise InvalidValueError(f"the sweep's {_label(setting)}: {error}") from None
             runs.append(PlannedRun(run_name(setting, seed), setting, config))
     return runs
 

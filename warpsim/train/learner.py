@@ -66,7 +66,7 @@ class Learner:
     device: torch.device
     autocast: Callable[[], AbstractContextManager] = contextlib.nullcontext
     compiled: bool = False
-    """Whether a minibatch step and GAE run fused, each one compiled function (compiled.py)."""
+    """Whether a minibatch step runs fused, one compiled function (compiled.py)."""
     scaler: torch.amp.GradScaler | None = field(init=False)
     """fp16's gradient scaler (None otherwise)."""
 
@@ -99,7 +99,7 @@ class Learner:
             Compiled(self._fused_step, "the update's minibatch step") if self.compiled else None)
         """The whole minibatch step as one compiled function, on the fused path (None: eager)."""
         if self.compiled:
-            self._set_up_fused_step(networks)
+            self._set_up_fused_step()
 
     def learn(self, next_values: list[torch.Tensor]) -> None:
         """``epochs`` passes of clipped PPO over the rollout, in shuffled minibatches, given each
@@ -190,7 +190,7 @@ class Learner:
         clip_gradients([[parameter.grad for parameter in group if parameter.grad is not None]
                         for group in self.clipped_groups], self.max_grad_norm)
 
-    def _set_up_fused_step(self, networks: list) -> None:
+    def _set_up_fused_step(self) -> None:
         """What the compiled step reads and writes: the learning parameters (by name, as aliases the
         step updates in place), their groups for clipping, their Adam state and rates."""
         names = {id(parameter): name for name, parameter in self.policies.named_parameters()}

@@ -1,5 +1,6 @@
-"""Where a run's metrics go besides its metrics.jsonl: TensorBoard when it is installed, and
-Weights & Biases when asked (``--wandb PROJECT``).
+"""Where a run's metrics go besides its metrics.jsonl: TensorBoard (``--tensorboard``, or by
+default when it is installed), and Weights & Biases when asked (``--wandb PROJECT``; an
+experiment's runs are one W&B run each, grouped by the experiment).
 
 Each log receives every metrics record as it is written, numbers only, at the run's env_steps
 (``log_to_all``).
@@ -47,9 +48,10 @@ class TensorBoardLog:
 
 class WandbLog:
     """One W&B run per run directory, named after it, its config the run's config (the keys W&B
-    filters on: env, seed, learning_rate, ...) and its group the environment."""
+    filters on: env, seed, learning_rate, ... and a sweep's values with them) and its group the
+    experiment it belongs to (``group``), or the environment."""
 
-    def __init__(self, project: str, run_dir: Path, config: TrainConfig):
+    def __init__(self, project: str, run_dir: Path, config: TrainConfig, group: str | None = None):
         wandb = import_wandb()
         id_file = run_dir / WANDB_ID_FILE
         if id_file.is_file():
@@ -58,7 +60,7 @@ class WandbLog:
             run_id = secrets.token_hex(4)  # W&B ids are short strings of lowercase letters and digits
             replace_atomically(id_file, run_id.encode(), "W&B run id")
         self.run = wandb.init(project=project, name=run_dir.name, id=run_id, resume="allow", dir=str(run_dir),
-                              config=config.to_dict(), group=config.env, job_type="train")
+                              config=config.to_dict(), group=group or config.env, job_type="train")
 
     def log(self, numbers: dict, step: int) -> None:
         self.run.log(numbers, step=step)
@@ -85,16 +87,30 @@ def import_wandb():
     return wandb
 
 
-def open_logs(run_dir: Path, config: TrainConfig, wandb_project: str | None) -> tuple[list[MetricLog], list[str]]:
-    """The logs a run writes to, and a line for each saying where it logs (or how to turn it on)."""
-    logs: list[MetricLog] = []
+def import_tensorboard() -> None:
+    """Checks that TensorBoard can be written (``--tensorboard``); a one-line error saying how to install it."""
     try:
-        logs.append(TensorBoardLog(run_dir / TENSORBOARD_FOLDER))
-        lines = [f"TensorBoard: logging to {run_dir / TENSORBOARD_FOLDER} (tensorboard --logdir {run_dir.parent})"]
+        from torch.utils.tensorboard import SummaryWriter  # noqa: F401
     except ImportError:
-        lines = [f"TensorBoard: off, the tensorboard package is not installed ({install_hint('tensorboard')}); "
-                 f"metrics.jsonl has every metric"]
+        raise UnavailableError(f"--tensorboard logs to TensorBoard, which needs the tensorboard package: "
+                               f"{install_hint('tensorboard')}") from None
+
+
+def open_logs(run_dir: Path, config: TrainConfig, wandb_project: str | None, tensorboard: bool | None = None,
+              group: str | None = None) -> tuple[list[MetricLog], list[str]]:
+    """The logs a run writes to, and a line for each saying where it logs. TensorBoard: on with
+    ``tensorboard`` True (checked beforehand, ``import_tensorboard``), off with False, and with None
+    on when the package is installed (off, unsaid, when it is not: metrics.jsonl has every metric)."""
+    logs: list[MetricLog] = []
+    lines: list[str] = []
+    if tensorboard is not False:
+        try:
+            logs.append(TensorBoardLog(run_dir / TENSORBOARD_FOLDER))
+            lines.append(f"TensorBoard: logging to {run_dir / TENSORBOARD_FOLDER} (tensorboard --logdir "
+                         f"{run_dir.parent})")
+        except ImportError:
+            pass
     if wandb_project is not None:
-        logs.append(WandbLog(wandb_project, run_dir, config))
+        logs.append(WandbLog(wandb_project, run_dir, config, group))
         lines.append(f"Weights & Biases: logging to project {wandb_project}, run {run_dir.name}")
     return logs, lines

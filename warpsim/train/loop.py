@@ -26,9 +26,16 @@ from warpsim.registry import layout
 from warpsim.train import checkpoint
 from warpsim.train.config import TrainConfig
 from warpsim.train.distributed import World
-from warpsim.train.experiment import ExperimentDirectory, PlannedRun, plan_runs, setting_label
+from warpsim.train.experiment import (
+    ExperimentDirectory,
+    PlannedRun,
+    check_seeds,
+    check_sweep,
+    plan_runs,
+    setting_label,
+)
 from warpsim.train.interrupts import StopRequests, TrainingInterrupted
-from warpsim.train.loggers import MetricLog, import_wandb, log_to_all, open_logs
+from warpsim.train.loggers import MetricLog, import_tensorboard, import_wandb, log_to_all, open_logs
 from warpsim.train.placement import environment_placement
 from warpsim.train.progress import ProgressBar
 from warpsim.train.run_dir import CONFIG_FILE, RunDirectory
@@ -43,16 +50,16 @@ def default_run_dir(config: TrainConfig) -> Path:
 
 def train(config: TrainConfig | None, run_dir: Path | str | None = None, *, resume: bool = False,
           iterations: int | None = None, world: World | None = None, stop_after: int | None = None,
-          progress=sys.stderr, wandb: str | None = None) -> Trainer:
+          progress=sys.stderr, wandb: str | None = None, tensorboard: bool | None = None) -> Trainer:
     """Trains to ``config.iterations`` (or ``iterations`` when resuming), writing ``run_dir``.
 
     With ``resume``, the config comes from ``run_dir`` and training continues from its
     checkpoint exactly where it was. ``stop_after`` ends this call after that many
     iterations (a checkpoint is written then). ``progress`` is a text stream, or None.
-    ``wandb`` names a Weights & Biases project that the metrics also go to.
+    ``wandb`` names a Weights & Biases project that the metrics also go to; ``tensorboard``
+    (``loggers.open_logs``) turns TensorBoard on, off, or (None) on where it is installed.
     """
-    if wandb is not None:
-        import_wandb()  # before anything is made or written
+    _check_loggers(wandb, tensorboard)
     if resume:
         if run_dir is None:
             raise InvalidValueError("--resume needs the run directory to continue")
@@ -67,7 +74,7 @@ def train(config: TrainConfig | None, run_dir: Path | str | None = None, *, resu
         saved = None
     world = world or World.from_environment(uses_gpu=environment_placement(config.backend).on_gpu)
     trainer = Trainer(config, world, load_opponents=saved is None)
-    bar = ProgressBar(config.iterations, progress, saved["iteration"] if saved else 0) \
+    bar = ProgressBar(config.iterations, progress) \
         if world.is_writer and progress else None
 
     def stop(run: int) -> None:
@@ -78,17 +85,20 @@ def train(config: TrainConfig | None, run_dir: Path | str | None = None, *, resu
             f"{kept}. A lower learning_rate or max_grad_norm usually helps: start a new run with them "
             f"(--resume keeps the run's saved config)")
 
-    _train_batch(trainer, [directory], [saved], bar, stop_after, stop, wandb)
+    _train_batch(trainer, [directory], [saved], bar, stop_after, stop, wandb, tensorboard)
     return trainer
 
 
 def train_experiment(config: TrainConfig | None, directory: Path | str, *, seeds: tuple[int, ...] = (0,),
                      sweep: dict | None = None, resume: bool = False, iterations: int | None = None,
-                     stop_after: int | None = None, progress=sys.stderr) -> ExperimentDirectory:
+                     stop_after: int | None = None, progress=sys.stderr, wandb: str | None = None,
+                     tensorboard: bool | None = None) -> ExperimentDirectory:
     """Trains ``config`` over ``seeds`` crossed with ``sweep`` (values by setting name) into the
     experiment directory ``directory``, the runs that share their shapes in one batch
     (``runs.batch_key``), batch after batch. With ``resume``, the plan comes from
-    ``directory`` and every unfinished run continues from its checkpoint."""
+    ``directory`` and every unfinished run continues from its checkpoint. ``wandb`` and
+    ``tensorboard`` as ``train``'s, for every run: one W&B run each, grouped by the experiment's name."""
+    _check_loggers(wandb, tensorboard)
     if resume:
         experiment = ExperimentDirectory(directory, resume=True)
         planned = experiment.planned_runs()
@@ -96,12 +106,14 @@ def train_experiment(config: TrainConfig | None, directory: Path | str, *, seeds
     elif config is None:
         raise InvalidValueError("give a config, or resume an experiment directory")
     else:
-        planned = plan_runs(config, seeds, sweep or {})
+        seeds = check_seeds(seeds)
+        sweep = check_sweep({} if sweep is None else sweep, config.env, "sweep")
+        planned = plan_runs(config, seeds, sweep)
         for env_params in {repr(run.config.env_params): run.config.env_params for run in planned}.values():
             layout(config.env, 1, **env_params)  # every environment's parameters, before writing
         experiment = ExperimentDirectory(directory, resume=False)
         world = _one_process(config.backend)
-        experiment.create(config, seeds, sweep or {}, planned)
+        experiment.create(config, seeds, sweep, planned)
     diverged = experiment.diverged()
     pending: dict[tuple, list[tuple[PlannedRun, RunDirectory, dict | None]]] = {}
     for run in planned:
@@ -133,7 +145,7 @@ def train_experiment(config: TrainConfig | None, directory: Path | str, *, seeds
         # Frozen opponents are loaded from their runs for the runs that start here; the others have them saved.
         trainer = Trainer([run.config for run in runs], world,
                           load_opponents=any(state is None for state in saved_states))
-        bar = ProgressBar(runs[0].config.iterations, progress, done) if progress else None
+        bar = ProgressBar(runs[0].config.iterations, progress) if progress else None
 
         def stop(index: int, trainer: Trainer = trainer, runs: list[PlannedRun] = runs,
                  bar: ProgressBar | None = bar) -> None:
@@ -142,8 +154,17 @@ def train_experiment(config: TrainConfig | None, directory: Path | str, *, seeds
                 bar.message(f"run {runs[index].name} diverged (its loss became NaN or infinite by iteration "
                             f"{trainer.iteration}): it is stopped, its last good checkpoint kept, and the others go on")
 
-        _train_batch(trainer, [directory for _, directory, _ in batch], saved_states, bar, stop_after, stop)
+        _train_batch(trainer, [directory for _, directory, _ in batch], saved_states, bar, stop_after, stop, wandb,
+                     tensorboard, group=experiment.path.resolve().name)
     return experiment
+
+
+def _check_loggers(wandb: str | None, tensorboard: bool | None) -> None:
+    """The loggers asked for can be written to; checked before anything is made or written."""
+    if wandb is not None:
+        import_wandb()
+    if tensorboard:
+        import_tensorboard()
 
 
 def _one_process(backend: str) -> World:
@@ -173,8 +194,10 @@ def _with_iterations(config: TrainConfig, iterations: int | None, done: int, pat
 
 
 def _train_batch(trainer: Trainer, directories: list[RunDirectory], saved: list[dict | None], bar,
-                 stop_after: int | None, on_diverged: Callable[[int], None], wandb: str | None = None) -> None:
-    """Starts or resumes each run of ``trainer`` in its directory, then iterates them together."""
+                 stop_after: int | None, on_diverged: Callable[[int], None], wandb: str | None = None,
+                 tensorboard: bool | None = None, group: str | None = None) -> None:
+    """Starts or resumes each run of ``trainer`` in its directory, then iterates them together; its
+    W&B runs are grouped by ``group`` (an experiment's name)."""
     world = trainer.world
     for run, (directory, state) in enumerate(zip(directories, saved)):
         if state is not None:
@@ -192,7 +215,7 @@ def _train_batch(trainer: Trainer, directories: list[RunDirectory], saved: list[
                 directory.keep_metrics_up_to(trainer.iteration)
                 if state["config"]["iterations"] != trainer.configs[run].iterations:
                     directory.write_config(trainer.configs[run])
-    opened = [open_logs(directory.path, config, wandb) if world.is_writer else ([], [])
+    opened = [open_logs(directory.path, config, wandb, tensorboard, group) if world.is_writer else ([], [])
               for directory, config in zip(directories, trainer.configs)]
     logs = [run_logs for run_logs, _ in opened]
     if bar:
@@ -234,7 +257,8 @@ def start_line(trainer: Trainer, directories: list[RunDirectory], resumed: bool)
             f"{trainer.env.backend} backend ({trainer.env_device}), networks on {trainer.device} in "
             f"{trainer.precision}, {trainer.launches} rollouts of {config.rollout_steps} steps x {config.num_envs} "
             f"environments, {trainer.update_launches} updates of {trainer.minibatches} minibatches x {config.epochs} "
-            f"epochs, {'fused (compiled at the first iteration)' if trainer.compiled else 'eager'}")
+            f"epoch{'s' if config.epochs != 1 else ''}, "
+            f"{'fused (compiled at the first iteration)' if trainer.compiled else 'eager'}")
 
 
 def _iterate(trainer: Trainer, directories: list[RunDirectory], logs: list[list[MetricLog]], bar,

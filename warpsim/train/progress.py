@@ -3,6 +3,7 @@ for a batch of runs, the steps/s over all of them and the spread of the main fig
 
 from __future__ import annotations
 
+import collections
 import math
 import shutil
 import time
@@ -11,17 +12,20 @@ WIDTH = 24
 """Characters of the bar itself, when the terminal has room for them."""
 NARROWEST_BAR = 8
 """Below this the bar is left out and the figures keep the room."""
+WINDOW = 10
+"""Updates the time left is estimated over: the pace of late, not since the start, whose first
+iteration also paid for start-up and compiling."""
 
 
 class ProgressBar:
     """Redraws one line on a terminal; prints one line per update elsewhere (logs, CI)."""
 
-    def __init__(self, total: int, stream, first_iteration: int = 0):
+    def __init__(self, total: int, stream):
         self.total = total
         self.stream = stream
-        self.first_iteration = first_iteration
-        self.started = time.perf_counter()
         self.interactive = hasattr(stream, "isatty") and stream.isatty()
+        self._marks: collections.deque[tuple[float, int]] = collections.deque(maxlen=WINDOW + 1)
+        """(time, iteration) of the last updates."""
 
     def update(self, iteration: int, metrics: dict | list[dict]) -> None:
         """One line for a run's metrics, or for the metrics of each run of a batch."""
@@ -43,9 +47,11 @@ class ProgressBar:
         return parts
 
     def _draw(self, iteration: int, parts: list[str]) -> None:
-        done = iteration - self.first_iteration
-        if done > 0 and iteration < self.total:
-            left = (time.perf_counter() - self.started) / done * (self.total - iteration)
+        now = time.perf_counter()
+        self._marks.append((now, iteration))
+        since, at = self._marks[0]
+        if iteration > at and iteration < self.total:
+            left = (now - since) / (iteration - at) * (self.total - iteration)
             parts.append(f"{_clock(left)} left")
         figures = " | ".join(parts)
         if self.interactive:

@@ -68,3 +68,38 @@ def aggregate(scores: list[float] | np.ndarray) -> dict[str, Estimate]:
                                        random_state=np.random.default_rng(SEED)).confidence_interval
             estimates[name] = Estimate(value, float(interval.low), float(interval.high))
     return estimates
+
+
+def improvement_probability(better: np.ndarray, other: np.ndarray, axis: int = -1) -> np.ndarray:
+    """P(X > Y): the chance that a run of the first setting scores above a run of the second, ties
+    counting half (rliable's probability of improvement, over the runs of one task)."""
+    x, y = np.moveaxis(better, axis, -1)[..., :, None], np.moveaxis(other, axis, -1)[..., None, :]
+    return (x > y).mean(axis=(-2, -1)) + 0.5 * (x == y).mean(axis=(-2, -1))
+
+
+def iqm_difference(first: np.ndarray, second: np.ndarray, axis: int = -1) -> np.ndarray:
+    return iqm(first, axis=axis) - iqm(second, axis=axis)
+
+
+def compare(first: list[float] | np.ndarray, second: list[float] | np.ndarray) -> dict[str, Estimate]:
+    """The first setting's scores against the second's (NaN ones left out): the difference of their
+    IQMs and the probability of improvement P(first > second), each with its 95% percentile-bootstrap
+    interval, the two settings' runs resampled apart."""
+    x, y = (np.asarray(scores, dtype=np.float64) for scores in (first, second))
+    x, y = x[~np.isnan(x)], y[~np.isnan(y)]
+    comparisons = {"iqm_difference": iqm_difference, "probability_of_improvement": improvement_probability}
+    if x.size == 0 or y.size == 0:
+        return {name: Estimate(math.nan, math.nan, math.nan) for name in comparisons}
+    estimates = {}
+    for name, function in comparisons.items():
+        value = float(function(x, y))
+        if x.size < 2 or y.size < 2:
+            estimates[name] = Estimate(value, math.nan, math.nan)
+        elif np.all(x == x[0]) and np.all(y == y[0]):
+            estimates[name] = Estimate(value, value, value)
+        else:
+            interval = stats.bootstrap((x, y), function, confidence_level=CONFIDENCE, n_resamples=RESAMPLES,
+                                       method="percentile", vectorized=True, axis=-1, paired=False,
+                                       random_state=np.random.default_rng(SEED)).confidence_interval
+            estimates[name] = Estimate(value, float(interval.low), float(interval.high))
+    return estimates

@@ -7,12 +7,14 @@ import dataclasses
 import sys
 from pathlib import Path
 
+from warpsim.analysis.evaluate import EPISODES, NUM_ENVS, PLAYS, SEED, Player, RunEvaluation, evaluate_run, load_run
+from warpsim.analysis.evaluate_experiment import ExperimentEvaluation, evaluate_experiment
+from warpsim.analysis.plot import plot_experiment, plot_runs
+from warpsim.analysis.render import EPISODE_FILE, play_episode, write_gif
 from warpsim.errors import InvalidValueError
-from warpsim.registry import parse_env_settings
+from warpsim.registry import layout, parse_env_settings
 from warpsim.train import checkpoint, opponents
 from warpsim.train.config import TrainConfig, build_config, field_docs, read_config_file, saved_config
-from warpsim.train.evaluate import PLAYS, Player, RunEvaluation, evaluate_run, load_run
-from warpsim.train.evaluate_experiment import ExperimentEvaluation, evaluate_experiment
 from warpsim.train.experiment import (
     ExperimentDirectory,
     check_sweep,
@@ -22,15 +24,10 @@ from warpsim.train.experiment import (
     seeds_from_file,
 )
 from warpsim.train.loop import default_run_dir, train, train_experiment
-from warpsim.train.plot import plot_experiment, plot_runs
 from warpsim.train.presets import PRESETS
-from warpsim.train.render import EPISODE_FILE, play_episode, write_gif
 from warpsim.train.run_dir import output_file
 
 NOT_FLAGS = ("env_params", "opponents")
-WANDB_EXPERIMENTS = ("--wandb logs single runs only for now; an experiment's runs log to TensorBoard, one folder "
-                     "per run (drop --wandb, or train each seed as its own run)")
-
 
 def add_train(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", choices=sorted(PRESETS), help="a named config to start from")
@@ -54,8 +51,12 @@ def add_train(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true",
                         help="no progress display (the run directory is still printed at the end)")
     parser.add_argument("--wandb", metavar="PROJECT",
-                        help="also log the metrics and the config to this Weights & Biases project (needs the "
-                             "wandb extra; WANDB_MODE=offline logs without an account)")
+                        help="also log the metrics and the config to this Weights & Biases project, an experiment's "
+                             "runs one W&B run each, grouped by the experiment (needs the wandb extra; "
+                             "WANDB_MODE=offline logs without an account)")
+    parser.add_argument("--tensorboard", action=argparse.BooleanOptionalAction,
+                        help="also log the metrics to RUN_DIR/tensorboard (default: when the tensorboard package is "
+                             "installed; --tensorboard without it is an error)")
     fields = parser.add_argument_group("config fields (override the config and the file)")
     docs = field_docs()
     for item in dataclasses.fields(TrainConfig):
@@ -81,6 +82,9 @@ def _parser_for(item: dataclasses.Field):
 def run_train(args) -> int:
     flags = {item.name: getattr(args, item.name) for item in dataclasses.fields(TrainConfig)
              if item.name not in NOT_FLAGS and getattr(args, item.name) is not None}
+    if args.wandb is not None and not args.wandb.strip():
+        raise InvalidValueError("--wandb '': the Weights & Biases project name is empty; give one, e.g. --wandb "
+                                "tag-study")
     if args.resume:
         ignored = (sorted(set(flags) - {"iterations"}) + (["--set"] if args.set else [])
                    + (["--opponent"] if args.opponent else []))
@@ -90,15 +94,12 @@ def run_train(args) -> int:
         if args.seeds is not None or args.sweep:
             raise InvalidValueError("--resume continues an experiment with its own seeds and sweep; leave out "
                                     "--seeds and --sweep")
+        loggers = dict(progress=None if args.quiet else sys.stderr, wandb=args.wandb, tensorboard=args.tensorboard)
         if is_experiment(args.run_dir):
-            if args.wandb:
-                raise InvalidValueError(WANDB_EXPERIMENTS)
-            train_experiment(None, args.run_dir, resume=True, iterations=flags.get("iterations"),
-                             progress=None if args.quiet else sys.stderr)
+            train_experiment(None, args.run_dir, resume=True, iterations=flags.get("iterations"), **loggers)
             print_experiment_next_steps(args.run_dir)
             return 0
-        trainer = train(None, args.run_dir, resume=True, iterations=flags.get("iterations"),
-                        progress=None if args.quiet else sys.stderr, wandb=args.wandb)
+        trainer = train(None, args.run_dir, resume=True, iterations=flags.get("iterations"), **loggers)
         print_next_steps(trainer.world.is_writer, args.run_dir)
         return 0
     layers = [PRESETS[args.config]] if args.config else []
@@ -112,19 +113,37 @@ def run_train(args) -> int:
     env_id = next((layer["env"] for layer in reversed(layers) if "env" in layer), TrainConfig.env)
     layers.append({"env_params": parse_env_settings(env_id, args.set)})
     config = build_config(*layers)
+    _check_flags(args, flags, config)
     run_dir = args.run_dir or default_run_dir(config)
     if args.seeds is not None or args.sweep or experiment:
-        seeds = (parse_seeds(args.seeds) if args.seeds is not None else seeds_from_file(experiment["seeds"])
+        file_seeds = f"{args.config_file}: seeds"
+        seeds = (parse_seeds(args.seeds) if args.seeds is not None else seeds_from_file(experiment["seeds"], file_seeds)
                  if "seeds" in experiment else (config.seed,))
-        sweep = {**check_sweep(experiment.get("sweep", {}), config.env), **parse_sweep(args.sweep, config.env)}
-        if args.wandb:
-            raise InvalidValueError(WANDB_EXPERIMENTS)
-        train_experiment(config, run_dir, seeds=seeds, sweep=sweep, progress=None if args.quiet else sys.stderr)
+        sweep = {**check_sweep(experiment.get("sweep", {}), config.env, f"{args.config_file}: [sweep]"),
+                 **parse_sweep(args.sweep, config.env)}
+        train_experiment(config, run_dir, seeds=seeds, sweep=sweep, progress=None if args.quiet else sys.stderr,
+                         wandb=args.wandb, tensorboard=args.tensorboard)
         print_experiment_next_steps(run_dir)
         return 0
-    trainer = train(config, run_dir, progress=None if args.quiet else sys.stderr, wandb=args.wandb)
+    trainer = train(config, run_dir, progress=None if args.quiet else sys.stderr, wandb=args.wandb,
+                    tensorboard=args.tensorboard)
     print_next_steps(trainer.world.is_writer, run_dir)
     return 0
+
+
+def _check_flags(args, flags: dict, config: TrainConfig) -> None:
+    """Flags that another flag makes meaningless are an error naming both; the rule that --env drops
+    a preset's environment parameters is said when it applies."""
+    if args.seeds is not None and "seed" in flags:
+        raise InvalidValueError(f"--seed {flags['seed']} and --seeds {args.seeds} both choose the seed; give the "
+                                f"seeds with --seeds alone (e.g. --seeds {flags['seed']}-{flags['seed'] + 1})")
+    if "policy_head" in flags and not layout(config.env, 1, **config.env_params)[0].continuous:
+        raise InvalidValueError(f"--policy-head {flags['policy_head']} chooses the distribution of continuous "
+                                f"actions, and {config.env}'s actions are discrete; leave it out")
+    preset = PRESETS.get(args.config or "", {})
+    if "env" in flags and preset.get("env_params") and preset["env"] != flags["env"]:
+        print(f"note: --env {flags['env']} replaces --config {args.config}'s environment ({preset['env']}), and so "
+              f"its environment parameters too; give {flags['env']}'s own with --set", file=sys.stderr)
 
 
 def print_next_steps(is_writer: bool, run_dir: Path) -> None:
@@ -143,12 +162,13 @@ def print_experiment_next_steps(directory: Path) -> None:
 def add_evaluate(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("source", type=Path, help="a run directory, a checkpoint file, or an experiment directory "
                                                   "(every run, and each setting over its seeds)")
-    parser.add_argument("--episodes", type=positive_int, default=200, help="episodes to finish (default 200)")
+    parser.add_argument("--episodes", type=positive_int, default=EPISODES,
+                        help=f"episodes to finish (default {EPISODES})")
     parser.add_argument("--measure", metavar="NAME",
                         help="an experiment's figure aggregated over seeds: a per-episode mean of the first play, "
                              "e.g. tags_per_episode (default: the return of the first learning role)")
-    parser.add_argument("--num-envs", type=positive_int, default=64,
-                        help="environments played together (default 64)")
+    parser.add_argument("--num-envs", type=positive_int, default=NUM_ENVS,
+                        help=f"environments played together (default {NUM_ENVS})")
     parser.add_argument("--random", action="append", default=[], metavar="ROLE",
                         help="this role acts uniformly at random instead (repeatable)")
     only = parser.add_mutually_exclusive_group()
@@ -162,6 +182,15 @@ def add_evaluate(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", type=file_path, metavar="FILE",
                         help="also write every figure, the run's config, these settings, the device and the "
                              "warpsim commit to FILE")
+    experiment = parser.add_argument_group("an experiment's settings compared")
+    experiment.add_argument("--baseline", metavar="SETTING",
+                            help="compare each setting against this one, as printed, e.g. entropy_coef=0 (default: "
+                                 "every pair)")
+    experiment.add_argument("--lower-is-better", action="store_true",
+                            help="the measure is better lower, e.g. episode_length for taggers (default: higher)")
+    experiment.add_argument("--csv", type=file_path, metavar="FILE",
+                            help="also write every figure of every play, per run and per setting with its "
+                                 "aggregates and intervals, to FILE")
     _add_playing_options(parser)
     parser.set_defaults(run=run_evaluate, plays=tuple(PLAYS))
 
@@ -169,20 +198,28 @@ def add_evaluate(parser: argparse.ArgumentParser) -> None:
 def run_evaluate(args) -> int:
     if args.json is not None:  # before the episodes are played
         output_file(args.json, "evaluation file", ".json")
+    if args.csv is not None:
+        output_file(args.csv, "evaluation table", ".csv")
     settings = dict(num_envs=args.num_envs, random_roles=tuple(args.random), plays=args.plays,
                     compare_random=args.compare_random, seed=args.seed, backend=args.backend,
                     env_params=_env_changes(args))
     if is_experiment(args.source):
-        result: RunEvaluation | ExperimentEvaluation = evaluate_experiment(
-            args.source, args.episodes, measure=args.measure, progress=sys.stderr, **settings)
-    elif args.measure is not None:
-        raise InvalidValueError(f"--measure aggregates an experiment's runs, and {args.source} is not an experiment "
-                                f"(no experiment.json); leave it out")
+        experiment = evaluate_experiment(args.source, args.episodes, measure=args.measure,
+                                         lower_is_better=args.lower_is_better, baseline=args.baseline,
+                                         progress=sys.stderr, **settings)
+        result: RunEvaluation | ExperimentEvaluation = experiment
     else:
+        given = [flag for flag, value in (("--measure", args.measure), ("--baseline", args.baseline),
+                                          ("--lower-is-better", args.lower_is_better), ("--csv", args.csv)) if value]
+        if given:
+            raise InvalidValueError(f"{given[0]} compares an experiment's runs, and {args.source} is not an "
+                                    f"experiment (no experiment.json); leave it out")
         result = evaluate_run(args.source, args.episodes, **settings)
     print(result)
     if args.json is not None:
         print(f"wrote {result.write_json(args.json)}")
+    if args.csv is not None:
+        print(f"wrote {experiment.write_csv(args.csv)}")
     return 0
 
 
@@ -220,8 +257,9 @@ def add_plot(parser: argparse.ArgumentParser) -> None:
                                          "per episode, e.g. tags_per_episode)")
     parser.add_argument("--out", type=file_path,
                         help="the .png to write (default RUN_DIR/<metric>.png of the first run)")
-    parser.add_argument("--baseline-episodes", type=int, default=64,
-                        help="episodes of uniformly random play for the dashed baseline (0: none; default 64)")
+    parser.add_argument("--baseline-episodes", type=int, default=EPISODES,
+                        help=f"episodes of uniformly random play for the dashed baseline, played as warpsim evaluate "
+                             f"plays it (0: none; default {EPISODES})")
     parser.set_defaults(run=run_plot)
 
 
@@ -262,7 +300,7 @@ def directory_path(text: str) -> Path:
 
 
 def _add_playing_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--seed", type=int, default=1, help="seeds the starts and any sampling (default 1)")
+    parser.add_argument("--seed", type=int, default=SEED, help=f"seeds the starts and any sampling (default {SEED})")
     parser.add_argument("--backend", default="auto", help="auto (default), cuda or numpy")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="change an environment parameter that keeps the shapes, e.g. --set episode_length=200")
