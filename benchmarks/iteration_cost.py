@@ -7,7 +7,7 @@ What is counted:
 
 * eagerly, every aten operation that launches a kernel on a GPU (views, allocations and
   metadata launch none), and the bytes it reads and writes: its tensors' sizes, an expanded
-  input counted once;
+  input counted once; the environments' own step is left out;
 * a compiled region (``TrainConfig.compile``), from inductor's own output: its generated
   kernels and the matrix products it calls (the launches of its wrapper code); its bytes from
   inductor's count where it gives one (Triton kernels, on a GPU), otherwise, on a CPU, what
@@ -165,6 +165,14 @@ def analyse(wrapper: compiled.Compiled, args: tuple) -> Tally:
     return tally
 
 
+def uncounted(function):
+    """``function``, run with the counters paused."""
+    def run(*args, **kwargs):
+        with _disable_current_modes():
+            return function(*args, **kwargs)
+    return run
+
+
 def trainer_for(name: str, num_envs: int, compile_setting: str, device: str) -> Trainer:
     named = NAMED_CONFIGS[name]
     backend = "cuda" if device == "cuda" else "numpy"
@@ -179,6 +187,8 @@ def count(name: str, num_envs: int, compile_setting: str, device: str) -> dict:
     compiles): kernels per environment step and per optimizer step, and the bytes of each."""
     trainer = trainer_for(name, num_envs, compile_setting, device)
     trainer.iterate()
+    for env in trainer.envs:  # the environments' own work is not the policy step's
+        env.step = uncounted(env.step)  # type: ignore[method-assign]
     rollout, update = Counter(), Counter()
     with CountedRegions(rollout), rollout:
         next_values = trainer.rollout()

@@ -11,13 +11,13 @@ from numba import cuda
 from tag_continuous_helpers import random_state, twin_envs
 
 import warpsim
+from warpsim.analysis.evaluate import Player, evaluate
 from warpsim.check import check
 from warpsim.cli import main
 from warpsim.envs.tag_continuous import TagContinuousParams
 from warpsim.errors import InvalidValueError
 from warpsim.kernels.bfloat16 import bfloat16_bits, bfloat16_bits_device
 from warpsim.train import TrainConfig, Trainer
-from warpsim.analysis.evaluate import Player, evaluate
 
 EDGE_BITS = np.array([
     0x3F808000, 0x3F818000,  # ties: down to the even 0x3F80, up to the even 0x3F82

@@ -13,6 +13,7 @@ from test_run_faults import records
 
 import warpsim
 from warpsim.actions import RandomActions
+from warpsim.analysis.evaluate import Player, evaluate
 from warpsim.check import check
 from warpsim.cli import main
 from warpsim.envs.tag_continuous import TagContinuous
@@ -22,7 +23,6 @@ from warpsim.layout import check_actions
 from warpsim.spec import EnvSpec
 from warpsim.train import TrainConfig, Trainer, train
 from warpsim.train.action_heads import GaussianHead, TanhNormalHead
-from warpsim.analysis.evaluate import Player, evaluate
 
 BEACON: dict[str, Any] = dict(num_agents=3, episode_length=6, continuous_actions=True)
 

@@ -6,10 +6,10 @@ import pytest
 import torch
 from ticks_env import Ticks
 
+from warpsim.analysis.evaluate import Player, evaluate
 from warpsim.environment import Environment
 from warpsim.roles import roles_of
 from warpsim.train.episodes import EpisodeStats
-from warpsim.analysis.evaluate import Player, evaluate
 
 
 def test_terminated_says_which_ends_were_by_the_rules():

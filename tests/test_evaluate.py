@@ -6,12 +6,12 @@ import subprocess
 
 import pytest
 
+from warpsim import commands
 from warpsim import source_commit as commit_module
+from warpsim.analysis.evaluate import article, evaluate_run
 from warpsim.cli import main
 from warpsim.errors import InvalidValueError
 from warpsim.source_commit import source_commit
-from warpsim import commands
-from warpsim.analysis.evaluate import article, evaluate_run
 
 PLAY_HEADER = re.compile(r"^(sampled|greedy|uniformly random) play \(.+\): (\d+) episodes, (\d+) steps of every "
                          r"environment$")

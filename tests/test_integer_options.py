@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import warpsim
+from warpsim.analysis.render import write_gif
 from warpsim.bench.peers import taggers_and_runners
 from warpsim.bench.policy_tiers import run_policy_tier
 from warpsim.bench.runner import run_sim
@@ -12,7 +13,6 @@ from warpsim.bench.sweeps import NAMED_SWEEPS
 from warpsim.check import check
 from warpsim.configs import BenchConfig
 from warpsim.errors import InvalidValueError
-from warpsim.analysis.render import write_gif
 
 
 def beacon(num_envs=2):

@@ -10,11 +10,11 @@ keeps pytest's own lines (``warpsim train --config PRESET`` shows the progress).
 import pytest
 
 import warpsim
+from warpsim.analysis.evaluate import Evaluation, Player, evaluate
 from warpsim.envs.template.heuristic import walk_to_beacon
 from warpsim.roles import roles_of
 from warpsim.train.config import build_config
 from warpsim.train.episodes import EpisodeStats
-from warpsim.analysis.evaluate import Evaluation, Player, evaluate
 from warpsim.train.loop import train
 from warpsim.train.presets import PRESETS
 

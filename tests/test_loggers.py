@@ -34,7 +34,7 @@ def fake_wandb(monkeypatch):
         return FakeRun(calls)
 
     module = types.ModuleType("wandb")
-    setattr(module, "init", init)
+    module.init = init  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "wandb", module)
     return calls
 

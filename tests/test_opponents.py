@@ -6,10 +6,10 @@ from typing import Any
 import pytest
 import torch
 
+from warpsim.analysis.evaluate import evaluate_run
 from warpsim.cli import main
 from warpsim.errors import InvalidValueError, RunFileError
 from warpsim.train import TrainConfig, Trainer
-from warpsim.analysis.evaluate import evaluate_run
 from warpsim.train.loop import train
 from warpsim.train.policy import StackedLinear
 

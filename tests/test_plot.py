@@ -5,10 +5,10 @@ from typing import Any
 
 import pytest
 
+from warpsim.analysis.plot import curve_points, plot_runs, read_metrics
 from warpsim.cli import main
 from warpsim.train import TrainConfig
 from warpsim.train.loop import train
-from warpsim.analysis.plot import curve_points, plot_runs, read_metrics
 
 pytest.importorskip("matplotlib")
 

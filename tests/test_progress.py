@@ -8,9 +8,8 @@ from typing import Any
 
 import pytest
 
-from warpsim.train import TrainConfig
+from warpsim.train import TrainConfig, progress
 from warpsim.train.loop import train
-from warpsim.train import progress
 from warpsim.train.progress import ProgressBar
 
 METRICS = {"steps_per_second": 123456.0, "return_tagger": 1.5, "return_runner": -2.25, "tags_per_episode": 3.0}

@@ -1,5 +1,6 @@
 """Drawing: a role has one colour in every environment, by its name."""
 
+import numpy as np
 import pytest
 
 import warpsim
@@ -31,3 +32,38 @@ def test_the_legend_hides_no_part_of_the_arena():
     legend, arena = canvas.legend.get_window_extent(renderer), canvas.axes.get_window_extent(renderer)
     assert not legend.overlaps(arena)
     assert 0 <= legend.y0 and legend.x0 >= 0 and legend.x1 <= image.shape[1], "the legend is inside the image"
+
+
+def test_a_frame_shows_headings_trails_marks_where_agents_leave_and_the_events_so_far():
+    pytest.importorskip("matplotlib")
+    from warpsim.analysis.evaluate import Player
+    from warpsim.analysis.render import play_episode
+
+    env = warpsim.make("tag_continuous", 1, backend="numpy", seed=3, num_taggers=2, num_runners=6, grid_length=2.0,
+                       tagging_distance=0.3, episode_length=40)
+    frames = play_episode(Player(env, None, seed=3), max_steps=40)
+    assert frames[0].counts == {"tags": 0} and frames[0].headings is not None
+    assert [frame.counts["tags"] for frame in frames] == sorted(frame.counts["tags"] for frame in frames)
+    tagged_at = next(index for index, frame in enumerate(frames) if frame.counts["tags"] > 0)
+    canvas = FrameCanvas(env.spec, env.display_name)
+    for frame in frames[:tagged_at + 1]:
+        canvas.show(frame)
+    assert canvas.title.get_text().endswith(f"t = {frames[tagged_at].time}  tags {frames[tagged_at].counts['tags']}")
+    left = frames[tagged_at - 1].active & ~frames[tagged_at].active
+    assert np.asarray(canvas.marks.get_offsets()).shape[0] == left.sum() > 0, "a cross where each tagged runner left"
+    trails = canvas.trails.get_segments()
+    assert len(trails[0]) == min(tagged_at + 1, 6), "the tagger trails its last positions"
+    assert all(len(arrow) == 2 for arrow, active in zip(canvas.arrows.get_segments(), frames[tagged_at].active)
+               if active)
+    canvas.show(frames[0])  # an earlier time: a new episode, its trails and marks start anew
+    assert len(canvas.trails.get_segments()[0]) == 1 and np.asarray(canvas.marks.get_offsets()).shape[0] == 0
+
+
+def test_a_frame_without_headings_or_counts_still_draws():
+    """A custom environment's frame() need fill only positions, activity, extent and time."""
+    pytest.importorskip("matplotlib")
+    env = warpsim.make("tag_gridworld", 1, backend="numpy", num_taggers=2)
+    canvas = FrameCanvas(env.spec, env.display_name)
+    image = canvas.draw(env.frame(0))
+    assert env.frame(0).headings is None and env.frame(0).counts == {}
+    assert image.ndim == 3 and canvas.title.get_text().endswith("t = 0") and canvas.arrows.get_segments() == []

@@ -8,10 +8,10 @@ import pytest
 import torch
 
 import warpsim
+from warpsim.analysis.evaluate import Player, load_run
 from warpsim.errors import InvalidTypeError, InvalidValueError, UnavailableError
 from warpsim.roles import roles_of
 from warpsim.train import TrainConfig
-from warpsim.analysis.evaluate import Player, load_run
 from warpsim.train.loop import train
 
 GRID: dict[str, Any] = dict(env="tag_gridworld", env_params=dict(num_taggers=2, grid_length=5, episode_length=12),

@@ -19,6 +19,12 @@ OTHER_COLOURS = ("tab:green", "tab:orange", "tab:purple", "tab:brown", "tab:pink
 """Colours of the other roles, in the order they are declared."""
 CANVAS_INCHES, CANVAS_DPI = 4, 80
 """A canvas is CANVAS_INCHES square at CANVAS_DPI: 320 x 320 pixels."""
+TRAIL = 6
+"""Frames of each agent's trail: where it was, drawn faint behind it."""
+MARK_FRAMES = 8
+"""Frames a mark stays where an agent left the game (a runner tagged out)."""
+ARROW = 0.04
+"""A heading's arrow, as a share of the arena's width."""
 
 
 def role_colours(role_names) -> list[str]:
@@ -34,11 +40,14 @@ def agent_colours(spec: EnvSpec) -> list[str]:
 
 
 class FrameCanvas:
-    """A matplotlib figure (Agg, no window) that draws Frames of one environment.
+    """A matplotlib figure (Agg, no window) that draws Frames of one environment, in order.
 
     Agents are coloured by role, with a legend of the roles that have agents below the arena; agents out
-    of the game are faded. ``show(frame)`` updates the figure, ``draw(frame)`` also renders
-    it to uint8[H, W, 3].
+    of the game are faded. Each agent trails its last positions; an agent with a heading
+    (``Frame.headings``) points an arrow along it; where an agent leaves the game (a runner
+    tagged out) a cross stays for a few frames. The title gives the step and the episode's
+    events so far (``Frame.counts``). An earlier time than the last frame's starts a new episode.
+    ``show(frame)`` updates the figure, ``draw(frame)`` also renders it to uint8[H, W, 3].
     """
 
     def __init__(self, spec: EnvSpec, name: str | None):
@@ -60,18 +69,45 @@ class FrameCanvas:
         # Below the arena, not in it: a legend inside would hide the agents in its corner.
         self.legend = self.axes.legend(loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=len(spec.role_names),
                                        fontsize=7, frameon=False)
-        self.points = self.axes.scatter(np.zeros(len(roles)), np.zeros(len(roles)), c=agent_colours(spec), s=25)
+        from matplotlib.collections import LineCollection
+
+        colours = agent_colours(spec)
+        self.trails = LineCollection([], colors=colours, linewidths=1.0, alpha=0.35)
+        self.axes.add_collection(self.trails)
+        self.points = self.axes.scatter(np.zeros(len(roles)), np.zeros(len(roles)), c=colours, s=25)
+        self.arrows = LineCollection([], colors=colours, linewidths=1.2)
+        self.axes.add_collection(self.arrows)
+        self.marks = self.axes.scatter([], [], marker="x", c="black", s=30, linewidths=1.2)
         self.title = self.axes.set_title("", fontsize=8)
         self.name = name
+        self._history: list[Frame] = []
+        self._left: list[tuple[np.ndarray, int]] = []
+        """(position, time) where agents left the game lately."""
 
     def show(self, frame: Frame) -> None:
-        """Moves the agents, their fading and the title to ``frame``."""
+        """Moves the agents, their trails, arrows, fading, marks and the title to ``frame``."""
+        if self._history and frame.time < self._history[-1].time:
+            self._history, self._left = [], []
+        if self._history:
+            left = self._history[-1].active & ~frame.active
+            self._left += [(self._history[-1].positions[agent], frame.time) for agent in np.flatnonzero(left)]
+        self._left = [(position, time) for position, time in self._left if frame.time - time < MARK_FRAMES]
+        self._history = [*self._history[-(TRAIL - 1):], frame]
         margin = 0.03 * frame.extent
         self.axes.set_xlim(-margin, frame.extent + margin)
         self.axes.set_ylim(-margin, frame.extent + margin)
         self.points.set_offsets(frame.positions)
         self.points.set_alpha(np.where(frame.active, 1.0, 0.15).tolist())
-        self.title.set_text(f"{self.name}  t = {frame.time}")
+        path = np.stack([old.positions for old in self._history], axis=1)  # [N, frames, 2]
+        self.trails.set_segments([trail if active else trail[:0] for trail, active in zip(path, frame.active)])
+        if frame.headings is not None:
+            length = ARROW * frame.extent
+            tips = frame.positions + length * np.stack([np.cos(frame.headings), np.sin(frame.headings)], axis=1)
+            self.arrows.set_segments([np.stack([start, tip]) if active else np.zeros((0, 2))
+                                      for start, tip, active in zip(frame.positions, tips, frame.active)])
+        self.marks.set_offsets(np.array([position for position, _ in self._left]).reshape(-1, 2))
+        counts = "".join(f"  {name} {count}" for name, count in frame.counts.items())
+        self.title.set_text(f"{self.name}  t = {frame.time}{counts}")
 
     def draw(self, frame: Frame) -> np.ndarray:
         """uint8[H, W, 3]: ``frame`` rendered."""

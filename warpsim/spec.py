@@ -3,7 +3,7 @@ and the namespace through which its arrays are reached by name."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -104,6 +104,11 @@ class Frame:
     """The arena is the square [0, extent] x [0, extent]."""
     time: int
     """Steps since the environment's reset."""
+    headings: np.ndarray | None = None
+    """float[N], each agent's heading in radians (drawn as a short arrow), for an environment that has one."""
+    counts: dict[str, int] = field(default_factory=dict)
+    """Events of the episode so far by counter (e.g. ``{"tags": 3}``), shown in the title; ``play_episode``
+    fills it from the environment's counters."""
 
 
 class ArrayNamespace:

@@ -134,7 +134,7 @@ class TagContinuous(Environment):
         s = self.state
         positions = np.stack([s.loc_x[env_index].cpu().numpy(), s.loc_y[env_index].cpu().numpy()], axis=1)
         return Frame(positions, s.still_in_game[env_index].cpu().numpy() == 1,
-                     self.params.grid_length, int(s.t[env_index]))
+                     self.params.grid_length, int(s.t[env_index]), headings=s.direction[env_index].cpu().numpy())
 
     def game_over(self) -> torch.Tensor:
         """bool[E]: every runner has been tagged out (only when tagged runners leave)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from pathlib import Path
 
@@ -18,16 +19,24 @@ EPISODE_FILE = "episode.gif"
 
 
 def play_episode(player: Player, max_steps: int = 10_000) -> list[Frame]:
-    """Frames of environment 0's next episode (reset first), one before each step."""
+    """Frames of environment 0's next episode (reset first), one before each step, each with the
+    episode's events so far by counter (``Frame.counts``; the counters count from the environment's making)."""
     env = player.env
     player.reset()
+    start = _counters(env)
     frames = []
     for _ in range(max_steps):
-        frames.append(env.frame(0))
+        counts = {name: count - start[name] for name, count in _counters(env).items()}
+        frames.append(dataclasses.replace(env.frame(0), counts=counts))
         player.step()
         if bool(env.done[0]):  # the step also reset the environment: its end state is gone
             break
     return frames
+
+
+def _counters(env: Environment) -> dict[str, int]:
+    """Environment 0's counters (``EnvSpec.counters``) now."""
+    return {name: int(getattr(env.state, name)[0]) for name in env.spec.counters}
 
 
 def write_gif(frames: list[Frame], env: Environment, path: Path | str, fps: int = 10) -> Path:

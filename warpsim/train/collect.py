@@ -86,7 +86,7 @@ class Collector:
         self.at_step = [{name: rollout.at(t) for name, rollout in self.storage.items()}
                         for t in range(self.terminated.shape[1])]
         """Each step's slices of every learning role's rollout, float[R, E, n, ...]."""
-        self.policy_step: Callable[[list[torch.Tensor], list[torch.Tensor], dict, list[list[tuple]]], None] = (
+        self.policy_step: Callable[[dict, list[list[tuple]]], None] = (
             Compiled(self._policy_step, "the rollout's policy step") if self.compiled else self._policy_step)
         """Stores the inputs, acts on draws made beforehand and stores what was done (``_policy_step``)."""
         self.record: Callable[[dict, torch.Tensor, torch.Tensor], None] = (
@@ -98,12 +98,7 @@ class Collector:
         """Steps every environment ``rollout_steps`` times, storing the learning roles' side of each
         step; returns each learning role's value float32[R, E, n] of the final observations."""
         for t in range(self.terminated.shape[1]):
-            inputs = [stack.advance() for stack in self.inputs]
-            # Hybrid: the step's one copy to the networks. Being blocking, it also lets the last update's
-            # non-blocking copies out of the pinned storage finish before this step overwrites it.
-            policy_inputs = [run_inputs.to(self.device) for run_inputs in inputs]
-            self.policy_step(inputs, policy_inputs, self.at_step[t], self.policies.noise(self.rows, self.generators,
-                                                                                        self.device))
+            self.policy_step(self.at_step[t], self.policies.noise(self.rows, self.generators, self.device))
             self._step(self.random_roles)
             self.record(self.at_step[t], self.terminated[:, t], self.truncated[:, t])
         inputs = [stack.peek().to(self.device) for stack in self.inputs]  # hybrid: one more copy per rollout
@@ -113,12 +108,15 @@ class Collector:
         return [self.policies.network(role.name).returns_scale(values.float()).view(len(self.envs), -1, role.count)
                 for role, (_, values) in zip(self.learners, outputs)]
 
-    def _policy_step(self, inputs: list[torch.Tensor], policy_inputs: list[torch.Tensor],
-                     stored: dict[str, RoleRollout], noise: list[list[tuple]]) -> None:
-        """One step of the acting roles: their inputs (each run's float[E, N, D], and on the networks'
-        device) stored, their actions sampled from ``noise`` (``RunPolicies.noise``), and the actions,
-        log-probabilities and values stored in ``stored`` (the step's slices of the rollout) and written
-        where the environments read them."""
+    def _policy_step(self, stored: dict[str, RoleRollout], noise: list[list[tuple]]) -> None:
+        """One step of the acting roles: their inputs (each run's float[E, N, D]) made from the
+        observations and stored, their actions sampled from ``noise`` (``RunPolicies.noise``), and the
+        actions, log-probabilities and values stored in ``stored`` (the step's slices of the rollout) and
+        written where the environments read them."""
+        inputs = [stack.advance() for stack in self.inputs]
+        # Hybrid: the step's one copy to the networks. Being blocking, it also lets the last update's
+        # non-blocking copies out of the pinned storage finish before this step overwrites it.
+        policy_inputs = [run_inputs.to(self.device) for run_inputs in inputs]
         batches = [self._policy_batch(role, inputs, policy_inputs, stored) for role in self.acting]
         acted = self.policies.act_with(batches, self.names, noise, autocast=self.autocast)
         for role, (actions, log_probs, values) in zip(self.acting, acted):
@@ -133,8 +131,9 @@ class Collector:
 
     def _record(self, stored: dict[str, RoleRollout], terminated: torch.Tensor, truncated: torch.Tensor) -> None:
         """The step's rewards and ends stored (in the step's slices of the rollout, and bool[R, E, 1]
-        each), and added to the episode statistics."""
-        for run, env in enumerate(self.envs):
+        each), told to the inputs' history and added to the episode statistics."""
+        for run, (env, stack) in enumerate(zip(self.envs, self.inputs)):
+            stack.stepped()
             for role in self.learners:
                 stored[role.name].rewards[run].copy_(role.of(env.rewards))
             terminated[run, :, 0].copy_(env.terminated)
@@ -157,14 +156,14 @@ class Collector:
         return torch.stack([self.policy_roles[role.name].of(run_inputs).flatten(0, 1) for run_inputs in inputs])
 
     def _step(self, random_roles: list[Role]) -> None:
-        """Draws ``random_roles``' actions, hands the step's actions to the environments and steps them."""
-        for env, stack, actions, generator in zip(self.envs, self.inputs, self.step_actions, self.generators):
+        """Draws ``random_roles``' actions, hands the step's actions to the environments and steps them
+        (the inputs' history learns which ended at ``_record``, or at a staggered start's step)."""
+        for env, actions, generator in zip(self.envs, self.step_actions, self.generators):
             write_random_actions([self.policy_roles[role.name] for role in random_roles], actions,
                                  self.random_actions, generator)
             if self.hybrid:
                 env.actions.copy_(actions)  # the step's one copy back
             env.step()
-            stack.stepped()
 
     def stagger_starts(self, steps: int) -> None:
         """Plays ``steps`` steps at random, resetting each environment once at a random one of
@@ -176,7 +175,8 @@ class Collector:
                       for env, generator in zip(self.envs, self.generators)]
         for step in range(steps):
             self._step(self.roles)
-            for env, stats, at in zip(self.envs, self.stats, restart_at):
+            for env, stack, stats, at in zip(self.envs, self.inputs, self.stats, restart_at):
+                stack.stepped()
                 stats.record()
                 restart = at == step
                 env.reset(restart)

@@ -1,5 +1,5 @@
 """The fused path (``TrainConfig.compile``): the rollout's policy step and record of a step, and
-the update's minibatch step, each one ``torch.compile`` region.
+the update's GAE and minibatch step, each one ``torch.compile`` region.
 
 Eagerly, one policy step is some two hundred kernels and one minibatch step some thousand,
 each a launch and a pass over memory; most of them are small elementwise operations that

@@ -10,9 +10,8 @@ device from the host, so that a CUDA graph can capture the update whole.
 
 On the fused path (``compiled``) a minibatch step is one compiled function: the minibatch's
 gather, the forward passes, the loss, the gradients (``torch.func.grad``), their clipping,
-Adam and the step's statistics. The eager path is the reference, with autograd and the
-optimizer. GAE stays eager on both: compiled, its T-step recurrence became T kernels anyway
-and took minutes to compile at T=100.
+Adam and the step's statistics; GAE is one more. The eager path is the reference, with
+autograd and the optimizer.
 """
 
 from __future__ import annotations
@@ -66,7 +65,7 @@ class Learner:
     device: torch.device
     autocast: Callable[[], AbstractContextManager] = contextlib.nullcontext
     compiled: bool = False
-    """Whether a minibatch step runs fused, one compiled function (compiled.py)."""
+    """Whether a minibatch step and GAE run fused, one compiled function each (compiled.py)."""
     scaler: torch.amp.GradScaler | None = field(init=False)
     """fp16's gradient scaler (None otherwise)."""
 
@@ -95,6 +94,8 @@ class Learner:
         """How much of the returns' variance the values explained in the last rollout (mean over learning roles)."""
         self.run_index = torch.arange(runs, device=device)[:, None]
         """int64[R, 1]: picks each run's row of the samples with its own minibatch indices."""
+        self.gae: Callable[..., tuple[torch.Tensor, torch.Tensor]] = (
+            Compiled(ppo.gae, "GAE") if self.compiled else ppo.gae)
         self.fused_step: Compiled[None] | None = (
             Compiled(self._fused_step, "the update's minibatch step") if self.compiled else None)
         """The whole minibatch step as one compiled function, on the fused path (None: eager)."""
@@ -108,7 +109,7 @@ class Learner:
         samples, explained = [], []
         for role, rollout, next_value in zip(self.learners, rollouts, next_values):
             # GAE runs over the steps: [T, R, E, n], each run with its own gamma and lambda.
-            advantages, returns = (x.transpose(0, 1) for x in ppo.gae(
+            advantages, returns = (x.transpose(0, 1) for x in self.gae(
                 rollout.rewards.transpose(0, 1), rollout.values.transpose(0, 1), terminated.transpose(0, 1),
                 truncated.transpose(0, 1), next_value, self.gamma, self.gae_lambda))
             explained.append(ppo.explained_variance(rollout.values.flatten(1), returns.flatten(1)))

@@ -33,13 +33,14 @@ run). Returns (advantages, returns), float32[T, ...].
     following = torch.cat([values[1:], next_value[None]])  # the value of the observation after each step
     delta = rewards + gamma * (following * continues + values * cut) - values
     decay = gamma * lam * continues
-    # The one sequential part, two operations a step: A[t] = delta[t] + decay[t] * A[t+1].
-    advantages = torch.empty_like(rewards)
+    # The one sequential part, two operations a step: A[t] = delta[t] + decay[t] * A[t+1]. Each step a new
+    # tensor, not a write into the result: compiled, the whole chain is then one elementwise kernel.
     running = torch.zeros_like(next_value)
-    for step_decay, step_delta, step_advantages in zip(*(x.unbind(0)[::-1] for x in (decay, delta, advantages))):
-        torch.mul(step_decay, running, out=step_advantages)
-        step_advantages += step_delta
-        running = step_advantages
+    steps = []
+    for step_decay, step_delta in zip(decay.unbind(0)[::-1], delta.unbind(0)[::-1]):
+        running = step_decay * running + step_delta
+        steps.append(running)
+    advantages = torch.stack(steps[::-1])
     return advantages, advantages + values
 
 

@@ -259,7 +259,7 @@ class Trainer:
 
     def compile_seconds(self) -> float:
         """Seconds the fused path's first calls took, compiling included (0 when eager)."""
-        compiled = [self.collector.policy_step, self.collector.record, self.learner.fused_step]
+        compiled = [self.collector.policy_step, self.collector.record, self.learner.gae, self.learner.fused_step]
         return sum(function.seconds for function in compiled if isinstance(function, Compiled))
 
     # ----- one iteration ------------------------------------------------------------
