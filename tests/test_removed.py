@@ -34,7 +34,7 @@ def test_mypy_flags_every_use_of_a_removed_api(tmp_path):
     flagged = {line.split(":")[1] for line in out.splitlines() if ": error:" in line}
     assert flagged == {"7", "11", "15"}, out
     assert "Trainer.generator is deprecated: removed in 0.2.0: use trainer.generators[run]" in out
-    assert "Environment.launch is deprecated: removed in 0.2.0" in out
+    assert "RemovedEnvironmentMethods.launch is deprecated: removed in 0.2.0: write self.run" in out
 
 
 @pytest.mark.parametrize("module", ["evaluate", "plot", "render"])

@@ -21,11 +21,10 @@ auto-resets finished environments, the same way for every environment.
 from __future__ import annotations
 
 import functools
-from typing import Any, ClassVar, NoReturn
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
-from typing_extensions import deprecated
 
 from warpsim.binding import MASK, Binding, bind, check_constant, check_mask, is_kernel, kernel_name, params_values
 from warpsim.checked_mode import CHECK_EVERY, CheckedMode
@@ -36,7 +35,7 @@ from warpsim.inputs import as_input_tensor
 from warpsim.kernels.random import seed_to_uint64
 from warpsim.kernels.reset import count_resets
 from warpsim.layout import Layout, array_shapes, scratch_shapes, shapes_bytes
-from warpsim.removed import removed
+from warpsim.removed import RemovedEnvironmentMethods
 from warpsim.spec import ArrayNamespace, EnvSpec, Frame, StateArray
 from warpsim.validation import require_int
 
@@ -51,7 +50,7 @@ class _DisplayName:
         return owner.name or owner.__name__
 
 
-class Environment(CheckedMode):
+class Environment(CheckedMode, RemovedEnvironmentMethods):
     """Base class of warpsim's batched environments (see the module docstring).
 
     A subclass sets ``name`` and ``Params`` (a frozen dataclass) and writes these hooks
@@ -299,20 +298,6 @@ class Environment(CheckedMode):
     def _known_masks(self) -> tuple:
         """The runtime's own bool[E] views, passed to ``run`` every step: checked once, here."""
         return self.every_env, self._no_env, self._reset_mask_view, self.views.done
-
-    @deprecated("removed in 0.2.0: write self.run(kernel, per=...)", category=None)
-    def launch(self, *args: Any, **kwargs: Any) -> NoReturn:
-        """Removed in 0.2.0 (see ``run``)."""
-        raise removed("Environment.launch(kernel, num_items, *arguments)", "0.2.0",
-                      "write self.run(kernel, per='agent', 'env' or 'block'), which binds the kernel's arguments by "
-                      "their names (docs/custom_envs.md, 'Porting from launch')")
-
-    @deprecated("removed in 0.2.0: write self.add_constants(name=values) in setup()", category=None)
-    def constant(self, *args: Any, **kwargs: Any) -> NoReturn:
-        """Removed in 0.2.0 (see ``add_constants``)."""
-        raise removed("Environment.constant(values)", "0.2.0",
-                      "write self.add_constants(name=values) in setup(), and give the kernel a parameter of that "
-                      "name (docs/custom_envs.md, 'Porting from launch')")
 
     def _kernel_values(self) -> dict[str, Any]:
         """What ``run`` binds kernel parameters from, by name."""

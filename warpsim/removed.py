@@ -8,7 +8,9 @@ the one that removed it (CHANGELOG.md lists them).
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import Any, NoReturn
+
+from typing_extensions import deprecated
 
 from warpsim.errors import WarpsimError
 
@@ -32,3 +34,22 @@ class RemovedOption(argparse.Action):
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
                  option_string: str | None = None) -> None:
         parser.exit(2, f"{parser.prog}: error: {removed(option_string or self.dest, self.version, self.replacement)}\n")
+
+
+class RemovedEnvironmentMethods:
+    """``Environment``'s methods removed in 0.2.0, as stubs (typed NoReturn and deprecated, so that mypy
+    flags code that still calls them)."""
+
+    @deprecated("removed in 0.2.0: write self.run(kernel, per=...)", category=None)
+    def launch(self, *args: Any, **kwargs: Any) -> NoReturn:
+        """Removed in 0.2.0 (see ``Environment.run``)."""
+        raise removed("Environment.launch(kernel, num_items, *arguments)", "0.2.0",
+                      "write self.run(kernel, per='agent', 'env' or 'block'), which binds the kernel's arguments by "
+                      "their names (docs/custom_envs.md, 'Porting from launch')")
+
+    @deprecated("removed in 0.2.0: write self.add_constants(name=values) in setup()", category=None)
+    def constant(self, *args: Any, **kwargs: Any) -> NoReturn:
+        """Removed in 0.2.0 (see ``Environment.add_constants``)."""
+        raise removed("Environment.constant(values)", "0.2.0",
+                      "write self.add_constants(name=values) in setup(), and give the kernel a parameter of that "
+                      "name (docs/custom_envs.md, 'Porting from launch')")
