@@ -11,7 +11,9 @@ import pytest
 import torch
 from test_run_faults import cli_error, records
 
-from warpsim.analysis.evaluate_experiment import SettingSummary, _comparisons, _verdict
+from warpsim.analysis import evaluate as evaluate_module
+from warpsim.analysis.evaluate import evaluate_run
+from warpsim.analysis.evaluate_experiment import SettingSummary, _comparisons, _verdict, evaluate_experiment
 from warpsim.analysis.statistics import Estimate, aggregate, compare
 from warpsim.cli import main
 from warpsim.device import Placement
@@ -398,3 +400,24 @@ def test_an_experiment_is_compared_against_a_baseline_and_written_as_a_table(tmp
         capsys, ["evaluate", str(experiment), "--baseline", "nope", "--backend", "numpy"])
     assert "--csv compares an experiment's runs" in cli_error(
         capsys, ["evaluate", str(experiment / "seed=0"), "--csv", str(tmp_path / "x.csv")])
+
+
+def test_an_experiment_plays_random_play_once_and_each_run_as_alone(tmp_path, monkeypatch):
+    """The runs share their environment: random play is played once, and is exactly the one each run
+    plays when evaluated alone; every figure of every run equals its evaluation alone."""
+    experiment = tmp_path / "e"
+    assert main(["train", *GRID_FLAGS, "--iterations", "1", "--seeds", "3", "--run-dir", str(experiment)]) == 0
+    played = []
+    original = evaluate_module.random_play
+
+    def counted(*args, **kwargs):
+        played.append(args)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(evaluate_module, "random_play", counted)
+    together = evaluate_experiment(experiment, 8, num_envs=4, backend="numpy")
+    assert len(played) == 1
+    for run in together.runs:
+        alone = evaluate_run(experiment / run["name"], 8, num_envs=4, backend="numpy")
+        assert run["evaluation"].record()["plays"] == alone.record()["plays"]
+        assert run["evaluation"].record()["random"] == alone.record()["random"]

@@ -308,10 +308,25 @@ def random_play(config: TrainConfig, episodes: int = EPISODES, num_envs: int = N
     return evaluate(Player(env, None, stack_observations=config.stack_observations, seed=seed), episodes)
 
 
+class RandomPlays:
+    """``random_play`` of each environment config asked for, played once: the runs of an experiment
+    that share their environment share its random play, exactly the one each would play alone."""
+
+    def __init__(self, episodes: int, num_envs: int, seed: int, backend: str, env_params: dict | None):
+        self._settings = (episodes, num_envs, seed, backend, env_params)
+        self._played: dict[str, Evaluation] = {}
+
+    def __call__(self, config: TrainConfig) -> Evaluation:
+        key = repr((config.env, config.env_params, config.stack_observations))
+        if key not in self._played:
+            self._played[key] = random_play(config, *self._settings)
+        return self._played[key]
+
+
 def evaluate_run(source: Path | str, episodes: int = EPISODES, *, num_envs: int = NUM_ENVS,
                  random_roles: tuple[str, ...] = (), plays: tuple[str, ...] = tuple(PLAYS),
                  compare_random: bool = True, seed: int = SEED, backend: str = "auto",
-                 env_params: dict | None = None) -> RunEvaluation:
+                 env_params: dict | None = None, random_plays: RandomPlays | None = None) -> RunEvaluation:
     """Plays a run's policies for ``episodes`` episodes in each way of ``plays``; per-episode means.
 
     The roles the run trained against random play (``opponents``) and ``random_roles`` act
@@ -319,7 +334,8 @@ def evaluate_run(source: Path | str, episodes: int = EPISODES, *, num_envs: int 
     most likely one ("greedy"). ``compare_random`` also plays every role at random, once,
     as every play's baseline (``Evaluation.ratios()``). Each play runs on an environment of
     its own made with ``seed``, so all start alike: play that is all random anyway draws
-    exactly what the baseline draws.
+    exactly what the baseline draws. ``random_plays`` keeps the baseline of runs evaluated
+    before (an experiment's, ``evaluate_experiment``); by default it is played here.
     """
     episodes = require_int("episodes", episodes, 1)
     compare_random = require_bool("compare_random", compare_random)
@@ -334,7 +350,8 @@ def evaluate_run(source: Path | str, episodes: int = EPISODES, *, num_envs: int 
             env = _run_env(config, num_envs, backend, seed, env_params)
         results[play] = evaluate(Player(env, policies, greedy=play == "greedy", random_roles=roles,
                                         stack_observations=config.stack_observations, seed=seed), episodes)
-    random = random_play(config, episodes, num_envs, seed, backend, env_params) if compare_random else None
+    random_plays = random_plays or RandomPlays(episodes, num_envs, seed, backend, env_params)
+    random = random_plays(config) if compare_random else None
     return RunEvaluation(
         source=str(source), config=config.to_dict(),
         settings={"episodes": episodes, "num_envs": env.num_envs, "seed": seed, "backend": env.backend,

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from warpsim.analysis.evaluate import RunEvaluation, evaluate_run, finite_or_none
+from warpsim.analysis.evaluate import NUM_ENVS, SEED, RandomPlays, RunEvaluation, evaluate_run, finite_or_none
 from warpsim.analysis.statistics import AGGREGATES, Estimate, aggregate, compare
 from warpsim.errors import InvalidValueError
 from warpsim.files import write_output
@@ -187,6 +187,9 @@ def evaluate_experiment(source: Path | str, episodes: int = 200, *, measure: str
         raise InvalidValueError(f"--baseline {baseline!r} is not a setting of {experiment.path}; its settings: "
                                 f"{'; '.join(labels)}")
     runs: list[dict] = []
+    # Every run plays random play as it would alone; the runs that share their environment share it.
+    random_plays = RandomPlays(episodes, settings.get("num_envs", NUM_ENVS), settings.get("seed", SEED),
+                               settings.get("backend", "auto"), settings.get("env_params"))
     for index, run in enumerate(planned):
         entry = {"name": run.name, "setting": run.setting, "seed": run.config.seed,
                  "diverged_at": diverged.get(run.name), "evaluation": None, "score": math.nan,
@@ -194,7 +197,7 @@ def evaluate_experiment(source: Path | str, episodes: int = 200, *, measure: str
         if run.name not in diverged and entry["trained"]:
             if progress:
                 progress.write(f"evaluating run {index + 1}/{len(planned)}: {run.name}\n")
-            evaluation = evaluate_run(experiment.path / run.name, episodes, **settings)
+            evaluation = evaluate_run(experiment.path / run.name, episodes, random_plays=random_plays, **settings)
             entry["evaluation"], entry["score"] = evaluation, evaluation.plays[plays[0]].means[measure]
         runs.append(entry)
     summaries = {play: _summaries(runs, labels, play, measure, lower_is_better) for play in plays}
