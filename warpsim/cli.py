@@ -28,7 +28,7 @@ from warpsim.registry import parse_env_settings, portable_id, registered
 from warpsim.removed import RemovedOption
 from warpsim.source_commit import source_commit
 from warpsim.train import loop as train_loop
-from warpsim.train.config import COMPILE_SETTINGS, PRECISIONS
+from warpsim.train.config import COMPILE_SETTINGS, PRECISIONS, TrainConfig
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -157,8 +157,9 @@ def _add_bench(parser: argparse.ArgumentParser) -> None:
                         help="off (default): every launch eager; on: each repeat replays its steps (sim) or rollout "
                              "(policy tiers) captured as one CUDA graph (GPU only); both: one record each")
     parser.add_argument("--compile", choices=COMPILE_SETTINGS,
-                        help="policy tiers: the fused path, the policy step and the update compiled (auto, the "
-                             "default: on with CUDA; compiled before the timing, the record gives the seconds)")
+                        help="policy tiers: the trainer's compile setting, as training's (default off, the eager "
+                             "path; on: the policy step and the update compiled before the timing, the record "
+                             "gives the seconds; auto: on with CUDA)")
     parser.add_argument("--compile-loss", action=RemovedOption, version="0.2.0",
                         replacement="--compile on compiles the whole minibatch step and the policy step")
     parser.add_argument("--no-baseline", action="store_true",
@@ -242,7 +243,8 @@ def _run_tier(config: BenchConfig, tier: str, precision: str, options: dict, com
     if tier == "sim":
         return runner.run_sim(config, **options)
     policy_options = {**options, "warmup_steps": 1}
-    return run_policy_tier(config, tier, precision=precision, compile=compile or "auto", **policy_options)
+    return run_policy_tier(config, tier, precision=precision, compile=compile or TrainConfig.compile,
+                           **policy_options)
 
 
 def _bench_config(args) -> BenchConfig:

@@ -48,7 +48,7 @@ FIXED_UPDATE: dict[str, Any] = dict(lr_schedule="constant", minibatch_size=0)
 def run_policy_tier(config: BenchConfig, tier: str, backend: str = "auto", precision: str = "auto",
                     steps: int = 32, repeats: int = 5, warmup_steps: int = 1, seed: int = 0,
                     max_seconds: float | None = None, progress: Progress | None = None, graphs: bool = False,
-                    hidden_size: int = 64, policy_device: str = "auto", compile: str = "auto") -> dict:
+                    hidden_size: int = 64, policy_device: str = "auto", compile: str = TrainConfig.compile) -> dict:
     """Times ``tier`` of ``config``; returns one result record like ``run_sim``'s.
 
     ``warmup_steps`` counts untimed rollouts (or iterations) after start-up. With ``graphs``
