@@ -3,12 +3,13 @@
     runs/<name>/config.json      the full resolved TrainConfig
     runs/<name>/metrics.jsonl    one JSON object per metrics read
     runs/<name>/checkpoint.pt    the latest checkpoint (replaced atomically)
-    runs/<name>/tensorboard/     event files, when the tensorboard package is installed (loggers.py)
+    runs/<name>/tensorboard/     event files, when TensorBoard logs (loggers.py)
     runs/<name>/wandb-run-id     the Weights & Biases run it logs to, with --wandb
 
 A run starts by writing its checkpoint of iteration 0 and then ``config.json``: a
-directory with a ``config.json`` always has a checkpoint to resume from, and one
-without it holds no run (a new run may take it over).
+directory with a ``config.json`` always has a checkpoint to resume from. A new run starts
+only in a new or empty directory (an experiment's own run folders aside), and no output of
+any command replaces one of these files (``output_file``).
 """
 
 from __future__ import annotations
