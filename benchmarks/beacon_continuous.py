@@ -20,14 +20,14 @@ import time
 from pathlib import Path
 
 import warpsim
-from warpsim.envs.template.heuristic import walk_to_beacon
-from warpsim.train.config import build_config
 from warpsim.analysis.evaluate import Player, evaluate
 from warpsim.analysis.evaluate_experiment import evaluate_experiment
+from warpsim.analysis.statistics import aggregate
+from warpsim.envs.template.heuristic import walk_to_beacon
+from warpsim.train.config import build_config
 from warpsim.train.experiment import parse_seeds
 from warpsim.train.loop import train_experiment
 from warpsim.train.presets import PRESETS
-from warpsim.analysis.statistics import aggregate
 
 EVALUATION = dict(num_envs=64, seed=1, backend="numpy")
 """How every run, and the heuristic, is played: ``warpsim evaluate``'s defaults on the CPU."""

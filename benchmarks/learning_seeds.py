@@ -20,8 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from warpsim.train.config import build_config
 from warpsim.analysis.evaluate import PLAYS, evaluate_run
+from warpsim.train.config import build_config
 from warpsim.train.loop import train
 from warpsim.train.presets import PRESETS
 

@@ -421,3 +421,11 @@ def test_an_experiment_plays_random_play_once_and_each_run_as_alone(tmp_path, mo
         alone = evaluate_run(experiment / run["name"], 8, num_envs=4, backend="numpy")
         assert run["evaluation"].record()["plays"] == alone.record()["plays"]
         assert run["evaluation"].record()["random"] == alone.record()["random"]
+
+
+def test_a_baseline_that_ranks_first_is_named_best_only_when_its_lead_is_clear():
+    """Against a baseline the comparisons hold no lead of the baseline itself: the verdict measures them."""
+    best, close = summary(0.0, [10.0, 11.0, 12.0, 13.0, 14.0]), summary(0.01, [9.0, 12.5, 11.5, 13.5, 10.0])
+    comparisons = _comparisons([best, close], "entropy_coef=0.0")
+    assert [setting_label(c.first) for c in comparisons] == ["entropy_coef=0.01"]
+    assert _verdict([best, close], comparisons).startswith("best: none is distinguishable: entropy_coef=0.0 ranks")

@@ -203,11 +203,11 @@ def run_evaluate(args) -> int:
     settings = dict(num_envs=args.num_envs, random_roles=tuple(args.random), plays=args.plays,
                     compare_random=args.compare_random, seed=args.seed, backend=args.backend,
                     env_params=_env_changes(args))
+    result: RunEvaluation | ExperimentEvaluation
     if is_experiment(args.source):
-        experiment = evaluate_experiment(args.source, args.episodes, measure=args.measure,
-                                         lower_is_better=args.lower_is_better, baseline=args.baseline,
-                                         progress=sys.stderr, **settings)
-        result: RunEvaluation | ExperimentEvaluation = experiment
+        result = evaluate_experiment(args.source, args.episodes, measure=args.measure,
+                                     lower_is_better=args.lower_is_better, baseline=args.baseline,
+                                     progress=sys.stderr, **settings)
     else:
         given = [flag for flag, value in (("--measure", args.measure), ("--baseline", args.baseline),
                                           ("--lower-is-better", args.lower_is_better), ("--csv", args.csv)) if value]
@@ -218,8 +218,8 @@ def run_evaluate(args) -> int:
     print(result)
     if args.json is not None:
         print(f"wrote {result.write_json(args.json)}")
-    if args.csv is not None:
-        print(f"wrote {experiment.write_csv(args.csv)}")
+    if isinstance(result, ExperimentEvaluation) and args.csv is not None:
+        print(f"wrote {result.write_csv(args.csv)}")
     return 0
 
 

@@ -204,7 +204,7 @@ def evaluate_experiment(source: Path | str, episodes: int = 200, *, measure: str
     ranked = summaries[plays[0]]
     comparisons = _comparisons(ranked, baseline)
     return ExperimentEvaluation(str(source), measure, lower_is_better, plays, runs, summaries, comparisons,
-                                _verdict(ranked, comparisons if baseline is None else _comparisons(ranked, None)))
+                                _verdict(ranked, comparisons))
 
 
 def _summaries(runs: list[dict], labels: list[str], play: str, measure: str,
@@ -236,13 +236,16 @@ def _comparisons(ranked: list[SettingSummary], baseline: str | None) -> list[Com
 
 
 def _verdict(ranked: list[SettingSummary], comparisons: list[Comparison]) -> str:
-    """The one line on the best setting: the first ranked, if its lead over every other is clear."""
+    """The one line on the best setting: the first ranked, if its lead over every other is clear (the
+    leads ``comparisons`` holds already are not compared again)."""
     scored = [summary for summary in ranked if summary.scores]
     if len(scored) < 2:
         return "best: nothing to compare (fewer than two settings with evaluated runs)"
     best = setting_label(scored[0].setting)
-    leads = [comparison.estimates["iqm_improvement"] for comparison in comparisons
-             if setting_label(comparison.first) == best]
+    compared = {setting_label(comparison.second): comparison.estimates for comparison in comparisons
+                if setting_label(comparison.first) == best}
+    leads = [(compared.get(setting_label(other.setting)) or scored[0].improvement_over(other))["iqm_improvement"]
+             for other in scored[1:]]
     if all(lead.low > 0 for lead in leads):
         return f"best: {best}, its IQM ahead of every other setting's (each lead's 95% interval above 0)"
     return (f"best: none is distinguishable: {best} ranks first, but its lead over another setting has a 95% "

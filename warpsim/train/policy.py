@@ -246,13 +246,6 @@ class RunPolicies(nn.Module):
                 raise RuntimeError(f"{name} has shape {tuple(state[name].shape)}, expected {tuple(tensor.shape[1:])}")
             tensor[run].copy_(state[name])
 
-    def act(self, inputs: list[torch.Tensor], role_names: list[str], generators: list[torch.Generator], *,
-            autocast: Callable[[], AbstractContextManager] = contextlib.nullcontext) -> list[Acted]:
-        """``RolePolicies.act`` for every run at once on inputs float[R, B_r, D]: each run samples
-        with its own generator, so its draws are those it would make alone. Returns [R, B, ...] tensors."""
-        noise = self.noise([batch.shape[1] for batch in inputs], generators, inputs[0].device)
-        return self.act_with(inputs, role_names, noise, autocast=autocast)
-
     def noise(self, rows: list[int], generators: list[torch.Generator], device: torch.device) -> list[list[tuple]]:
         """The draws ``act_with`` samples from for roles of ``rows`` agents each, by role and run: each
         run's from its own generator, in the order a run alone draws them."""
@@ -260,8 +253,9 @@ class RunPolicies(nn.Module):
 
     def act_with(self, inputs: list[torch.Tensor], role_names: list[str], noise: list[list[tuple]], *,
                  autocast: Callable[[], AbstractContextManager] = contextlib.nullcontext) -> list[Acted]:
-        """``act``'s arithmetic on draws made beforehand (``noise``): networks, sampling,
-        log-probabilities and values, with no generator in it, so that it compiles whole."""
+        """``RolePolicies.act`` for every run at once on inputs float[R, B_r, D], sampling from draws made
+        beforehand (``noise``: each run's from its own generator, so its draws are those it would make
+        alone), with no generator in it, so that it compiles whole. Returns [R, B, ...] tensors."""
         with autocast():
             outputs = self(inputs, role_names)
         acted = []
