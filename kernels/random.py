@@ -2,7 +2,13 @@
 
 A draw is a pure function of ``(seed, stream, counter, lane)``, each below 2**32:
 ``stream`` is the environment's index (one stream per environment), ``counter`` its
-episode number and ``lane`` tells apart the draws of one episode. Environments do not
+episode number and ``lane`` tells apart the draws of one episode. Environments may share
+streams: the key kernels are given as ``seed`` (``random_key``) holds the seed in its low 32
+bits and, in its high 32, the complement of S - 1 for a number of streams S, a power of two,
+so that environment e draws from stream e mod S = e & (S - 1) (0: one stream per
+environment, since e & 0xFFFFFFFF = e). Blocks of S environments then replay one another's
+starts and draws, as a batched evaluation's plays need; the mask costs a kernel no branch and
+no division. Environments do not
 number lanes themselves: ``reset_uniform`` and ``step_uniform`` (``_device`` in kernels)
 take the step (0 at the reset), the agent and the draw, and give every number of an
 episode a lane of its own (docs/custom_envs.md, "Random numbers during a step"). Nothing
@@ -23,6 +29,7 @@ _LOW32 = np.uint64(0xFFFFFFFF)
 _SHIFT_8 = np.uint64(8)
 _SHIFT_15 = np.uint64(15)
 _SHIFT_16 = np.uint64(16)
+_SHIFT_32 = np.uint64(32)
 _MULTIPLIER_A = np.uint64(0x7FEB352D)
 _MULTIPLIER_B = np.uint64(0x846CA68B)
 _TO_UNIT = np.float32(1.0 / (1 << 24))
@@ -37,17 +44,25 @@ def mix32(x):
     return x ^ (x >> _SHIFT_16)
 
 
-def random_bits(seed, stream, counter, lane):
-    """32 random bits (as uint64) for one draw. All arguments: uint64 < 2**32."""
-    return mix32(seed ^ mix32(stream ^ mix32(counter ^ mix32(lane))))
+def shared_stream(key, env):
+    """The stream environment ``env`` draws from under ``key``: its own, or env mod the key's
+    number of streams. key: uint64; env: uint64 < 2**32."""
+    return env & ((key >> _SHIFT_32) ^ _LOW32)
+
+
+def random_bits(key, stream, counter, lane):
+    """32 random bits (as uint64) for one draw. key: ``random_key``; the others: uint64 < 2**32."""
+    return mix32((key & _LOW32) ^ mix32(shared_stream(key, stream) ^ mix32(counter ^ mix32(lane))))
 
 
 mix32_device = cuda.jit(device=True)(mix32)
+shared_stream_device = cuda.jit(device=True)(shared_stream)
 
 
 @cuda.jit(device=True)
-def random_bits_device(seed, stream, counter, lane):
-    return mix32_device(seed ^ mix32_device(stream ^ mix32_device(counter ^ mix32_device(lane))))
+def random_bits_device(key, stream, counter, lane):
+    return mix32_device((key & _LOW32) ^ mix32_device(
+        shared_stream_device(key, stream) ^ mix32_device(counter ^ mix32_device(lane))))
 
 
 @cuda.jit(device=True)
@@ -102,8 +117,21 @@ def step_uniform(seed, env, episode, t, agent, num_agents, draw, draws_per_agent
     return uniform(seed, env, episode, lane(t, agent, num_agents, draw, draws_per_agent))
 
 
-def seed_to_uint64(seed: int) -> np.uint64:
-    """Checks a user's seed and returns it as the RNG's key."""
+def random_key(seed: int, streams: int | None = None) -> np.uint64:
+    """Checks a user's seed and number of shared streams (None: one per environment) and returns
+    the RNG's key: the seed in the low 32 bits, the complement of streams - 1 in the high 32."""
     if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or not 0 <= seed < 2**32:
         raise InvalidValueError(f"seed={seed!r} is not allowed; give an integer in [0, 2**32)")
-    return np.uint64(seed)
+    if streams is None:
+        return np.uint64(seed)
+    if not isinstance(streams, (int, np.integer)) or isinstance(streams, bool) or not 1 <= streams <= 2**31 \
+            or streams & (streams - 1):
+        raise InvalidValueError(f"streams={streams!r} is not allowed; give a power of two in [1, 2**31], or None "
+                                f"for one random stream per environment")
+    return np.uint64(seed) | ((np.uint64(streams - 1) ^ _LOW32) << _SHIFT_32)
+
+
+def streams_of(key: np.uint64) -> int | None:
+    """The number of shared streams of a ``random_key``, or None for one per environment."""
+    mask = int(key) >> 32
+    return None if mask == 0 else (mask ^ 0xFFFFFFFF) + 1

@@ -32,7 +32,7 @@ from warpsim.device import Launcher, available_bytes, kernel_view, resolve_place
 from warpsim.errors import DoesNotFitError, InvalidTypeError, InvalidValueError, MissingHookError
 from warpsim.graph import StepGraph
 from warpsim.inputs import as_input_tensor
-from warpsim.kernels.random import seed_to_uint64
+from warpsim.kernels.random import random_key, streams_of
 from warpsim.kernels.reset import count_resets
 from warpsim.layout import Layout, array_shapes, scratch_shapes, shapes_bytes
 from warpsim.removed import RemovedEnvironmentMethods
@@ -98,7 +98,7 @@ class Environment(CheckedMode, RemovedEnvironmentMethods):
         object.__setattr__(self, name, value)
 
     def __init__(self, num_envs: int, params: Any = None, *, backend: str = "auto",
-                 device: str | int | None = None, seed: int = 0, checked: bool = True):
+                 device: str | int | None = None, seed: int = 0, checked: bool = True, streams: int | None = None):
         if params is None:
             params = self.Params()
         if not isinstance(params, self.Params):
@@ -108,7 +108,8 @@ class Environment(CheckedMode, RemovedEnvironmentMethods):
             raise InvalidTypeError(f"checked={checked!r} is not allowed; give True or False")
         self.params = params
         self.num_envs = int(num_envs)
-        self.seed = seed_to_uint64(seed)
+        self.seed = random_key(seed, streams)
+        """The random numbers' key: the seed and the number of shared streams (``kernels.random``)."""
         self.checked = bool(checked)
         self.placement = resolve_placement(backend, device)
         self._check_hooks()
@@ -243,6 +244,12 @@ class Environment(CheckedMode, RemovedEnvironmentMethods):
     @property
     def device(self) -> torch.device:
         return self.placement.torch_device
+
+    @property
+    def streams(self) -> int | None:
+        """How many random streams the environments share (a power of two: environment e draws as
+        e mod streams does), or None when each has its own."""
+        return streams_of(self.seed)
 
     def add_constants(self, **values: Any) -> None:
         """Offers NumPy arrays and scalars to the kernels: ``run`` passes each to the parameters of

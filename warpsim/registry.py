@@ -19,7 +19,7 @@ from warpsim.environment import Environment
 from warpsim.errors import InvalidTypeError, InvalidValueError, UnavailableError, WarpsimError
 from warpsim.layout import Layout
 
-RUNTIME_OPTIONS = ("backend", "device", "seed", "checked")
+RUNTIME_OPTIONS = ("backend", "device", "seed", "checked", "streams")
 ENTRY_POINT_GROUP = "warpsim.envs"
 """Installed packages declare their environments here: id = "package.module:Class"."""
 _registry: dict[str, type[Environment]] = {}
@@ -154,8 +154,10 @@ def make(env: str | type[Environment], num_envs: int = 1, **kwargs: Any) -> Envi
     """Builds ``num_envs`` copies of an environment.
 
     ``kwargs`` are the environment's parameters (fields of its ``Params``) and the
-    runtime options ``backend`` ('auto', 'cuda', 'numpy'), ``device``, ``seed`` and
-    ``checked`` (validate action indices every step). Unknown names are an error.
+    runtime options ``backend`` ('auto', 'cuda', 'numpy'), ``device``, ``seed``, ``checked``
+    (validate action indices every step) and ``streams`` (a power of two: environment e draws its
+    random numbers as environment e mod ``streams`` does; None, the default: each its own).
+    Unknown names are an error.
     """
     cls, params, options = _class_and_params(env, kwargs)
     return cls(num_envs, params, **options)

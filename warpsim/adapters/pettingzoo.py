@@ -37,7 +37,7 @@ import torch
 from warpsim.environment import EnvSpec, Environment
 from warpsim.errors import InvalidTypeError, InvalidValueError
 from warpsim.extras import install_hint
-from warpsim.kernels.random import seed_to_uint64
+from warpsim.kernels.random import random_key
 from warpsim.registry import make
 from warpsim.render import FrameCanvas
 
@@ -120,7 +120,7 @@ class WarpsimParallelEnv(ParallelEnv):
               options: dict[str, Any] | None = None) -> tuple[dict[str, np.ndarray], dict[str, dict]]:
         """Starts a new episode; ``options`` are accepted and unused."""
         if seed is not None:
-            self._restart_stream_from = seed_to_uint64(seed)
+            self._restart_stream_from = random_key(seed, self.env.streams)
         if self._restart_stream_from is not None:
             self._seed = self._restart_stream_from
             self._restart_stream_from = None

@@ -26,7 +26,7 @@ import torch
 from warpsim.environment import Environment
 from warpsim.errors import InvalidTypeError, InvalidValueError
 from warpsim.extras import install_hint
-from warpsim.kernels.random import seed_to_uint64
+from warpsim.kernels.random import random_key
 from warpsim.roles import Role, roles_of
 
 try:
@@ -127,7 +127,7 @@ class TorchRLEnv(EnvBase):
         would. ``None`` keeps the current seed."""
         if seed is None:
             return
-        self.env.seed = seed_to_uint64(seed)
+        self.env.seed = random_key(seed, self.env.streams)
         self.env.state.episode.zero_()
 
 
