@@ -5,7 +5,8 @@
 # scale), bench (the targets of docs/benchmarks.md), bf16 (headline with bfloat16 observations, to
 # set beside bench's headline), train-speed (the train tier, fused and eager, the cost model of
 # benchmarks/iteration_cost.py and the fused iteration's kernels from the profiler), neighbour-search (each search forced: sweep-N, and the headline with each grid search),
-# placement, many-runs (an experiment of 16 runs batched against the 16 in turn), profile (Nsight Compute), and the
+# placement, many-runs (an experiment of 16 runs batched against the 16 in turn), evaluation-speed (10 runs evaluated
+# side by side against one alone), profile (Nsight Compute), and the
 # reference learning tasks: grid-chase, tag-chase, tag-chase-continuous, tag-evade (needs tag-chase's run, in the same
 # OUT_DIR) and self-play (train-ref, both roles learn), each one call of at most 10 minutes;
 # learning runs all four in turn; peers-jaxmarl and peers-jaxmarl-headline (JaxMARL's simple_tag at
@@ -104,6 +105,9 @@ for stage in "$@"; do
                 --results-dir "$out/many_runs"
             step stacked-networks 60 python3 benchmarks/stacked_networks.py --runs 16 --batch 4096 --hidden 128 \
                 --device cuda ;;
+        evaluation-speed)  # 10 tag-small runs evaluated side by side against one alone (target: 2x)
+            step evaluation-speed 300 python3 benchmarks/evaluation_speed.py --config tag-small --runs 10 \
+                --results-dir "$out/evaluation_speed" ;;
         neighbour-search)
             step neighbour-search 300 python3 benchmarks/neighbour_search.py --results-dir "$out/bench" ;;
         placement)

@@ -143,6 +143,12 @@ def test_evaluate_run_refuses_plays_it_does_not_know(run, plays):
         evaluate_run(run, 8, num_envs=4, backend="numpy", plays=plays)
 
 
+@pytest.mark.parametrize("num_envs", [0, -3, 2.5, True])
+def test_evaluate_run_refuses_a_bad_number_of_environments_before_playing(run, num_envs):
+    with pytest.raises(InvalidValueError, match=r"^num_envs=.* is not allowed"):
+        evaluate_run(run, 8, num_envs=num_envs, backend="numpy")
+
+
 @pytest.mark.parametrize("where", ["a directory", "under a file", "not json", "empty", "the checkpoint",
                                    "the metrics", "the config", "beside the checkpoint given"])
 def test_a_json_path_that_cannot_be_written_is_refused_before_evaluating(run, tmp_path, capsys, monkeypatch, where):

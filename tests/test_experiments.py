@@ -12,7 +12,7 @@ import torch
 from test_run_faults import cli_error, records
 
 from warpsim.analysis import evaluate as evaluate_module
-from warpsim.analysis.evaluate import evaluate_run
+from warpsim.analysis.evaluate import Player, evaluate_run
 from warpsim.analysis.evaluate_experiment import SettingSummary, _comparisons, _verdict, evaluate_experiment
 from warpsim.analysis.statistics import Estimate, aggregate, compare
 from warpsim.cli import main
@@ -254,7 +254,7 @@ def test_a_config_file_error_names_the_file_and_its_key(tmp_path, capsys, conten
 def test_measure_names_are_checked_before_any_run_is_played(tmp_path, capsys, monkeypatch):
     assert main(["train", *GRID_FLAGS, "--iterations", "1", "--seeds", "2", "--run-dir", str(tmp_path / "e")]) == 0
     played = []
-    monkeypatch.setattr("warpsim.analysis.evaluate_experiment.evaluate_run", lambda *args, **kwargs: played.append(1))
+    monkeypatch.setattr("warpsim.analysis.evaluate_experiment.evaluate_runs", lambda *args, **kwargs: played.append(1))
     error = cli_error(capsys, ["evaluate", str(tmp_path / "e"), "--measure", "nope", "--backend", "numpy"])
     assert "--measure 'nope' is not a per-episode figure of tag_gridworld; choose one of episode_length" in error
     assert not played
@@ -402,25 +402,35 @@ def test_an_experiment_is_compared_against_a_baseline_and_written_as_a_table(tmp
         capsys, ["evaluate", str(experiment / "seed=0"), "--csv", str(tmp_path / "x.csv")])
 
 
-def test_an_experiment_plays_random_play_once_and_each_run_as_alone(tmp_path, monkeypatch):
-    """The runs share their environment: random play is played once, and is exactly the one each run
-    plays when evaluated alone; every figure of every run equals its evaluation alone."""
+def test_an_experiment_plays_its_runs_side_by_side_random_play_once_and_each_as_alone(tmp_path, monkeypatch):
+    """The runs share their environment and networks' shapes: their plays play side by side in one
+    environment, random play once, and every figure of every run equals its evaluation alone, and each
+    play's equals the play in an environment of its own."""
     experiment = tmp_path / "e"
     assert main(["train", *GRID_FLAGS, "--iterations", "1", "--seeds", "3", "--run-dir", str(experiment)]) == 0
-    played = []
-    original = evaluate_module.random_play
+    batches = []
+    original = evaluate_module.evaluate_plays
 
-    def counted(*args, **kwargs):
-        played.append(args)
-        return original(*args, **kwargs)
+    def counted(player, episodes, *args):
+        batches.append([play.policies is None for play in player.plays])
+        return original(player, episodes, *args)
 
-    monkeypatch.setattr(evaluate_module, "random_play", counted)
+    monkeypatch.setattr(evaluate_module, "evaluate_plays", counted)
     together = evaluate_experiment(experiment, 8, num_envs=4, backend="numpy")
-    assert len(played) == 1
+    monkeypatch.undo()
+    assert batches == [[True] + [False] * 6], "one environment: random play, then each run sampled and greedy"
     for run in together.runs:
         alone = evaluate_run(experiment / run["name"], 8, num_envs=4, backend="numpy")
         assert run["evaluation"].record()["plays"] == alone.record()["plays"]
         assert run["evaluation"].record()["random"] == alone.record()["random"]
+    for play in ("sampled", "greedy"):  # in an environment of its own, made as evaluate makes it
+        env, policies, config = evaluate_module.load_run(experiment / "seed=2", 4, backend="numpy")
+        own = evaluate_module.evaluate(Player(env, policies, greedy=play == "greedy", seed=1,
+                                              stack_observations=config.stack_observations), 8)
+        batched = together.runs[2]["evaluation"].plays[play]
+        assert dataclasses.replace(batched, baseline=None).record() == own.record()
+    random = evaluate_module.random_play(config, 8, num_envs=4, backend="numpy")
+    assert together.runs[0]["evaluation"].random.record() == random.record()
 
 
 def test_a_baseline_that_ranks_first_is_named_best_only_when_its_lead_is_clear():

@@ -2,6 +2,7 @@
 
 From Python: ``warpsim.evaluate(run_dir)`` plays a run's policies sampled and greedily,
 and every role at random, from the same starts (``evaluate_run``, a ``RunEvaluation``);
+``evaluate_runs`` plays many runs' plays side by side, each as alone;
 ``evaluate(Player(env, trainer.policies), episodes)`` plays policies in hand.
 """
 
@@ -10,8 +11,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TextIO
 
 import torch
 
@@ -21,13 +24,12 @@ from warpsim.environment import Environment
 from warpsim.errors import InvalidValueError, WarpsimError
 from warpsim.files import write_output
 from warpsim.registry import env_class, make
-from warpsim.roles import roles_of
+from warpsim.roles import Role, roles_of
 from warpsim.source_commit import source_commit
 from warpsim.train import checkpoint, opponents
 from warpsim.train.config import TrainConfig, saved_config
 from warpsim.train.episodes import EpisodeStats
-from warpsim.train.opponents import write_random_actions
-from warpsim.train.policy import RolePolicies
+from warpsim.train.policy import RolePolicies, StackedActorCritic
 from warpsim.train.stacking import ObservationStack
 from warpsim.validation import not_allowed, require_bool, require_int
 
@@ -184,35 +186,76 @@ def finite_or_none(value):
     return value
 
 
-class Player:
-    """Chooses every agent's actions and writes them into the environment's action buffer.
+@dataclass(frozen=True)
+class Play:
+    """One way of playing an environment: ``policies`` act for every role but ``random_roles``,
+    greedily (their most likely actions) or sampling; without policies every role acts uniformly
+    at random."""
 
-    Roles in ``random_roles`` (all of them when ``policies`` is None) act uniformly at
-    random; the others follow their policy, greedily (most likely action) or sampling.
-    ``stack_observations`` must be the value the policies were trained with.
+    policies: RolePolicies | None
+    greedy: bool = True
+    random_roles: tuple[str, ...] = ()
+
+    def acts_at_random(self, role: str) -> bool:
+        return self.policies is None or role in self.random_roles
+
+
+class BatchedPlayer:
+    """Plays ``plays`` side by side, each in its own block of ``env``'s environments: play p acts in
+    environments [p B, (p + 1) B), B = num_envs / len(plays), and its roles' networks run stacked
+    with the other plays' (one batched product per layer). Each play draws from a generator of its
+    own seeded ``seed``, in the order it would alone, so in an environment made with ``streams=B``
+    the first E environments of every block (``envs_per_play``, E <= B; the others fill the block
+    to the power of two that streams take, and count for nothing) step exactly as an environment
+    of E of its own would (``Player``). ``stack_observations`` must be the value the policies were
+    trained with.
     """
 
-    def __init__(self, env: Environment, policies: RolePolicies | None, *, greedy: bool = True,
-                 random_roles: tuple[str, ...] = (), stack_observations: int = 1, seed: int = 0):
+    def __init__(self, env: Environment, plays: Sequence[Play], *, envs_per_play: int | None = None,
+                 stack_observations: int = 1, seed: int = 0):
         self.env = env
+        self.plays = list(plays)
+        if not self.plays or env.num_envs % len(self.plays):
+            raise InvalidValueError(f"{len(self.plays)} plays cannot share {env.num_envs} environments; give one "
+                                    f"or more plays, a whole number of environments each")
+        self.block = env.num_envs // len(self.plays)
+        self.envs_per_play = self.block if envs_per_play is None else envs_per_play
+        """The environments of each block whose episodes count."""
+        if not 1 <= self.envs_per_play <= self.block:
+            raise InvalidValueError(f"envs_per_play={envs_per_play!r} is not allowed; give 1 to {self.block}, the "
+                                    f"environments of each play's block")
         self.roles = roles_of(env.spec, env.device)
         names = [role.name for role in self.roles]
-        unknown = sorted(set(random_roles) - set(names))
-        if unknown:
-            raise InvalidValueError(
-                f"random roles {unknown} are not roles of {env.display_name}; its roles: {', '.join(names)}")
-        if policies is not None and policies.role_names != names:
-            raise InvalidValueError(f"the policies are for roles {policies.role_names}, the environment has {names}")
-        self.random_roles = tuple(names) if policies is None else tuple(random_roles)
-        self.random = [role for role in self.roles if role.name in self.random_roles]
-        """The roles that act uniformly at random."""
-        self.acting = [role for role in self.roles if role.name not in self.random_roles]
-        """The roles that follow their policy (none when ``policies`` is None)."""
-        self.policies = policies
-        self.greedy = greedy
+        heads = {(type(play.policies.head), play.policies.head.size) for play in self.plays if play.policies}
+        if len(heads) > 1:
+            raise InvalidValueError("plays side by side need policies with the same action head")
+        for play in self.plays:
+            unknown = sorted(set(play.random_roles) - set(names))
+            if unknown:
+                raise InvalidValueError(f"random roles {unknown} are not roles of {env.display_name}; its roles: "
+                                        f"{', '.join(names)}")
+            if play.policies is not None and play.policies.role_names != names:
+                raise InvalidValueError(f"the policies are for roles {play.policies.role_names}, the environment "
+                                        f"has {names}")
+        self.head = next((play.policies.head for play in self.plays if play.policies), None)
+        self.acting = {role.name: [p for p, play in enumerate(self.plays) if not play.acts_at_random(role.name)]
+                       for role in self.roles}
+        """Per role, the plays in which its policy acts (the others draw its actions at random)."""
+        self.networks = {name: StackedActorCritic([self._policies(p).network(name) for p in acting]).to(
+            env.device).eval() for name, acting in self.acting.items() if acting}
+        """Per role that a policy plays, the networks of its acting plays, stacked in their order."""
+        self.generators = [torch.Generator(env.device).manual_seed(seed) for _ in self.plays]
         self.inputs = ObservationStack(env, stack_observations)
-        self.generator = torch.Generator(env.device).manual_seed(seed)
         self.random_actions = RandomActions(env.spec, env.device)
+
+    def _policies(self, play: int) -> RolePolicies:
+        policies = self.plays[play].policies
+        assert policies is not None
+        return policies
+
+    def random_roles(self, play: int) -> tuple[str, ...]:
+        """The roles that act uniformly at random in play ``play``."""
+        return tuple(role.name for role in self.roles if self.plays[play].acts_at_random(role.name))
 
     def reset(self) -> None:
         self.env.reset()
@@ -220,17 +263,68 @@ class Player:
 
     @torch.no_grad()
     def step(self) -> None:
-        """Acts, steps the environment, and keeps the observation history."""
-        env, inputs = self.env, self.inputs.advance()
-        if self.acting:
-            assert self.policies is not None
-            acted = self.policies.act([role.of(inputs).flatten(0, 1) for role in self.acting],
-                                      [role.name for role in self.acting], self.generator, greedy=self.greedy)
-            for role, (actions, _, _) in zip(self.acting, acted):
-                role.write(env.actions, self.policies.head.to_env(actions).view(env.num_envs, role.count, -1))
-        write_random_actions(self.random, env.actions, self.random_actions, self.generator)
-        env.step()
+        """Acts in every play, steps the environment, and keeps the observation history."""
+        inputs = self.inputs.advance()
+        noise, random = self._draws()
+        for role in self.roles:
+            role.write(self.env.actions, self._role_actions(role, inputs, noise, random))
+        self.env.step()
         self.inputs.stepped()
+
+    def _draws(self) -> tuple[dict[tuple[int, str], tuple[torch.Tensor, ...]], dict[tuple[int, str], torch.Tensor]]:
+        """By (play, role): the sampling noise of each role a policy samples for, and the actions of each
+        role at random; each play's from its own generator in the order it draws them alone (the roles'
+        noise, then the random roles' actions, role by role)."""
+        noise, random = {}, {}
+        for p, (play, generator) in enumerate(zip(self.plays, self.generators)):
+            for role in self.roles:
+                if not play.acts_at_random(role.name) and not play.greedy:
+                    assert self.head is not None
+                    noise[p, role.name] = self.head.noise(self.envs_per_play * role.count, generator,
+                                                          self.env.device)
+            for role in self.roles:
+                if play.acts_at_random(role.name):
+                    random[p, role.name] = self.random_actions((self.envs_per_play, role.count), generator)
+        return noise, random
+
+    def _role_actions(self, role: Role, inputs: torch.Tensor, noise: dict, random: dict) -> torch.Tensor:
+        """The actions of ``role``'s agents in every play, [plays x B, count, A] as the environment takes them."""
+        plays, env, counted = len(self.plays), self.env, self.envs_per_play
+        actions = torch.empty(plays, self.block, role.count, env.actions.shape[-1], dtype=env.actions.dtype,
+                              device=env.device)
+        acting = self.acting[role.name]
+        if acting:
+            assert self.head is not None
+            policy = self.networks[role.name].policy(
+                role.of(inputs).reshape(plays, self.block, role.count, -1)[acting, :counted].flatten(1, 2))
+            for greedy in (False, True):  # the sampled plays at once, then the greedy ones
+                chosen = [i for i, p in enumerate(acting) if self.plays[p].greedy == greedy]
+                if chosen:
+                    draws = None if greedy else tuple(torch.cat(parts) for parts in zip(
+                        *(noise[acting[i], role.name] for i in chosen)))
+                    sampled = self.head.to_env(self.head.sample_with(policy[chosen].flatten(0, 1), draws))
+                    actions[[acting[i] for i in chosen], :counted] = sampled.view(
+                        len(chosen), counted, role.count, -1).to(actions.dtype)
+        at_random = [p for p in range(plays) if p not in acting]
+        if at_random:
+            actions[at_random, :counted] = torch.stack([random[p, role.name] for p in at_random]).to(actions.dtype)
+        if counted < self.block:  # the environments that fill a block act as its first: valid actions
+            actions[:, counted:] = actions[:, :1]
+        return actions.view(plays * self.block, role.count, -1)
+
+
+class Player(BatchedPlayer):
+    """Chooses every agent's actions and writes them into the environment's action buffer: one
+    play over all of ``env``'s environments.
+
+    Roles in ``random_roles`` (all of them when ``policies`` is None) act uniformly at
+    random; the others follow their policy, greedily (most likely action) or sampling.
+    """
+
+    def __init__(self, env: Environment, policies: RolePolicies | None, *, greedy: bool = True,
+                 random_roles: tuple[str, ...] = (), stack_observations: int = 1, seed: int = 0):
+        super().__init__(env, [Play(policies, greedy, tuple(random_roles))], stack_observations=stack_observations,
+                         seed=seed)
 
 
 def evaluate(player: Player, episodes: int, max_steps: int = 1_000_000) -> Evaluation:
@@ -238,33 +332,52 @@ def evaluate(player: Player, episodes: int, max_steps: int = 1_000_000) -> Evalu
     episodes (at least ``episodes`` in all); per-episode means over exactly those. Counting
     the same number in every environment keeps short episodes, which finish first, from
     weighing more than long ones."""
+    if len(player.plays) != 1:
+        raise InvalidValueError(f"the player has {len(player.plays)} plays; evaluate them with evaluate_plays")
+    return evaluate_plays(player, episodes, max_steps)[0]
+
+
+def evaluate_plays(player: BatchedPlayer, episodes: int, max_steps: int = 1_000_000) -> list[Evaluation]:
+    """``evaluate`` of each of ``player``'s plays, each over its own block of environments, played
+    together until the last has its episodes: each play's figures, and its steps, are those it
+    gives alone."""
     if not isinstance(episodes, int) or episodes < 1:
         raise InvalidValueError(f"episodes={episodes!r} is not allowed; give an integer >= 1")
-    env = player.env
+    env, plays = player.env, len(player.plays)
     player.reset()
-    per_env = -(-episodes // env.num_envs)
-    stats = EpisodeStats(env, player.roles, episodes_per_env=per_env)
-    episodes = per_env * env.num_envs
-    totals: dict = {}
-    finished, steps = 0, 0
-    while finished < episodes:
+    per_env = -(-episodes // player.envs_per_play)
+    stats = EpisodeStats(env, player.roles, episodes_per_env=per_env, blocks=plays,
+                         counted_per_block=player.envs_per_play)
+    episodes = per_env * player.envs_per_play
+    totals: list[dict] = [{} for _ in range(plays)]
+    finished, ended_at, steps = [0] * plays, [0] * plays, 0
+    while min(finished) < episodes:
         if steps >= max_steps:
-            raise RuntimeError(f"only {finished} of {episodes} episodes finished in {max_steps} steps")
+            raise RuntimeError(f"only {min(finished)} of {episodes} episodes finished in {max_steps} steps")
         for _ in range(READ_EVERY):
             player.step()
             stats.record()
         steps += READ_EVERY
-        read = stats.read()
-        for key, value in read.items():
-            if key != "episodes" and read["episodes"]:
-                totals[key] = totals.get(key, 0.0) + value * read["episodes"]
-        finished += read["episodes"]
+        for p, read in enumerate(stats.read_blocks()):
+            if finished[p] >= episodes:
+                continue
+            for key, value in read.items():
+                if key != "episodes" and read["episodes"]:
+                    totals[p][key] = totals[p].get(key, 0.0) + value * read["episodes"]
+            finished[p] += read["episodes"]
+            ended_at[p] = steps
+    return [_evaluation(env, player.roles, player.random_roles(p), finished[p], ended_at[p], totals[p])
+            for p in range(plays)]
+
+
+def _evaluation(env: Environment, roles: list, random_roles: tuple[str, ...], finished: int, steps: int,
+                totals: dict) -> Evaluation:
     means = {key: total / finished for key, total in totals.items()}
     return Evaluation(
         env=env.display_name, episodes=finished, steps=steps,
-        returns={role.name: means.get(f"return_{role.name}", math.nan) for role in player.roles},
+        returns={role.name: means.get(f"return_{role.name}", math.nan) for role in roles},
         counters={name: means.get(f"{name}_per_episode", math.nan) for name in env.spec.counters},
-        random_roles=player.random_roles, episode_length=means.get("episode_length", math.nan),
+        random_roles=random_roles, episode_length=means.get("episode_length", math.nan),
         terminated_fraction=means.get("terminated_fraction", math.nan),
         first_event={name: means.get(f"steps_to_first_{name}", math.nan) for name in env.spec.counters},
         last_event={name: means.get(f"steps_to_last_{name}", math.nan) for name in env.spec.counters},
@@ -291,13 +404,26 @@ def load_run(source: Path | str, num_envs: int = 64, *, backend: str = "auto", s
     return env, policies.eval(), config
 
 
-def _run_env(config: TrainConfig, num_envs: int, backend: str, seed: int, env_params: dict | None) -> Environment:
-    return make(config.env, num_envs, backend=backend, seed=seed, checked=False,
-                **{**config.env_params, **(env_params or {})})
+def _run_env(config: TrainConfig, num_envs: int, backend: str, seed: int, env_params: dict | None,
+             plays: int = 1) -> Environment:
+    """``num_envs`` of the run's environments; for several plays, ``plays`` blocks of ``block_size(num_envs)``,
+    each drawing the random numbers the first draws (``streams``): each play starts and steps as alone."""
+    params = {**config.env_params, **(env_params or {})}
+    if plays == 1:
+        return make(config.env, num_envs, backend=backend, seed=seed, checked=False, **params)
+    block = block_size(num_envs)
+    return make(config.env, plays * block, backend=backend, seed=seed, checked=False, streams=block, **params)
+
+
+def block_size(num_envs: int) -> int:
+    """The environments of a play's block: ``num_envs`` up to the power of two that shared streams take."""
+    return 1 << (num_envs - 1).bit_length()
 
 
 EPISODES, NUM_ENVS, SEED = 200, 64, 1
 """How ``warpsim evaluate`` plays by default, and so random play wherever it is a baseline (``random_play``)."""
+BATCH_AGENTS = 2 ** 18
+"""The most agents ``evaluate_runs`` plays in one environment; more plays wait for the next batch."""
 
 
 def random_play(config: TrainConfig, episodes: int = EPISODES, num_envs: int = NUM_ENVS, seed: int = SEED,
@@ -308,53 +434,102 @@ def random_play(config: TrainConfig, episodes: int = EPISODES, num_envs: int = N
     return evaluate(Player(env, None, stack_observations=config.stack_observations, seed=seed), episodes)
 
 
-class RandomPlays:
-    """``random_play`` of each environment config asked for, played once: the runs of an experiment
-    that share their environment share its random play, exactly the one each would play alone."""
-
-    def __init__(self, episodes: int, num_envs: int, seed: int, backend: str, env_params: dict | None):
-        self._settings = (episodes, num_envs, seed, backend, env_params)
-        self._played: dict[str, Evaluation] = {}
-
-    def __call__(self, config: TrainConfig) -> Evaluation:
-        key = repr((config.env, config.env_params, config.stack_observations))
-        if key not in self._played:
-            self._played[key] = random_play(config, *self._settings)
-        return self._played[key]
+@dataclass(frozen=True)
+class _LoadedRun:
+    source: str
+    policies: RolePolicies
+    config: TrainConfig
+    random_roles: tuple[str, ...]
+    num_agents: int
 
 
 def evaluate_run(source: Path | str, episodes: int = EPISODES, *, num_envs: int = NUM_ENVS,
                  random_roles: tuple[str, ...] = (), plays: tuple[str, ...] = tuple(PLAYS),
                  compare_random: bool = True, seed: int = SEED, backend: str = "auto",
-                 env_params: dict | None = None, random_plays: RandomPlays | None = None) -> RunEvaluation:
+                 env_params: dict | None = None) -> RunEvaluation:
     """Plays a run's policies for ``episodes`` episodes in each way of ``plays``; per-episode means.
 
     The roles the run trained against random play (``opponents``) and ``random_roles`` act
     uniformly at random; the others sample their policy's actions ("sampled") or take the
     most likely one ("greedy"). ``compare_random`` also plays every role at random, once,
-    as every play's baseline (``Evaluation.ratios()``). Each play runs on an environment of
-    its own made with ``seed``, so all start alike: play that is all random anyway draws
-    exactly what the baseline draws. ``random_plays`` keeps the baseline of runs evaluated
-    before (an experiment's, ``evaluate_experiment``); by default it is played here.
+    as every play's baseline (``Evaluation.ratios()``). Every play starts from the same
+    starts with the same seed (``BatchedPlayer``), so play that is all random anyway draws
+    exactly what the baseline draws.
     """
+    return evaluate_runs([source], episodes, num_envs=num_envs, random_roles=random_roles, plays=plays,
+                         compare_random=compare_random, seed=seed, backend=backend, env_params=env_params)[0]
+
+
+def evaluate_runs(sources: Sequence[Path | str], episodes: int = EPISODES, *, num_envs: int = NUM_ENVS,
+                  random_roles: tuple[str, ...] = (), plays: tuple[str, ...] = tuple(PLAYS),
+                  compare_random: bool = True, seed: int = SEED, backend: str = "auto",
+                  env_params: dict | None = None, progress: TextIO | None = None) -> list[RunEvaluation]:
+    """``evaluate_run`` of every run of ``sources``, figure for figure, played together: the plays of the
+    runs whose environment and networks share their shapes run side by side in one environment
+    (``BatchedPlayer``, up to ``BATCH_AGENTS`` agents at a time), and random play once for the runs
+    that share their environment. ``progress`` gets a line per batch."""
     episodes = require_int("episodes", episodes, 1)
+    num_envs = require_int("num_envs", num_envs, 1)
     compare_random = require_bool("compare_random", compare_random)
     if not isinstance(plays, (tuple, list)) or not plays or not set(plays) <= set(PLAYS) \
             or len(set(plays)) != len(plays):
         raise not_allowed("plays", plays, f"give a tuple of one or more of {', '.join(map(repr, PLAYS))}, each once")
-    env, policies, config = load_run(source, num_envs, backend=backend, seed=seed, env_params=env_params)
-    roles = tuple(dict.fromkeys([*random_roles, *opponents.random_roles(config.opponents)]))
-    results = {}
-    for index, play in enumerate(plays):
-        if index:  # a new environment starts as the first did: its episode numbers seed the starts
-            env = _run_env(config, num_envs, backend, seed, env_params)
-        results[play] = evaluate(Player(env, policies, greedy=play == "greedy", random_roles=roles,
-                                        stack_observations=config.stack_observations, seed=seed), episodes)
-    random_plays = random_plays or RandomPlays(episodes, num_envs, seed, backend, env_params)
-    random = random_plays(config) if compare_random else None
-    return RunEvaluation(
-        source=str(source), config=config.to_dict(),
-        settings={"episodes": episodes, "num_envs": env.num_envs, "seed": seed, "backend": env.backend,
-                  "random_roles": list(roles), "env_params": dict(env_params or {})},
-        plays={play: dataclasses.replace(result, baseline=random) for play, result in results.items()},
-        random=random, device=device_name(env.placement), warpsim_commit=source_commit())
+    runs = []
+    for source in sources:
+        env, policies, config = load_run(source, 1, backend=backend, seed=seed, env_params=env_params)
+        roles = tuple(dict.fromkeys([*random_roles, *opponents.random_roles(config.opponents)]))
+        runs.append(_LoadedRun(str(source), policies, config, roles, env.num_agents))
+    played: dict[tuple, Evaluation] = {}
+    """Each play's evaluation, by (run index, play); random play's by (None, its environment's key)."""
+    placement = None
+    for config, group in _batches(runs, plays, compare_random, num_envs):
+        if progress is not None:
+            named = sorted({runs[index].source for index, _ in group if index is not None})
+            progress.write(f"playing {len(group)} plays side by side in {len(group)} x {block_size(num_envs)} "
+                           f"environments: "
+                           f"{len(named)} runs{' and random play' if any(i is None for i, _ in group) else ''}\n")
+        env = _run_env(config, num_envs, backend, seed, env_params, plays=len(group))
+        placement = env.placement
+        batch = [Play(None) if index is None else
+                 Play(runs[index].policies, play == "greedy", runs[index].random_roles) for index, play in group]
+        results = evaluate_plays(BatchedPlayer(env, batch, envs_per_play=num_envs,
+                                               stack_observations=config.stack_observations, seed=seed), episodes)
+        played.update(zip(group, results))
+    assert placement is not None
+    evaluations = []
+    for index, run in enumerate(runs):
+        random = played[None, _environment_key(run.config)] if compare_random else None
+        evaluations.append(RunEvaluation(
+            source=run.source, config=run.config.to_dict(),
+            settings={"episodes": episodes, "num_envs": num_envs, "seed": seed, "backend": placement.backend,
+                      "random_roles": list(run.random_roles), "env_params": dict(env_params or {})},
+            plays={play: dataclasses.replace(played[index, play], baseline=random) for play in plays},
+            random=random, device=device_name(placement), warpsim_commit=source_commit()))
+    return evaluations
+
+
+def _environment_key(config: TrainConfig) -> tuple:
+    """What plays must share to play in one environment: the environment, its parameters and the inputs' depth."""
+    return config.env, repr(sorted(config.env_params.items())), config.stack_observations
+
+
+def _batches(runs: list[_LoadedRun], plays: tuple[str, ...], compare_random: bool,
+             num_envs: int) -> list[tuple[TrainConfig, list[tuple]]]:
+    """The plays to make, (run index, play) or (None, environment key) for random play, in batches that
+    share their environment and networks' shapes, each of at most ``BATCH_AGENTS`` agents (one play at
+    least), with the config of a run of the batch's environment."""
+    groups: dict[tuple, tuple[_LoadedRun, list[tuple]]] = {}
+    random_played = set()
+    for index, run in enumerate(runs):
+        environment = _environment_key(run.config)
+        shapes = tuple((name, tuple(tensor.shape)) for name, tensor in run.policies.state_dict().items())
+        _, group = groups.setdefault((environment, type(run.policies.head), shapes), (run, []))
+        if compare_random and environment not in random_played:
+            random_played.add(environment)
+            group.append((None, environment))
+        group.extend((index, play) for play in plays)
+    batches = []
+    for first, group in groups.values():
+        size = max(1, BATCH_AGENTS // (block_size(num_envs) * first.num_agents))
+        batches += [(first.config, group[start:start + size]) for start in range(0, len(group), size)]
+    return batches

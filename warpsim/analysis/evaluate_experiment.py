@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from warpsim.analysis.evaluate import NUM_ENVS, SEED, RandomPlays, RunEvaluation, evaluate_run, finite_or_none
+from warpsim.analysis.evaluate import RunEvaluation, evaluate_runs, finite_or_none
 from warpsim.analysis.statistics import AGGREGATES, Estimate, aggregate, compare
 from warpsim.errors import InvalidValueError
 from warpsim.files import write_output
@@ -186,20 +186,14 @@ def evaluate_experiment(source: Path | str, episodes: int = 200, *, measure: str
     if baseline is not None and baseline not in labels:
         raise InvalidValueError(f"--baseline {baseline!r} is not a setting of {experiment.path}; its settings: "
                                 f"{'; '.join(labels)}")
-    runs: list[dict] = []
-    # Every run plays random play as it would alone; the runs that share their environment share it.
-    random_plays = RandomPlays(episodes, settings.get("num_envs", NUM_ENVS), settings.get("seed", SEED),
-                               settings.get("backend", "auto"), settings.get("env_params"))
-    for index, run in enumerate(planned):
-        entry = {"name": run.name, "setting": run.setting, "seed": run.config.seed,
-                 "diverged_at": diverged.get(run.name), "evaluation": None, "score": math.nan,
-                 "trained": (experiment.path / run.name / FILE_NAME).is_file()}
-        if run.name not in diverged and entry["trained"]:
-            if progress:
-                progress.write(f"evaluating run {index + 1}/{len(planned)}: {run.name}\n")
-            evaluation = evaluate_run(experiment.path / run.name, episodes, random_plays=random_plays, **settings)
-            entry["evaluation"], entry["score"] = evaluation, evaluation.plays[plays[0]].means[measure]
-        runs.append(entry)
+    runs: list[dict] = [{"name": run.name, "setting": run.setting, "seed": run.config.seed,
+                         "diverged_at": diverged.get(run.name), "evaluation": None, "score": math.nan,
+                         "trained": (experiment.path / run.name / FILE_NAME).is_file()} for run in planned]
+    playable = [entry for entry in runs if entry["trained"] and entry["name"] not in diverged]
+    evaluations = evaluate_runs([experiment.path / entry["name"] for entry in playable], episodes,
+                                progress=progress, **settings) if playable else []
+    for entry, evaluation in zip(playable, evaluations):
+        entry["evaluation"], entry["score"] = evaluation, evaluation.plays[plays[0]].means[measure]
     summaries = {play: _summaries(runs, labels, play, measure, lower_is_better) for play in plays}
     ranked = summaries[plays[0]]
     comparisons = _comparisons(ranked, baseline)

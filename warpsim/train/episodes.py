@@ -17,6 +17,7 @@ import math
 import torch
 
 from warpsim.environment import Environment
+from warpsim.errors import InvalidValueError
 from warpsim.roles import Role
 
 STATE = ("returns", "counter_start", "counter_last", "length", "finished", "first_event", "last_event", "totals")
@@ -25,11 +26,21 @@ STATE = ("returns", "counter_start", "counter_last", "length", "finished", "firs
 class EpisodeStats:
     """Totals over the episodes finished since the last ``read``."""
 
-    def __init__(self, env: Environment, roles: list[Role], episodes_per_env: int | None = None):
+    def __init__(self, env: Environment, roles: list[Role], episodes_per_env: int | None = None, blocks: int = 1,
+                 counted_per_block: int | None = None):
         """``episodes_per_env`` counts only each environment's first that many episodes: a
-        sample that does not favour short episodes (the first to finish)."""
+        sample that does not favour short episodes (the first to finish). ``blocks`` splits the
+        environments into that many equal blocks with totals of their own (``read_blocks``), each
+        summed as it would be in an environment of its own (a batched evaluation's plays), of which
+        only the first ``counted_per_block`` count (with ``episodes_per_env``; default: all)."""
+        if env.num_envs % blocks:
+            raise InvalidValueError(f"blocks={blocks} does not divide the {env.num_envs} environments")
+        if counted_per_block is not None and episodes_per_env is None:
+            raise InvalidValueError("counted_per_block needs episodes_per_env")
         self.env = env
         self.episodes_per_env = episodes_per_env
+        self.blocks = blocks
+        self.block_size = env.num_envs // blocks
         self.role_names = [role.name for role in roles]
         self.counter_names = list(env.spec.counters)
         device = env.device
@@ -43,11 +54,13 @@ class EpisodeStats:
         counters = len(self.counter_names)
         self.length = torch.zeros(env.num_envs, device=device)
         self.finished = torch.zeros(env.num_envs, device=device)
+        if counted_per_block is not None:  # the environments past it have had all their episodes already
+            self.finished.view(blocks, self.block_size)[:, counted_per_block:] = math.inf
         # Step of each counter's first and last event in the running episode, 0 before one.
         self.first_event = torch.zeros(counters, env.num_envs, device=device)
         self.last_event = torch.zeros(counters, env.num_envs, device=device)
         # episodes, returns per role, counts per counter, length, terminated, first and last per counter
-        self.totals = torch.zeros(1 + len(roles) + 3 * counters + 2, device=device)
+        self.totals = torch.zeros(blocks, 1 + len(roles) + 3 * counters + 2, device=device)
 
     def _counters(self) -> torch.Tensor:
         """int32[C, E]: the counters now (C may be 0)."""
@@ -76,14 +89,25 @@ class EpisodeStats:
         episode_counts = (counters - self.counter_start).float()
         first = torch.where(self.first_event > 0, self.first_event, self.length)
         last = torch.where(self.last_event > 0, self.last_event, self.length)
-        self.totals[0] += counted.sum()
-        self.totals[1:1 + roles] += counted @ (self.returns @ self.role_weights.T)
+        counted_blocks = counted.view(self.blocks, self.block_size)
+
+        def per_block(values: torch.Tensor) -> torch.Tensor:
+            """float[blocks, C]: the counted episodes' sum of ``values`` float[C, E] (or float[E], C = 1)
+            in each block, one product (sums of whole numbers, exact in any order)."""
+            rows = values.shape[0] if values.dim() == 2 else 1
+            by_block = values.view(rows, self.blocks, self.block_size).transpose(0, 1)
+            return (by_block @ counted_blocks.unsqueeze(-1)).squeeze(-1)
+
+        self.totals[:, 0] += counted_blocks.sum(-1)
+        for block in range(self.blocks):  # returns are not whole: each block sums as alone
+            rows = slice(block * self.block_size, (block + 1) * self.block_size)
+            self.totals[block, 1:1 + roles] += counted[rows] @ (self.returns[rows] @ self.role_weights.T)
         at = 1 + roles
-        self.totals[at:at + count] += episode_counts @ counted
-        self.totals[at + count] += counted @ self.length
-        self.totals[at + count + 1] += counted @ self.env.terminated.float()
-        self.totals[at + count + 2:at + 2 * count + 2] += first @ counted
-        self.totals[at + 2 * count + 2:] += last @ counted
+        self.totals[:, at:at + count] += per_block(episode_counts)
+        self.totals[:, at + count:at + count + 1] += per_block(self.length)
+        self.totals[:, at + count + 1:at + count + 2] += per_block(self.env.terminated.float())
+        self.totals[:, at + count + 2:at + 2 * count + 2] += per_block(first)
+        self.totals[:, at + 2 * count + 2:] += per_block(last)
         kept = 1.0 - done.float()
         self.returns *= kept[:, None]
         self.length *= kept
@@ -104,20 +128,29 @@ class EpisodeStats:
 
     def read(self) -> dict:
         """Per-episode means since the last read (NaN when no episode finished), then restarts."""
-        values = self.totals.tolist()
+        if self.blocks != 1:
+            raise InvalidValueError(f"these statistics have {self.blocks} blocks; read them with read_blocks()")
+        return self.read_blocks()[0]
+
+    def read_blocks(self) -> list[dict]:
+        """``read`` of each block."""
+        blocks = self.totals.tolist()
         self.totals.zero_()
-        episodes = int(round(values[0]))
-        mean = (lambda total: total / episodes) if episodes else (lambda total: math.nan)
-        report: dict[str, float] = {"episodes": episodes}
-        for name, total in zip(figure_names(self.role_names, self.counter_names), values[1:]):
-            report[name] = mean(total)
-        return report
+        reports = []
+        for values in blocks:
+            episodes = int(round(values[0]))
+            mean = (lambda total, count=episodes: total / count) if episodes else (lambda total: math.nan)
+            report: dict[str, float] = {"episodes": episodes}
+            for name, total in zip(figure_names(self.role_names, self.counter_names), values[1:]):
+                report[name] = mean(total)
+            reports.append(report)
+        return reports
 
     def state_dict(self) -> dict:
         return {name: getattr(self, name).cpu() for name in STATE}
 
     def load_state_dict(self, state: dict) -> None:
-        for name in STATE:
+        for name in STATE:  # copy_ broadcasts: the totals[K] of earlier checkpoints fill totals[1, K]
             getattr(self, name).copy_(state[name])
 
 

@@ -45,10 +45,17 @@ class ActorCriticBase(nn.Module):
     def forward(self, observations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         features = self.trunk(observations)
         value_features = features if self.value_trunk is None else self.value_trunk(observations)
+        return self._policy(features), self.value_head(value_features).squeeze(-1)
+
+    def policy(self, observations: torch.Tensor) -> torch.Tensor:
+        """``forward``'s policy outputs alone, without the critic's work (what playing needs)."""
+        return self._policy(self.trunk(observations))
+
+    def _policy(self, features: torch.Tensor) -> torch.Tensor:
         policy = self.policy_head(features)
         if self.log_std is not None:
             policy = torch.cat([policy.float(), self.log_std.unsqueeze(-2).expand(policy.shape)], dim=-1)
-        return policy, self.value_head(value_features).squeeze(-1)
+        return policy
 
     def returns_scale(self, value: torch.Tensor) -> torch.Tensor:
         """The value head's output in units of the returns."""

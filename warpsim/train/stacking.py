@@ -40,8 +40,10 @@ class ObservationStack:
         observations = self.env.observations.to(self.dtype)
         if self.depth == 1:
             return observations
-        shifted = torch.cat([observations, self.history[..., :-self.size]], dim=-1)
-        return torch.where(self.fresh[:, None, None], observations.repeat(1, 1, self.depth), shifted)
+        # A fresh environment's older observations repeat its first: only they are chosen per environment.
+        first = observations if self.depth == 2 else observations.repeat(1, 1, self.depth - 1)
+        older = torch.where(self.fresh[:, None, None], first, self.history[..., :-self.size])
+        return torch.cat([observations, older], dim=-1)
 
     def advance(self) -> torch.Tensor:
         """The input for the current observations, which become part of the history."""
