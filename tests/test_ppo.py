@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from warpsim.train import ppo
+from warpsim.train.action_heads import CategoricalHeads, GaussianHead
 
 
 def test_gae_stops_at_an_episode_end_in_the_middle_of_the_rollout():
@@ -125,3 +126,24 @@ def test_normalized_advantages_have_zero_mean_and_unit_spread():
     normalized = ppo.normalize(torch.tensor([1.0, 2.0, 3.0, 6.0]))
     assert normalized.mean().item() == pytest.approx(0, abs=1e-6)
     assert normalized.std(unbiased=False).item() == pytest.approx(1, abs=1e-5)
+
+
+@pytest.mark.parametrize("levels", [(3, 9), (5,), (2, 2, 7)])
+def test_every_roles_noise_in_one_draw_is_the_separate_draws_on_the_cpu(levels):
+    """A run's noise for all its roles comes from one draw (one kernel); on a CPU its numbers are, in
+    order, those of one draw per role and component, so the actions sampled are what they were."""
+    head = CategoricalHeads(levels)
+    rows = [20, 7, 1]
+    joined = head.roles_noise(rows, torch.Generator().manual_seed(3), torch.device("cpu"))
+    separate = torch.Generator().manual_seed(3)
+    for role_rows, role_noise in zip(rows, joined):
+        for drawn, expected in zip(role_noise, head.noise(role_rows, separate, torch.device("cpu")), strict=True):
+            assert torch.equal(drawn, expected)
+
+
+def test_continuous_noise_is_drawn_role_by_role():
+    head = GaussianHead(((-1.0, 1.0), (0.0, 2.0)))
+    joined = head.roles_noise([33, 5], torch.Generator().manual_seed(1), torch.device("cpu"))
+    separate = torch.Generator().manual_seed(1)
+    assert all(torch.equal(drawn[0], head.noise(rows, separate, torch.device("cpu"))[0])
+               for rows, drawn in zip([33, 5], joined))

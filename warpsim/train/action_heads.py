@@ -58,6 +58,17 @@ class CategoricalHeads:
         """The random draws that ``sample_with`` turns into ``rows`` actions (a uniform per logit)."""
         return ppo.uniforms(rows, self.action_levels, generator, device)
 
+    def roles_noise(self, rows: list[int], generator: torch.Generator | None,
+                    device: torch.device) -> list[tuple[torch.Tensor, ...]]:
+        """``noise`` of roles of ``rows`` agents each, in one draw: one launch instead of one per role
+        and component. On a CPU the numbers are those of the separate draws (the generator fills a
+        tensor in order); on a GPU they are others."""
+        shapes = [(role_rows, levels) for role_rows in rows for levels in self.action_levels]
+        drawn = torch.rand(sum(a * b for a, b in shapes), device=device, generator=generator)
+        parts = [part.view(shape) for part, shape in zip(drawn.split([a * b for a, b in shapes]), shapes)]
+        components = len(self.action_levels)
+        return [tuple(parts[r * components:(r + 1) * components]) for r in range(len(rows))]
+
     def sample_with(self, outputs: torch.Tensor, noise: tuple[torch.Tensor, ...] | None) -> torch.Tensor:
         """int32[B, A] from outputs float[B, size] and ``noise`` (``noise``'s draws), or the most likely
         when ``noise`` is None: arithmetic alone, which a compiled policy step fuses."""
@@ -105,6 +116,12 @@ class GaussianHead:
     def noise(self, rows: int, generator: torch.Generator | None, device: torch.device) -> tuple[torch.Tensor, ...]:
         """The random draws that ``sample_with`` turns into ``rows`` actions: a standard normal per component."""
         return (torch.randn((rows, self.action_size), device=device, generator=generator),)
+
+    def roles_noise(self, rows: list[int], generator: torch.Generator | None,
+                    device: torch.device) -> list[tuple[torch.Tensor, ...]]:
+        """``noise`` of roles of ``rows`` agents each, role by role (a CPU's normal draws of a joined
+        tensor differ from the separate ones)."""
+        return [self.noise(role_rows, generator, device) for role_rows in rows]
 
     def sample_with(self, outputs: torch.Tensor, noise: tuple[torch.Tensor, ...] | None) -> torch.Tensor:
         """float32[B, k]: mean + std x ``noise``, or the mean when ``noise`` is None."""

@@ -255,8 +255,9 @@ class RunPolicies(nn.Module):
 
     def noise(self, rows: list[int], generators: list[torch.Generator], device: torch.device) -> list[list[tuple]]:
         """The draws ``act_with`` samples from for roles of ``rows`` agents each, by role and run: each
-        run's from its own generator, in the order a run alone draws them."""
-        return [[self.head.noise(role_rows, generator, device) for generator in generators] for role_rows in rows]
+        run's from its own generator (``roles_noise``), as a run alone draws them."""
+        by_run = [self.head.roles_noise(rows, generator, device) for generator in generators]
+        return [[run_noise[role] for run_noise in by_run] for role in range(len(rows))]
 
     def act_with(self, inputs: list[torch.Tensor], role_names: list[str], noise: list[list[tuple]], *,
                  autocast: Callable[[], AbstractContextManager] = contextlib.nullcontext) -> list[Acted]:
