@@ -20,7 +20,7 @@ the reference itself gives the kernels' values once its float inputs move by one
 with ``allow_near_ties`` such steps are listed and the check goes on.
 
 By default the check runs three episodes: 3 x the environment's ``episode_length``
-parameter (the one the adapters read), or 64 steps if it has none.
+parameter (``max_cycles`` in the MPE scenarios), or 64 steps if it has none.
 """
 
 from __future__ import annotations
@@ -219,11 +219,16 @@ def check(env: str | type[Environment], num_envs: int = 2, steps: int | None = N
     return report(steps, episodes_ended)
 
 
+EPISODE_LENGTH_NAMES = ("episode_length", "max_cycles")
+"""The parameters that give an episode's length: warpsim's name, and MPE's (the MPE scenarios keep MPE2's names)."""
+
+
 def default_steps(env: Environment) -> int:
-    """Three episodes of ``env`` (its ``episode_length`` parameter), or 64 steps without one."""
-    episode_length = getattr(env.params, "episode_length", None)
-    if isinstance(episode_length, int) and episode_length >= 1:
-        return EPISODES_BY_DEFAULT * episode_length
+    """Three episodes of ``env`` (its ``episode_length`` or ``max_cycles`` parameter), or 64 steps without one."""
+    for name in EPISODE_LENGTH_NAMES:
+        episode_length = getattr(env.params, name, None)
+        if isinstance(episode_length, int) and episode_length >= 1:
+            return EPISODES_BY_DEFAULT * episode_length
     return STEPS_WITHOUT_EPISODE_LENGTH
 
 

@@ -1,0 +1,75 @@
+"""simple_spread's glue: declarations, and which kernel runs when."""
+
+import numpy as np
+
+from warpsim import EnvSpec, Environment, StateArray
+from warpsim.envs.simple_spread import kernels, reference
+from warpsim.envs.simple_spread.params import COMMUNICATION_SIZE, SimpleSpreadParams
+
+
+class SimpleSpread(Environment):
+    """MPE2's simple_spread_v3 on the kernels: N agents, N landmarks, cooperative (docs/mpe.md).
+
+    Actions int32[E, N, 1]: 0 none, 1 left, 2 right, 3 down, 4 up (a force of 5); with
+    ``continuous_actions``, float32[E, N, 5] in [0, 1] (MPE's Box), a force (a2 - a1, a4 - a3) x 5.
+    Observations float32[E, N, 6N], MPE2's: own velocity, own position, each landmark's offset,
+    each other agent's offset, the other agents' utterances (zeros).
+    Rewards: (1 - local_ratio) x minus the sum over landmarks of the nearest agent's distance,
+    plus local_ratio x minus the agents this one touches. Episodes last max_cycles steps.
+    """
+
+    name = "simple_spread"
+    Params = SimpleSpreadParams
+
+    def describe(self) -> EnvSpec:
+        p = self.params
+        per_agent = ("E", "N")
+        return EnvSpec(
+            num_agents=p.N,
+            observation_size=4 + 2 * p.N + (2 + COMMUNICATION_SIZE) * (p.N - 1),
+            action_levels=() if p.continuous_actions else (5,),
+            action_bounds=((0.0, 1.0),) * 5 if p.continuous_actions else (),
+            state=(
+                StateArray("pos_x", np.float32, per_agent, "agent x"),
+                StateArray("pos_y", np.float32, per_agent, "agent y"),
+                StateArray("vel_x", np.float32, per_agent, "agent x velocity"),
+                StateArray("vel_y", np.float32, per_agent, "agent y velocity"),
+                StateArray("landmark_x", np.float32, per_agent, "landmark x (landmark i by agent i)"),
+                StateArray("landmark_y", np.float32, per_agent, "landmark y"),
+                StateArray("t", np.int32, ("E",), "steps since the reset", (0, p.max_cycles)),
+            ),
+            role_names=("agent",),
+            agent_roles=(0,) * p.N,
+            write_order=("t", "done", "pos_x", "pos_y", "vel_x", "vel_y", "rewards", "observations", "episode"),
+            observation_label="full",
+            distance_evaluations_per_step=3 * p.N * p.N,
+            scratch=(
+                StateArray("force_x", np.float32, per_agent, "each agent's force this step"),
+                StateArray("force_y", np.float32, per_agent, "each agent's force this step"),
+                StateArray("nearest_distance", np.float32, per_agent, "landmark i's distance to its nearest agent"),
+            ),
+        )
+
+    def setup(self) -> None:
+        p = self.params
+        self.add_constants(moves_x=reference.MOVES_X, moves_y=reference.MOVES_Y,
+                           global_weight=np.float32(1 - p.local_ratio), local_weight=np.float32(p.local_ratio))
+
+    def reset_numpy(self, envs: np.ndarray) -> None:
+        reference.reset(self.views, self.params, self.seed, envs)
+
+    def step_numpy(self) -> None:
+        reference.step(self.views, self.params, np.float32(1 - self.params.local_ratio),
+                       np.float32(self.params.local_ratio))
+
+    def reset_cuda(self, mask) -> None:
+        self.run(kernels.reset_bodies, per="agent", mask=mask)
+        self.run(kernels.observe_reset, per="agent", mask=mask)
+
+    def step_cuda(self) -> None:
+        self.run(kernels.advance_clock, per="env")
+        self.run(kernels.push_agents_continuous if self.params.continuous_actions else kernels.push_agents,
+                 per="agent")
+        self.run(kernels.move_agents, per="agent")
+        self.run(kernels.find_nearest_agents, per="agent")
+        self.run(kernels.reward_and_observe, per="agent")

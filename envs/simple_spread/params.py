@@ -1,0 +1,53 @@
+"""Parameters of simple_spread, with MPE2 1.1.1's names and defaults, and the constants of its world."""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from warpsim.errors import InvalidValueError
+from warpsim.validation import check_fields, require_bool, require_int, require_real
+
+DRAWS_PER_AGENT = 4
+"""Random numbers agent i draws at a reset: its x and y, then landmark i's x and y."""
+MAX_AGENTS = 1 << 12
+"""The most agents an environment holds (the lanes of an episode's random numbers stay below 2**32)."""
+
+DT = np.float32(0.1)
+"""MPE's world step, in seconds."""
+KEPT_VELOCITY = np.float32(0.75)
+"""1 - MPE's damping of 0.25: the share of its velocity a body keeps each step."""
+CONTACT_FORCE = np.float32(100.0)
+CONTACT_MARGIN = np.float32(1e-3)
+"""k of the contact force's softplus: 100 x k softplus(-(distance - contact distance) / k) along the line of centres."""
+CONTACT_DISTANCE = np.float32(0.3)
+"""Two agents (of size 0.15 each) touch below this distance of their centres."""
+SENSITIVITY = np.float32(5.0)
+"""The force of a unit action."""
+COMMUNICATION_SIZE = 2
+"""MPE's dim_c: every agent observes the other agents' utterances, zeros in simple_spread (agents are silent)."""
+
+
+@dataclass(frozen=True)
+class SimpleSpreadParams:
+    """N agents cover N landmarks: rewarded together by how near each landmark's nearest agent is,
+    each penalised for the agents it touches (MPE2's simple_spread_v3)."""
+
+    N: int = 3
+    """Agents, and landmarks; 1 to 4096."""
+    local_ratio: float = 0.5
+    """Weight of an agent's own collision penalty; the shared coverage reward weighs 1 - local_ratio. In [0, 1]."""
+    max_cycles: int = 25
+    """Steps of an episode (it is then cut: truncated, not terminated); >= 1."""
+    continuous_actions: bool = False
+    """MPE's Box(0, 1, (5,)) actions, a force (a[2] - a[1], a[4] - a[3]) x 5, instead of Discrete(5)."""
+
+    def __post_init__(self):
+        check_fields(self, require_int, ("N",), 1, MAX_AGENTS)
+        check_fields(self, require_int, ("max_cycles",), 1, 2**31 - 1)
+        check_fields(self, require_real, ("local_ratio",), 0, 1)
+        check_fields(self, require_bool, ("continuous_actions",))
+        lanes = (self.max_cycles + 1) * (self.N + 1) * DRAWS_PER_AGENT
+        if lanes >= 2**32:
+            raise InvalidValueError(f"max_cycles={self.max_cycles} with N={self.N} numbers more random draws in an "
+                                    f"episode than its 2**32 lanes; give (max_cycles + 1) x (N + 1) x "
+                                    f"{DRAWS_PER_AGENT} < 2**32")

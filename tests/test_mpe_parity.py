@@ -1,0 +1,97 @@
+"""The MPE scenarios against MPE2 itself: the same state, the same actions, the same episode.
+
+MPE2's world is set to warpsim's state after a reset; both then take the same actions, through
+warpsim's PettingZoo adapter and MPE2's own parallel env, for a whole episode. MPE2 computes in
+float64 and warpsim in float32 (docs/mpe.md), so figures agree to float32 rounding carried
+through the episode's physics.
+"""
+
+import numpy as np
+import pytest
+
+from warpsim.adapters.pettingzoo import parallel_env
+
+mpe2 = pytest.importorskip("mpe2")
+from mpe2 import simple_spread_v3  # noqa: E402
+
+RTOL = ATOL = 1e-4
+
+
+def mirrored(n: int, seed: int, **params):
+    """warpsim's simple_spread and MPE2's, MPE2's world set to warpsim's first state."""
+    ours = parallel_env("simple_spread", N=n, seed=seed, **params)
+    ours.reset()
+    theirs = simple_spread_v3.parallel_env(N=n, **params)
+    theirs.reset(seed=seed)
+    copy_state(ours, theirs)
+    return ours, theirs
+
+
+def copy_state(ours, theirs) -> None:
+    state, world = ours.env.state, theirs.unwrapped.world
+    for i, agent in enumerate(world.agents):
+        agent.state.p_pos = np.array([state.pos_x[0, i].item(), state.pos_y[0, i].item()], np.float64)
+        agent.state.p_vel = np.array([state.vel_x[0, i].item(), state.vel_y[0, i].item()], np.float64)
+    for i, landmark in enumerate(world.landmarks):
+        landmark.state.p_pos = np.array([state.landmark_x[0, i].item(), state.landmark_y[0, i].item()], np.float64)
+
+
+def play_episode(ours, theirs, actions_of, steps: int) -> int:
+    """Steps both with the same actions and compares every agent's observation, reward and end; the steps played."""
+    for step in range(1, steps + 1):
+        actions = actions_of(step)
+        our_obs, our_rewards, our_ends, our_cuts, _ = ours.step(actions)
+        their_obs, their_rewards, their_ends, their_cuts, _ = theirs.step(actions)
+        assert sorted(our_obs) == sorted(their_obs), step
+        for name in their_obs:
+            np.testing.assert_allclose(our_obs[name], their_obs[name], rtol=RTOL, atol=ATOL,
+                                       err_msg=f"{name} step {step}")
+            np.testing.assert_allclose(our_rewards[name], their_rewards[name], rtol=RTOL, atol=ATOL,
+                                       err_msg=f"{name} step {step}")
+            assert (our_ends[name], our_cuts[name]) == (their_ends[name], their_cuts[name]), (name, step)
+        if any(their_cuts.values()) or any(their_ends.values()):
+            return step
+    return steps
+
+
+@pytest.mark.parametrize("n, local_ratio", [(3, 0.5), (1, 0.5), (5, 0.2), (4, 1.0)])
+def test_simple_spread_with_random_discrete_actions_is_mpe2s(n, local_ratio):
+    ours, theirs = mirrored(n, seed=n, local_ratio=local_ratio, max_cycles=25)
+    for name in theirs.agents:
+        np.testing.assert_allclose(ours.observation_space(name).shape, theirs.observation_space(name).shape)
+        assert ours.action_space(name) == theirs.action_space(name)
+        np.testing.assert_array_equal(ours.env.observations[0, ours.agents.index(name)].numpy(),
+                                      theirs.unwrapped.observe(name))
+    rng = np.random.default_rng(n)
+    played = play_episode(ours, theirs, lambda step: {name: int(rng.integers(5)) for name in theirs.agents}, 30)
+    assert played == 25, "both cut the episode after max_cycles"
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_simple_spread_with_random_continuous_actions_is_mpe2s(seed):
+    ours, theirs = mirrored(3, seed=seed, continuous_actions=True, max_cycles=25)
+    for name in theirs.agents:
+        space = ours.action_space(name)
+        assert (space.shape, space.low.tolist(), space.high.tolist()) == ((5,), [0.0] * 5, [1.0] * 5)
+    rng = np.random.default_rng(seed)
+    play_episode(ours, theirs,
+                 lambda step: {name: rng.random(5, dtype=np.float32) for name in theirs.agents}, 25)
+
+
+@pytest.mark.parametrize("where", ["touching", "corners"])
+def test_simple_spread_from_the_edge_cases_is_mpe2s(where):
+    """Agents pressed together (the contact force's steep side), and agents in the corners running outwards."""
+    ours, theirs = mirrored(4, seed=5, max_cycles=25)
+    state = ours.env.state
+    if where == "touching":
+        positions = [(0.0, 0.0), (0.05, 0.0), (0.0, 0.12), (0.29, 0.01)]
+        moves = [2, 1, 3, 0]  # towards each other
+    else:
+        positions = [(-1.0, -1.0), (1.0, -1.0), (-1.0, 1.0), (1.0, 1.0)]
+        moves = [1, 2, 4, 3]
+    for i, (x, y) in enumerate(positions):
+        state.pos_x[0, i], state.pos_y[0, i] = x, y
+        state.vel_x[0, i], state.vel_y[0, i] = 0.3 * (i - 1.5), -0.2
+    copy_state(ours, theirs)
+    played = play_episode(ours, theirs, lambda step: dict(zip(theirs.agents, moves)), 25)
+    assert played == 25

@@ -1,0 +1,40 @@
+"""warpsim.kernels.softplus: one formula for the kernels and the NumPy reference, accurate to float32."""
+
+import numpy as np
+import pytest
+from numba import cuda
+
+from warpsim.kernels.softplus import EXP_FLOOR, softplus, softplus_device
+
+EDGES = [0.0, -0.0, 1e-30, -1e-30, 1e-7, -1e-7, 80.0, -80.0, -79.99, 200.0, -300.0]
+VALUES = np.concatenate([np.linspace(-90, 90, 40001, dtype=np.float32), np.array(EDGES, np.float32)])
+
+
+def test_softplus_is_within_four_ten_millionths_of_the_true_value():
+    exact = np.logaddexp(0, VALUES.astype(np.float64))
+    inside = VALUES >= EXP_FLOOR
+    relative = np.abs(softplus(VALUES[inside]).astype(np.float64) - exact[inside]) / exact[inside]
+    assert relative.max() < 4e-7
+    assert np.all(softplus(VALUES[~inside]) == 0), "exp below -80 is taken as 0"
+    assert softplus(np.float32(np.inf)) == np.inf and softplus(np.float32(-np.inf)) == 0
+
+
+def test_the_kernels_compute_the_references_bits():
+    """Under the simulator here; the PTX test (test_kernel_compile.py) shows the GPU compiler fuses nothing."""
+
+    @cuda.jit
+    def apply(values, out):
+        i = cuda.grid(1)
+        if i < values.shape[0]:
+            out[i] = softplus_device(values[i])
+
+    values = np.ascontiguousarray(VALUES[::7])
+    out = np.zeros_like(values)
+    apply[(len(values) + 127) // 128, 128](values, out)
+    np.testing.assert_array_equal(out, softplus(values))
+
+
+@pytest.mark.parametrize("x", [np.float32(3.5), np.array([[-1.0, 2.0], [0.25, -40.0]], np.float32)])
+def test_scalars_and_arrays_keep_their_shape_in_float32(x):
+    result = softplus(x)
+    assert result.dtype == np.float32 and result.shape == np.shape(x)
