@@ -39,6 +39,12 @@ else:
 
 
 @cuda.jit(device=True)
+def key_of(d2, j):
+    """The key of agent (or entity) ``j`` at squared distance ``d2`` (float32 >= 0; j int32 >= 0)."""
+    return (distance_bits(d2) << ID_BITS) | np.uint64(j)
+
+
+@cuda.jit(device=True)
 def clear_keys(keys):
     """keys uint64[K]: holds nothing."""
     for slot in range(keys.shape[0]):
@@ -53,7 +59,7 @@ def offer_key(keys, d2, j):
     network: each slot keeps the smaller of its key and the one carried down, and passes
     the larger on, so the list stays sorted and the K+1-th falls off the end.
     """
-    key = (distance_bits(d2) << ID_BITS) | np.uint64(j)
+    key = key_of(d2, j)
     if key < keys[keys.shape[0] - 1]:
         for slot in range(keys.shape[0]):
             held = keys[slot]

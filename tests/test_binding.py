@@ -31,7 +31,8 @@ CONFIGURATIONS: dict[str, list[dict[str, Any]]] = {
         dict(num_taggers=2, num_runners=3, episode_length=2, use_full_observation=False, neighbour_search="grid"),
         dict(num_taggers=2, num_runners=3, episode_length=2, continuous_actions=True),
     ],
-    "simple_spread": [dict(N=3, max_cycles=2), dict(N=3, max_cycles=2, continuous_actions=True)],
+    "simple_spread": [dict(N=3, max_cycles=2, num_agent_neighbors=1, num_landmark_neighbors=4),
+                      dict(N=3, max_cycles=2, continuous_actions=True)],
     "tag_gridworld": [
         dict(num_taggers=2, episode_length=2),
         dict(num_taggers=2, episode_length=2, use_full_observation=False, closing_reward_for_tagger=0.5),

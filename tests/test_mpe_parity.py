@@ -95,3 +95,16 @@ def test_simple_spread_from_the_edge_cases_is_mpe2s(where):
     copy_state(ours, theirs)
     played = play_episode(ours, theirs, lambda step: dict(zip(theirs.agents, moves)), 25)
     assert played == 25
+
+
+@pytest.mark.parametrize("n, agents, landmarks", [(5, 2, 3), (3, 4, 5), (6, 1, 6), (1, 2, 1)])
+def test_simple_spread_observing_the_nearest_is_mpe2s(n, agents, landmarks):
+    """num_agent_neighbors and num_landmark_neighbors: the nearest first, zeros beyond those there are."""
+    neighbours = dict(num_agent_neighbors=agents, num_landmark_neighbors=landmarks)
+    ours, theirs = mirrored(n, seed=7, max_cycles=25, **neighbours)
+    for name in theirs.agents:
+        assert ours.observation_space(name).shape == theirs.observation_space(name).shape
+        np.testing.assert_array_equal(ours.env.observations[0, ours.agents.index(name)].numpy(),
+                                      theirs.unwrapped.observe(name))
+    rng = np.random.default_rng(n)
+    assert play_episode(ours, theirs, lambda step: {name: int(rng.integers(5)) for name in theirs.agents}, 25) == 25

@@ -15,6 +15,9 @@ from warpsim.errors import WarpsimError
     (dict(max_cycles=0), r"max_cycles=0 is not allowed"),
     (dict(continuous_actions="yes"), r"continuous_actions='yes' is not allowed"),
     (dict(N=4096, max_cycles=2**20), r"max_cycles=1048576 with N=4096 numbers more random draws"),
+    (dict(num_agent_neighbors=0), r"num_agent_neighbors=0 is not allowed; give an integer in \[1, 4096\], or None"),
+    (dict(num_landmark_neighbors=2.0), r"num_landmark_neighbors=2.0 is not allowed"),
+    (dict(num_landmark_neighbors=True), r"num_landmark_neighbors=True is not allowed"),
 ])
 def test_bad_parameters_are_one_line_errors(params, message):
     with pytest.raises(WarpsimError, match=message):

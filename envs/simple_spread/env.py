@@ -13,7 +13,8 @@ class SimpleSpread(Environment):
     Actions int32[E, N, 1]: 0 none, 1 left, 2 right, 3 down, 4 up (a force of 5); with
     ``continuous_actions``, float32[E, N, 5] in [0, 1] (MPE's Box), a force (a2 - a1, a4 - a3) x 5.
     Observations float32[E, N, 6N], MPE2's: own velocity, own position, each landmark's offset,
-    each other agent's offset, the other agents' utterances (zeros).
+    each other agent's offset, the other agents' utterances (zeros); with num_agent_neighbors or
+    num_landmark_neighbors, only that many nearest, nearest first, zero-padded.
     Rewards: (1 - local_ratio) x minus the sum over landmarks of the nearest agent's distance,
     plus local_ratio x minus the agents this one touches. Episodes last max_cycles steps.
     """
@@ -26,7 +27,7 @@ class SimpleSpread(Environment):
         per_agent = ("E", "N")
         return EnvSpec(
             num_agents=p.N,
-            observation_size=4 + 2 * p.N + (2 + COMMUNICATION_SIZE) * (p.N - 1),
+            observation_size=4 + 2 * p.landmark_slots + (2 + COMMUNICATION_SIZE) * p.agent_slots,
             action_levels=() if p.continuous_actions else (5,),
             action_bounds=((0.0, 1.0),) * 5 if p.continuous_actions else (),
             state=(
@@ -41,7 +42,8 @@ class SimpleSpread(Environment):
             role_names=("agent",),
             agent_roles=(0,) * p.N,
             write_order=("t", "done", "pos_x", "pos_y", "vel_x", "vel_y", "rewards", "observations", "episode"),
-            observation_label="full",
+            observation_label=("full" if p.num_agent_neighbors is None and p.num_landmark_neighbors is None else
+                               f"partial: {p.agent_slots} agents, {p.landmark_slots} landmarks"),
             distance_evaluations_per_step=3 * p.N * p.N,
             scratch=(
                 StateArray("force_x", np.float32, per_agent, "each agent's force this step"),
@@ -53,7 +55,10 @@ class SimpleSpread(Environment):
     def setup(self) -> None:
         p = self.params
         self.add_constants(moves_x=reference.MOVES_X, moves_y=reference.MOVES_Y,
-                           global_weight=np.float32(1 - p.local_ratio), local_weight=np.float32(p.local_ratio))
+                           global_weight=np.float32(1 - p.local_ratio), local_weight=np.float32(p.local_ratio),
+                           landmark_slots=np.int32(p.landmark_slots), agent_slots=np.int32(p.agent_slots),
+                           nearest_landmarks=np.bool_(p.num_landmark_neighbors is not None),
+                           nearest_agents=np.bool_(p.num_agent_neighbors is not None))
 
     def reset_numpy(self, envs: np.ndarray) -> None:
         reference.reset(self.views, self.params, self.seed, envs)

@@ -23,6 +23,7 @@ from warpsim.envs.simple_spread.params import (
 )
 from warpsim.kernels.actions import clamp_device
 from warpsim.kernels.indexing import agent_of_thread
+from warpsim.kernels.nearest_keys import EMPTY_KEY, key_id, key_of
 from warpsim.kernels.random import reset_uniform_device
 from warpsim.kernels.rounding import add, mul, squared_distance, sub
 from warpsim.kernels.softplus import softplus_device
@@ -123,12 +124,13 @@ def find_nearest_agents(pos_x, pos_y, landmark_x, landmark_y, nearest_distance):
 
 
 @cuda.jit
-def reward_and_observe(global_weight, local_weight, nearest_distance, pos_x, pos_y, vel_x, vel_y, landmark_x,
-                       landmark_y, rewards, observations):
+def reward_and_observe(global_weight, local_weight, landmark_slots, agent_slots, nearest_landmarks, nearest_agents,
+                       nearest_distance, pos_x, pos_y, vel_x, vel_y, landmark_x, landmark_y, rewards, observations):
     """Each agent's reward, the shared coverage and its own collisions weighed, and its observation.
 
-    global_weight, local_weight float32; nearest_distance float32[E, N]; pos_x, pos_y, vel_x, vel_y float32[E, N];
-    landmark_x, landmark_y float32[E, N]; rewards float32[E, N]; observations float32[E, N, D].
+    global_weight, local_weight float32; landmark_slots, agent_slots int32; nearest_landmarks, nearest_agents bool;
+    nearest_distance float32[E, N]; pos_x, pos_y, vel_x, vel_y float32[E, N]; landmark_x, landmark_y float32[E, N];
+    rewards float32[E, N]; observations float32[E, N, D].
     """
     num_envs, n = pos_x.shape
     e, i = agent_of_thread(n)
@@ -143,28 +145,62 @@ def reward_and_observe(global_weight, local_weight, nearest_distance, pos_x, pos
                                                  sub(pos_y[e, j], pos_y[e, i]))) < CONTACT_DISTANCE:
             collisions = sub(collisions, ONE)
     rewards[e, i] = add(mul(coverage, global_weight), mul(collisions, local_weight))
-    write_observation(e, i, pos_x, pos_y, vel_x, vel_y, landmark_x, landmark_y, observations)
+    write_observation(e, i, landmark_slots, agent_slots, nearest_landmarks, nearest_agents, pos_x, pos_y, vel_x,
+                      vel_y, landmark_x, landmark_y, observations)
 
 
 @cuda.jit(device=True)
-def write_observation(e, i, pos_x, pos_y, vel_x, vel_y, landmark_x, landmark_y, observations):
-    """MPE2's order: own velocity and position, each landmark's offset, each other agent's, then zeros (utterances)."""
-    n = pos_x.shape[1]
+def nearest_after(floor, qx, qy, xs_e, ys_e, skip):
+    """The key (``nearest_keys.key_of``) of the entity of xs_e, ys_e (float32[M]) nearest to (qx, qy) among those
+    whose key is at least ``floor``, leaving out index ``skip``; EMPTY_KEY when none is left. Called with each
+    key found plus one, it yields the entities nearest first, the lower index first at a tie."""
+    best = EMPTY_KEY
+    for j in range(xs_e.shape[0]):
+        if j != skip:
+            key = key_of(squared_distance(sub(xs_e[j], qx), sub(ys_e[j], qy)), j)
+            if floor <= key < best:
+                best = key
+    return best
+
+
+@cuda.jit(device=True)
+def write_offsets(observations, e, i, at, slots, nearest_first, qx, qy, xs_e, ys_e, skip):
+    """The offsets of the entities of xs_e, ys_e from (qx, qy) at observations[e, i, at:]: each in index order
+    (leaving out ``skip``), or the ``slots`` nearest, nearest first, zeros where none is left; the next index."""
+    if nearest_first:
+        floor = np.uint64(0)
+        for _ in range(slots):
+            key = nearest_after(floor, qx, qy, xs_e, ys_e, skip)
+            if key == EMPTY_KEY:
+                observations[e, i, at] = ZERO
+                observations[e, i, at + 1] = ZERO
+            else:
+                j = key_id(key)
+                observations[e, i, at] = sub(xs_e[j], qx)
+                observations[e, i, at + 1] = sub(ys_e[j], qy)
+                floor = key + np.uint64(1)
+            at += 2
+        return at
+    for j in range(xs_e.shape[0]):
+        if j != skip:
+            observations[e, i, at] = sub(xs_e[j], qx)
+            observations[e, i, at + 1] = sub(ys_e[j], qy)
+            at += 2
+    return at
+
+
+@cuda.jit(device=True)
+def write_observation(e, i, landmark_slots, agent_slots, nearest_landmarks, nearest_agents, pos_x, pos_y, vel_x,
+                      vel_y, landmark_x, landmark_y, observations):
+    """MPE2's order: own velocity and position, the landmarks' offsets, the other agents', then zeros (utterances)."""
     x, y = pos_x[e, i], pos_y[e, i]
     observations[e, i, 0] = vel_x[e, i]
     observations[e, i, 1] = vel_y[e, i]
     observations[e, i, 2] = x
     observations[e, i, 3] = y
-    at = 4
-    for landmark in range(n):
-        observations[e, i, at] = sub(landmark_x[e, landmark], x)
-        observations[e, i, at + 1] = sub(landmark_y[e, landmark], y)
-        at += 2
-    for j in range(n):
-        if j != i:
-            observations[e, i, at] = sub(pos_x[e, j], x)
-            observations[e, i, at + 1] = sub(pos_y[e, j], y)
-            at += 2
+    at = write_offsets(observations, e, i, 4, landmark_slots, nearest_landmarks, x, y, landmark_x[e], landmark_y[e],
+                       -1)
+    at = write_offsets(observations, e, i, at, agent_slots, nearest_agents, x, y, pos_x[e], pos_y[e], i)
     while at < observations.shape[2]:
         observations[e, i, at] = ZERO
         at += 1
@@ -192,14 +228,16 @@ def reset_bodies(mask, seed, episode, pos_x, pos_y, vel_x, vel_y, landmark_x, la
 
 
 @cuda.jit
-def observe_reset(mask, pos_x, pos_y, vel_x, vel_y, landmark_x, landmark_y, observations):
+def observe_reset(mask, landmark_slots, agent_slots, nearest_landmarks, nearest_agents, pos_x, pos_y, vel_x, vel_y,
+                  landmark_x, landmark_y, observations):
     """The first observations where ``mask`` is set (after reset_bodies).
 
-    mask bool[E]; pos_x, pos_y, vel_x, vel_y float32[E, N]; landmark_x, landmark_y float32[E, N];
-    observations float32[E, N, D].
+    mask bool[E]; landmark_slots, agent_slots int32; nearest_landmarks, nearest_agents bool;
+    pos_x, pos_y, vel_x, vel_y float32[E, N]; landmark_x, landmark_y float32[E, N]; observations float32[E, N, D].
     """
     num_envs, n = pos_x.shape
     e, i = agent_of_thread(n)
     if e >= num_envs or not mask[e]:
         return
-    write_observation(e, i, pos_x, pos_y, vel_x, vel_y, landmark_x, landmark_y, observations)
+    write_observation(e, i, landmark_slots, agent_slots, nearest_landmarks, nearest_agents, pos_x, pos_y, vel_x,
+                      vel_y, landmark_x, landmark_y, observations)

@@ -82,18 +82,30 @@ def action_forces(v, p: SimpleSpreadParams) -> tuple[np.ndarray, np.ndarray]:
 
 
 def observe(v, p: SimpleSpreadParams, envs: np.ndarray) -> None:
-    """MPE2's order: own velocity, own position, each landmark's offset, each other agent's offset
-    (agent order), then the other agents' utterances (zeros)."""
+    """MPE2's order: own velocity, own position, the landmarks' offsets, the other agents' offsets, then
+    the other agents' utterances (zeros). With num_*_neighbors, only that many nearest, nearest first (by
+    float32 squared distance, the lower index first at a tie), zeros filling the slots beyond those there
+    are; without, all of them in their own order."""
     n = p.N
     x, y = v.pos_x[envs], v.pos_y[envs]
-    obs = v.observations
-    obs[envs, :, 0], obs[envs, :, 1] = v.vel_x[envs], v.vel_y[envs]
-    obs[envs, :, 2], obs[envs, :, 3] = x, y
-    obs[envs, :, 4:4 + 2 * n:2] = v.landmark_x[envs][:, None, :] - x[:, :, None]
-    obs[envs, :, 5:4 + 2 * n:2] = v.landmark_y[envs][:, None, :] - y[:, :, None]
-    for i in range(n):
-        others = np.arange(n) != i
-        start = 4 + 2 * n
-        obs[envs, i, start:start + 2 * (n - 1):2] = x[:, others] - x[:, i:i + 1]
-        obs[envs, i, start + 1:start + 2 * (n - 1):2] = y[:, others] - y[:, i:i + 1]
-    obs[envs, :, 4 + 4 * n - 2:] = 0
+    others = np.array([[j for j in range(n) if j != i] for i in range(n)], np.int64).reshape(n, n - 1)
+    landmarks = offsets(v.landmark_x[envs][:, None, :] - x[:, :, None], v.landmark_y[envs][:, None, :] - y[:, :, None],
+                        p.num_landmark_neighbors)
+    agents = offsets(x[:, others] - x[:, :, None], y[:, others] - y[:, :, None], p.num_agent_neighbors)
+    utterances = np.zeros((len(envs), n, 2 * p.agent_slots), np.float32)
+    own = np.stack([v.vel_x[envs], v.vel_y[envs], x, y], axis=-1)
+    v.observations[envs] = np.concatenate([own, landmarks, agents, utterances], axis=-1)
+
+
+def offsets(dx: np.ndarray, dy: np.ndarray, nearest: int | None) -> np.ndarray:
+    """float32[E, N, 2 slots]: (dx, dy) of each entity of the last axis, as they come, or of the ``nearest``
+    nearest, nearest first, zeros beyond the entities there are."""
+    if nearest is not None:
+        d2 = dx * dx + dy * dy
+        order = np.argsort(d2, axis=-1, kind="stable")[..., :nearest]
+        dx, dy = np.take_along_axis(dx, order, -1), np.take_along_axis(dy, order, -1)
+        missing = nearest - dx.shape[-1]
+        if missing > 0:
+            fill = np.zeros((*dx.shape[:-1], missing), np.float32)
+            dx, dy = np.concatenate([dx, fill], -1), np.concatenate([dy, fill], -1)
+    return np.stack([dx, dy], axis=-1).reshape(*dx.shape[:-1], -1)
