@@ -50,6 +50,7 @@ PRESETS = {
                                  num_envs=64, iterations=300, stack_observations=2, opponents={"runner": "random"}),
     "beacon-continuous": dict(env="beacon", env_params=BEACON_CONTINUOUS_ENV, num_envs=32, rollout_steps=30,
                               iterations=60),
+    "spread-small": dict(env="simple_spread", env_params=dict(N=3), num_envs=64, rollout_steps=25, iterations=200),
     "tag-chase": _reference("train-ref", OWN_STATE, iterations=1200, stagger_steps=500,
                             opponents={"runner": "random"}, **CHASE),
     "tag-chase-continuous": _reference("train-ref", dict(OWN_STATE, continuous_actions=True), iterations=1200,
