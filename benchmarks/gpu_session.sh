@@ -6,7 +6,7 @@
 # set beside bench's headline), train-speed (the train tier, fused and eager, the cost model of
 # benchmarks/iteration_cost.py and the fused iteration's kernels from the profiler), neighbour-search (each search forced: sweep-N, and the headline with each grid search),
 # placement, many-runs (an experiment of 16 runs batched against the 16 in turn), evaluation-speed (10 runs evaluated
-# side by side against one alone), profile (Nsight Compute), and the
+# side by side against one alone), mpe (simple_spread against MPE2), profile (Nsight Compute), and the
 # reference learning tasks: grid-chase, tag-chase, tag-chase-continuous, tag-evade (needs tag-chase's run, in the same
 # OUT_DIR) and self-play (train-ref, both roles learn), each one call of at most 10 minutes;
 # learning runs all four in turn; peers-jaxmarl and peers-jaxmarl-headline (JaxMARL's simple_tag at
@@ -105,6 +105,13 @@ for stage in "$@"; do
                 --results-dir "$out/many_runs"
             step stacked-networks 60 python3 benchmarks/stacked_networks.py --runs 16 --batch 4096 --hidden 128 \
                 --device cuda ;;
+        mpe)  # simple_spread against MPE2 (MPE2's default N = 3, and nearest-10 at N = 100 and 1000)
+            step mpe-N3 120 python3 benchmarks/mpe_speed.py --agents 3 --num-envs 1 --num-envs 4096 \
+                --num-envs 65536 --results-dir "$out/mpe_speed"
+            step mpe-N100 150 python3 benchmarks/mpe_speed.py --agents 100 --neighbours 10 --num-envs 1 \
+                --num-envs 1024 --results-dir "$out/mpe_speed"
+            step mpe-N1000 180 python3 benchmarks/mpe_speed.py --agents 1000 --neighbours 10 --seconds 10 \
+                --num-envs 64 --results-dir "$out/mpe_speed" ;;
         evaluation-speed)  # 10 tag-small runs evaluated side by side against one alone (target: 2x)
             step evaluation-speed 300 python3 benchmarks/evaluation_speed.py --config tag-small --runs 10 \
                 --results-dir "$out/evaluation_speed" ;;

@@ -1,0 +1,85 @@
+"""warpsim's simple_spread next to MPE2's own, in agent-steps per second, on this machine.
+
+    python benchmarks/mpe_speed.py                               # N = 3, MPE2's defaults
+    python benchmarks/mpe_speed.py --agents 3 --agents 100 --neighbours 10 --num-envs 1 --num-envs 4096
+
+For each N of ``--agents`` it times MPE2's ``simple_spread_v3.parallel_env`` (one environment,
+random actions, reset when the episode is cut), warpsim's PettingZoo adapter, the same API over
+one environment, and warpsim's simple_spread at each ``--num-envs`` on the ``--backend`` (the
+sim tier: ``warpsim.bench``'s timing, random actions already on the device). ``--neighbours K``
+observes the K nearest agents and landmarks (MPE2's num_agent_neighbors and
+num_landmark_neighbors). Each warpsim record is appended to
+benchmarks/results/mpe_speed/<device>.json with the MPE2 rate beside it; a table of rates and of
+the ratios to MPE2 is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+
+from warpsim.adapters.pettingzoo import parallel_env
+from warpsim.bench.runner import RESULTS_DIR, append_result, print_progress, run_sim
+from warpsim.configs import BenchConfig
+
+
+def agent_steps_per_second(env, seconds: float, seed: int) -> float:
+    """A PettingZoo ParallelEnv stepped with random actions for about ``seconds``: agent-steps per second."""
+    env.reset(seed=seed)
+    rng = np.random.default_rng(seed)
+    agents = list(env.agents)
+    spaces = [env.action_space(name) for name in agents]
+    done, steps, started = 0, 0, time.perf_counter()
+    while time.perf_counter() - started < seconds:
+        actions = {name: int(rng.integers(space.n)) for name, space in zip(agents, spaces)}
+        _, _, terminations, truncations, _ = env.step(actions)
+        steps += 1
+        if any(terminations.values()) or any(truncations.values()):
+            env.reset()
+            done += 1
+    return steps * len(agents) / (time.perf_counter() - started)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--agents", type=int, action="append", help="N, repeatable (default 3)")
+    parser.add_argument("--neighbours", type=int, help="observe the K nearest (default: all, MPE2's default)")
+    parser.add_argument("--num-envs", type=int, action="append", help="warpsim's E, repeatable (default 1, 1024)")
+    parser.add_argument("--backend", default="auto")
+    parser.add_argument("--seconds", type=float, default=3.0, help="each PettingZoo timing (default 3)")
+    parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR / "mpe_speed")
+    args = parser.parse_args(argv)
+    from mpe2 import simple_spread_v3
+
+    rows = []
+    for n in args.agents or [3]:
+        params = {"N": n} if args.neighbours is None else {
+            "N": n, "num_agent_neighbors": args.neighbours, "num_landmark_neighbors": args.neighbours}
+        print_progress(f"MPE2 simple_spread, N={n}")
+        mpe2_rate = agent_steps_per_second(simple_spread_v3.parallel_env(**params), args.seconds, 0)
+        print_progress(f"warpsim's PettingZoo adapter, N={n}")
+        adapter_rate = agent_steps_per_second(parallel_env("simple_spread", **params), args.seconds, 0)
+        rows.append((n, "MPE2 parallel_env", 1, mpe2_rate))
+        rows.append((n, "warpsim PettingZoo adapter (numpy)", 1, adapter_rate))
+        for num_envs in args.num_envs or [1, 1024]:
+            print_progress(f"warpsim simple_spread, N={n}, E={num_envs}, backend {args.backend}")
+            record = run_sim(BenchConfig("simple_spread", num_envs, params, f"mpe-speed-N{n}"), backend=args.backend)
+            record["mpe2_agent_steps_per_second"] = mpe2_rate
+            record["adapter_agent_steps_per_second"] = adapter_rate
+            path = append_result(record, args.results_dir)
+            rows.append((n, f"warpsim {record['backend']} ({record['device']})", record["num_envs"],
+                         record["agent_steps_per_second"]["median"]))
+        print_progress(f"records appended to {path}")
+    print("| N | simulator | environments | agent-steps/s | x MPE2 |")
+    print("|---|---|---|---|---|")
+    for n, name, num_envs, rate in rows:
+        mpe2 = next(r for m, label, _, r in rows if m == n and label == "MPE2 parallel_env")
+        print(f"| {n} | {name} | {num_envs} | {rate:.3g} | {rate / mpe2:.1f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
