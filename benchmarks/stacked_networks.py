@@ -36,10 +36,11 @@ def main(argv: list[str] | None = None) -> int:
     device = torch.device(args.device)
     torch.set_num_threads(1)
     preset = PRESETS["tag-small"]
-    config = TrainConfig(env=preset["env"], env_params=preset["env_params"], hidden_size=args.hidden)
+    config = TrainConfig(env=preset["env"], env_params=preset["env_params"], hidden_size=args.hidden,
+                         stack_observations=preset["stack_observations"])
     spec = warpsim.make(config.env, 1, backend="numpy", **config.env_params).spec
     inputs = spec.observation_size * preset["stack_observations"]
-    runs = [RolePolicies.for_config(config, spec, list(spec.role_names), inputs) for _ in range(args.runs)]
+    runs = [RolePolicies.for_config(config, spec, list(spec.role_names)) for _ in range(args.runs)]
     stacked = RunPolicies(runs).to(device).network("tagger")
     networks = [policies.network("tagger").to(device) for policies in runs]
     parameters, buffers = stack_module_state(networks)  # copies: the two ways train apart

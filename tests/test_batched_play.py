@@ -21,7 +21,7 @@ CONTINUOUS = {"num_runners": 3, "episode_length": 12, "tagging_distance": 0.4, "
 def policies(env, seed: int, stack: int, hidden_size: int = 16, policy_head: str = "gaussian") -> RolePolicies:
     torch.manual_seed(seed)
     names = [role.name for role in roles_of(env.spec, env.device)]
-    return RolePolicies(env.spec, names, stack * env.spec.observation_size, hidden_size, 2,
+    return RolePolicies(env.spec, names, stack, hidden_size, 2,
                         policy_head=policy_head).to(env.device).eval()
 
 

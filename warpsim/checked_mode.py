@@ -3,6 +3,8 @@ host read per GPU step.
 
 An action index must be within its component's levels; a continuous action finite and
 within its component's bounds (the step would clamp it: checked mode refuses it instead).
+Where roles observe observations of their own sizes, every entry of a row past its role's
+size must be 0: a kernel that writes there is refused.
 
 Actions given from the host to ``step(actions)`` are checked on the host before they are
 copied in. What is already in the environment's memory (actions written in place, a tensor
@@ -33,6 +35,7 @@ class CheckedMode:
     spec: EnvSpec
     state: ArrayNamespace
     actions: torch.Tensor
+    observations: torch.Tensor
     checked: bool
     _action_limits: torch.Tensor
     display_name: str
@@ -132,7 +135,9 @@ class CheckedMode:
         they are copied in."""
         steps, self._steps_since_check = self._steps_since_check, 0
         state_flags = (self._state_violations(array).any() for array in self._checked_state)
-        flags = torch.stack([self._bad_actions_seen, *state_flags])
+        past = self._past_role_sizes
+        written_past = [] if past is None else [((self.observations != 0) & past).any()]
+        flags = torch.stack([self._bad_actions_seen, *written_past, *state_flags])
         if not bool(flags.any()):
             return
         if bool(flags[0]):
@@ -149,7 +154,29 @@ class CheckedMode:
                 f"{what} reached env.actions on the device within the last {steps} step(s) (the step clamped it "
                 f"to the nearest valid value); allowed: {allowed}. Actions given from the host to step(actions) are "
                 f"checked at once; set env.check_every = 1 to find the step")
+        if written_past and bool(flags[1]):
+            self._refuse_observations_past_roles()
         self.validate_state()
+
+    @functools.cached_property
+    def _past_role_sizes(self) -> torch.Tensor | None:
+        """bool[N, D]: the entries of each agent's row of observations past its role's size (None when
+        every role observes whole rows)."""
+        spec = self.spec
+        if not spec.role_observation_sizes:
+            return None
+        sizes = torch.tensor([spec.role_observation_sizes[role] for role in spec.agent_roles],
+                             device=self.observations.device)
+        return torch.arange(spec.observation_size, device=sizes.device)[None, :] >= sizes[:, None]
+
+    def _refuse_observations_past_roles(self) -> None:
+        assert self._past_role_sizes is not None
+        e, i, k = (int(index) for index in ((self.observations != 0) & self._past_role_sizes).nonzero()[0])
+        role = self.spec.role_names[self.spec.agent_roles[i]]
+        raise InvalidValueError(
+            f"observations[{e}, {i}, {k}] = {self.observations[e, i, k].item()!r}, past what an agent of role "
+            f"{role!r} observes (the first {self.spec.observation_size_of(role)} of {self.spec.observation_size} "
+            f"entries): a kernel writes past its role's observation size; write zeros there")
 
     @functools.cached_property
     def _checked_state(self) -> list[StateArray]:

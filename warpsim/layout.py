@@ -29,6 +29,7 @@ def array_shapes(owner: str, spec: EnvSpec, num_envs: int) -> Shapes:
     environments; a declaration that cannot be allocated raises InvalidValueError naming ``owner``."""
     e, n = num_envs, spec.num_agents
     check_actions(owner, spec)
+    check_role_observation_sizes(owner, spec)
     if spec.observation_dtype not in OBSERVATION_DTYPES:
         raise InvalidValueError(f"{owner} declares observation_dtype={spec.observation_dtype!r}; "
                                 f"allowed: {', '.join(OBSERVATION_DTYPES)}")
@@ -52,6 +53,23 @@ def array_shapes(owner: str, spec: EnvSpec, num_envs: int) -> Shapes:
             raise InvalidValueError(f"{owner} names {name!r} as a counter; a counter must be "
                                     f"one of its state arrays with dtype int32 and dims ('E',)")
     return shapes
+
+
+def check_role_observation_sizes(owner: str, spec: EnvSpec) -> None:
+    """None, or one size per role, each in [1, observation_size]."""
+    sizes = spec.role_observation_sizes
+    if not isinstance(sizes, (tuple, list)):
+        raise InvalidValueError(f"{owner} declares role_observation_sizes as a {type(sizes).__name__}; give a tuple "
+                                f"of one size per role, e.g. role_observation_sizes=(12, 14)")
+    if not sizes:
+        return
+    if len(sizes) != len(spec.role_names):
+        raise InvalidValueError(f"{owner} declares {len(sizes)} role_observation_sizes for {len(spec.role_names)} "
+                                f"roles ({', '.join(spec.role_names)}); give one size per role")
+    for role, size in zip(spec.role_names, sizes):
+        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or not 1 <= size <= spec.observation_size:
+            raise InvalidValueError(f"{owner} declares an observation of {size!r} entries for role {role!r}; give "
+                                    f"1 to observation_size={spec.observation_size}, the width of a row")
 
 
 def check_actions(owner: str, spec: EnvSpec) -> None:

@@ -20,6 +20,9 @@ class Role:
     name: str
     agents: slice | torch.Tensor
     count: int
+    observation_size: int
+    """The entries of its row of observations an agent of the role observes, the first ones
+    (``EnvSpec.observation_size_of``)."""
 
     def of(self, per_agent: torch.Tensor) -> torch.Tensor:
         """The role's part of a tensor whose dim 1 is the agent, e.g. observations[E, N, D]."""
@@ -31,7 +34,17 @@ class Role:
         """The same role, its agent index (if any) on ``device``."""
         if isinstance(self.agents, slice):
             return self
-        return Role(self.name, self.agents.to(device), self.count)
+        return Role(self.name, self.agents.to(device), self.count, self.observation_size)
+
+    def observed(self, inputs: torch.Tensor, depth: int) -> torch.Tensor:
+        """The role's part of a policy's inputs float[E, N, depth * D] (``depth`` observations of the
+        buffer's width D, stacked): float[E, n, depth * size], each observation cut to the role's size.
+        A view where the role observes whole rows."""
+        part = self.of(inputs)
+        width = inputs.shape[-1] // depth
+        if width == self.observation_size:
+            return part
+        return part.unflatten(-1, (depth, width))[..., :self.observation_size].flatten(-2)
 
     def write(self, per_agent: torch.Tensor, values: torch.Tensor) -> None:
         """Writes ``values`` into the role's part of ``per_agent`` in place."""
@@ -50,5 +63,5 @@ def roles_of(spec: EnvSpec, device: torch.device) -> list[Role]:
             continue
         contiguous = agents == list(range(agents[0], agents[-1] + 1))
         where = slice(agents[0], agents[-1] + 1) if contiguous else torch.tensor(agents, device=device)
-        roles.append(Role(name, where, len(agents)))
+        roles.append(Role(name, where, len(agents), spec.observation_size_of(name)))
     return roles

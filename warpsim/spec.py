@@ -62,6 +62,11 @@ class EnvSpec:
     ``scratch`` declares working arrays of the kernels (e.g. a neighbour grid in global
     memory): allocated once with the environment and counted in its memory check, but
     neither state nor compared; kernels reach them as ``env.scratch.<name>``.
+    ``role_observation_sizes`` (optional) gives each role, in ``role_names`` order, an observation
+    of its own size, for roles that observe different things: an agent of role r observes the first
+    ``role_observation_sizes[r]`` entries of its row of ``env.observations`` (``observation_size``,
+    the row's width, at least the largest), and the step writes zeros past them (checked mode
+    refuses anything else). Left empty, every role observes all ``observation_size`` entries.
     ``observation_dtype`` is the dtype of ``env.observations``, one of OBSERVATION_DTYPES. NumPy
     and Numba have no bfloat16: the reference and the kernels see a bfloat16 buffer as int16 and
     store the rounded bits (``warpsim.kernels.bfloat16``).
@@ -80,6 +85,13 @@ class EnvSpec:
     scratch: tuple[StateArray, ...] = ()
     observation_dtype: str = "float32"
     action_bounds: tuple[tuple[float, float], ...] = ()
+    role_observation_sizes: tuple[int, ...] = ()
+
+    def observation_size_of(self, role: str) -> int:
+        """The entries of its row of ``observations`` an agent of ``role`` observes (the first ones)."""
+        if not self.role_observation_sizes:
+            return self.observation_size
+        return self.role_observation_sizes[self.role_names.index(role)]
 
     @property
     def continuous(self) -> bool:

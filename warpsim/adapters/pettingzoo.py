@@ -62,6 +62,11 @@ def agent_names(spec: EnvSpec) -> list[str]:
     return names
 
 
+def observation_sizes(spec: EnvSpec) -> list[int]:
+    """Each agent's observation size, in agent order: its role's."""
+    return [spec.observation_size_of(spec.role_names[role]) for role in spec.agent_roles]
+
+
 def _action_space(spec: EnvSpec) -> spaces.Discrete | spaces.MultiDiscrete | spaces.Box:
     """An agent's action space: Discrete (one component) or MultiDiscrete, or a float32 Box of the bounds."""
     if spec.continuous:
@@ -103,8 +108,8 @@ class WarpsimParallelEnv(ParallelEnv):
         self._agent_ids = {name: i for i, name in enumerate(self.possible_agents)}
         # one space object per agent, as PettingZoo asks: seeding one must not seed another
         self._observation_spaces = {
-            name: spaces.Box(-np.inf, np.inf, (env.spec.observation_size,), np.float32)
-            for name in self.possible_agents}
+            name: spaces.Box(-np.inf, np.inf, (size,), np.float32)
+            for name, size in zip(self.possible_agents, observation_sizes(env.spec))}
         self._action_spaces = {name: _action_space(env.spec) for name in self.possible_agents}
         self._restart_stream_from: np.uint64 | None = env.seed
         self._seed = env.seed
@@ -204,7 +209,7 @@ class WarpsimParallelEnv(ParallelEnv):
         # a copy: the next step overwrites the environment's buffer in place; float32, as the
         # observation spaces say (bfloat16 observations convert exactly)
         rows = self.env.observations[self.index].float().cpu().numpy().copy()
-        return {name: rows[self._agent_ids[name]] for name in names}
+        return {name: rows[self._agent_ids[name], :self._observation_spaces[name].shape[0]] for name in names}
 
     def _in_game(self) -> np.ndarray:
         """bool[N]: the agents still in the game, as the environment's frame() shows them."""

@@ -77,7 +77,7 @@ class TorchRLEnv(EnvBase):
             return MultiCategorical(levels, shape=(e, n, len(levels)), dtype=torch.int32, device=device)
 
         self.full_observation_spec = Composite(
-            {r.name: group(r.count, observation=Unbounded((e, r.count, spec.observation_size),
+            {r.name: group(r.count, observation=Unbounded((e, r.count, r.observation_size),
                                                           dtype=self.env.observations.dtype, device=device))
              for r in self.roles}, shape=(e,), device=device)
         self.full_action_spec = Composite(
@@ -115,7 +115,7 @@ class TorchRLEnv(EnvBase):
         env = self.env
         groups = {}
         for role in self.roles:
-            entries = {"observation": _fresh(role.of(env.observations), role)}
+            entries = {"observation": _fresh(role.observed(env.observations, 1), role)}
             if rewards:
                 entries["reward"] = _fresh(role.of(env.rewards), role).unsqueeze(-1)
             groups[role.name] = TensorDict(entries, batch_size=(env.num_envs, role.count), device=self.device)

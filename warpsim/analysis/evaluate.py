@@ -296,7 +296,8 @@ class BatchedPlayer:
         if acting:
             assert self.head is not None
             policy = self.networks[role.name].policy(
-                role.of(inputs).reshape(plays, self.block, role.count, -1)[acting, :counted].flatten(1, 2))
+                role.observed(inputs, self.inputs.depth).reshape(plays, self.block, role.count, -1)[
+                    acting, :counted].flatten(1, 2))
             for greedy in (False, True):  # the sampled plays at once, then the greedy ones
                 chosen = [i for i, p in enumerate(acting) if self.plays[p].greedy == greedy]
                 if chosen:
@@ -398,8 +399,8 @@ def load_run(source: Path | str, num_envs: int = 64, *, backend: str = "auto", s
                                 f"made here: {error}") from None
     env = _run_env(config, num_envs, backend, seed, env_params)
     checkpoint.check_compatible(saved, env, saved["path"])
-    policies = RolePolicies.for_config(config, env.spec, [role.name for role in roles_of(env.spec, env.device)],
-                                       config.stack_observations * env.spec.observation_size).to(env.device)
+    policies = RolePolicies.for_config(config, env.spec, [role.name for role in roles_of(env.spec, env.device)]).to(
+        env.device)
     checkpoint.load_into(policies, saved["policies"], "networks", saved["path"])
     return env, policies.eval(), config
 

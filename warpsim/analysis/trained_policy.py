@@ -1,14 +1,14 @@
 """A trained role's policy, to act from Python: ``warpsim.load_policy(run_dir, "tagger")``.
 
 ``policy.act(observations)`` takes the role's observations as an environment gives them,
-float[..., D] (one agent's float[D], a batch float[B, D], or ``role.of(env.observations)``'s
-float[E, N_r, D]): a NumPy array or a tensor of a floating dtype, or a (nested) list of numbers,
-every value finite. It returns the actions as the environment takes them, int32[..., A]
-indices, or float32[..., k] continuous actions within their bounds: a NumPy array for NumPy or
-list input, a tensor on the input's device for a tensor. A run trained with
-``stack_observations`` k > 1 saw its last k observations at once; the policy keeps that history
-itself, per row of the batch: call ``reset()`` when every row's episode starts, ``reset(mask)``
-when those of some rows do (episodes of a batch that end at different steps).
+float[..., D], D the role's own observation size (one agent's float[D], a batch float[B, D],
+or ``role.observed(env.observations, 1)``'s float[E, N_r, D]): a NumPy array or a tensor of a
+floating dtype, or a (nested) list of numbers, every value finite. It returns the actions as the
+environment takes them, int32[..., A] indices, or float32[..., k] continuous actions within their
+bounds: a NumPy array for NumPy or list input, a tensor on the input's device for a tensor. A
+run trained with ``stack_observations`` k > 1 saw its last k observations at once; the policy
+keeps that history itself, per row of the batch: call ``reset()`` when every row's episode
+starts, ``reset(mask)`` when those of some rows do (episodes of a batch that end at different steps).
 """
 
 from __future__ import annotations
@@ -163,7 +163,8 @@ def load_policy(source: Path | str, role: str, *, device: str = "cpu", seed: int
     bounds = signature.get("action_bounds")
     head = (CONTINUOUS_HEADS[config.policy_head](tuple((float(low), float(high)) for low, high in bounds)) if bounds
             else CategoricalHeads(tuple(int(levels) for levels in signature["action_levels"])))
-    observation_size = int(signature["observation_size"])
+    sizes = signature.get("role_observation_sizes")
+    observation_size = int(sizes[roles.index(role)] if sizes else signature["observation_size"])
     network = ActorCritic(config.stack_observations * observation_size, head, config.hidden_size,
                           config.hidden_layers, shared_trunk=config.shared_trunk,
                           value_normalization=config.value_normalization)

@@ -16,12 +16,13 @@ FILE_NAME = "checkpoint.pt"
 
 
 def signature(env: Environment) -> dict:
-    """What a policy's shapes depend on: the environment, its observation size, its actions (levels,
-    or the bounds of continuous ones), its roles."""
+    """What a policy's shapes depend on: the environment, its observation size (and each role's, where
+    roles observe different things), its actions (levels, or the bounds of continuous ones), its roles."""
     spec = env.spec
     continuous = {"action_bounds": [list(pair) for pair in spec.action_bounds]} if spec.continuous else {}
+    by_role = {"role_observation_sizes": list(spec.role_observation_sizes)} if spec.role_observation_sizes else {}
     return {"env": env.name, "observation_size": spec.observation_size,
-            "action_levels": list(spec.action_levels), "role_names": list(spec.role_names), **continuous}
+            "action_levels": list(spec.action_levels), "role_names": list(spec.role_names), **continuous, **by_role}
 
 
 REQUIRED_KEYS = ("signature", "config", "policies")

@@ -146,14 +146,15 @@ class Collector:
         step = stored.get(role.name)
         if step is not None:
             for run, run_inputs in enumerate(inputs):
-                step.observations[run].copy_(role.of(run_inputs))
+                step.observations[run].copy_(role.observed(run_inputs, self.inputs[run].depth))
             if not self.hybrid:
                 return step.observations.flatten(1, 2)  # the stored copy: no second gather
         return self._stacked(role, policy_inputs)
 
     def _stacked(self, role: Role, inputs: list[torch.Tensor]) -> torch.Tensor:
         """float[R, E * n, D]: the role's agents' rows of each run's inputs float[E, N, D] (networks' device)."""
-        return torch.stack([self.policy_roles[role.name].of(run_inputs).flatten(0, 1) for run_inputs in inputs])
+        return torch.stack([self.policy_roles[role.name].observed(run_inputs, stack.depth).flatten(0, 1)
+                            for run_inputs, stack in zip(inputs, self.inputs)])
 
     def _step(self, random_roles: list[Role]) -> None:
         """Draws ``random_roles``' actions, hands the step's actions to the environments and steps them

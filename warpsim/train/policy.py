@@ -109,7 +109,7 @@ class RolePolicies(nn.Module):
     role (every role, in order, when ``role_names`` is None).
     """
 
-    def __init__(self, spec: EnvSpec, role_names: list[str], input_size: int, hidden_size: int,
+    def __init__(self, spec: EnvSpec, role_names: list[str], stack_observations: int, hidden_size: int,
                  hidden_layers: int, *, shared_trunk: bool = False, value_normalization: bool = True,
                  policy_head: str = "gaussian"):
         super().__init__()
@@ -117,13 +117,13 @@ class RolePolicies(nn.Module):
         self.head = action_head(spec, policy_head)
         """How the networks' policy outputs are read (logits, or a Gaussian's mean and log-std)."""
         self.networks = nn.ModuleList(
-            ActorCritic(input_size, self.head, hidden_size, hidden_layers, shared_trunk=shared_trunk,
-                        value_normalization=value_normalization) for _ in role_names)
+            ActorCritic(stack_observations * spec.observation_size_of(name), self.head, hidden_size, hidden_layers,
+                        shared_trunk=shared_trunk, value_normalization=value_normalization) for name in role_names)
 
     @classmethod
-    def for_config(cls, config: TrainConfig, spec: EnvSpec, role_names: list[str], input_size: int) -> RolePolicies:
-        """The networks ``config`` describes, for inputs of ``input_size``."""
-        return cls(spec, role_names, input_size, config.hidden_size, config.hidden_layers,
+    def for_config(cls, config: TrainConfig, spec: EnvSpec, role_names: list[str]) -> RolePolicies:
+        """The networks ``config`` describes: a role's take its observations, ``config.stack_observations`` deep."""
+        return cls(spec, role_names, config.stack_observations, config.hidden_size, config.hidden_layers,
                    shared_trunk=config.shared_trunk, value_normalization=config.value_normalization,
                    policy_head=config.policy_head)
 

@@ -31,10 +31,6 @@ class ObservationStack:
                                    device=env.device)
         self.fresh = torch.ones(env.num_envs, dtype=torch.bool, device=env.device)
 
-    @property
-    def input_size(self) -> int:
-        return self.depth * self.size
-
     def peek(self) -> torch.Tensor:
         """The input for the current observations, without moving the history on."""
         observations = self.env.observations.to(self.dtype)

@@ -204,7 +204,7 @@ class Trainer:
         runs = []
         for run in self.configs:
             torch.manual_seed(run.seed)  # the same initial networks on every rank
-            policies = RolePolicies.for_config(run, self.env.spec, role_names, self.inputs[0].input_size)
+            policies = RolePolicies.for_config(run, self.env.spec, role_names)
             for role, state in frozen.items():
                 policies.network(role).load_state_dict(state)
             runs.append(policies)
@@ -225,7 +225,7 @@ class Trainer:
 
     def _allocate_rollout(self) -> None:
         r, t, e = self.runs, self.config.rollout_steps, self.config.num_envs
-        d, head = self.inputs[0].input_size, self.policies.head
+        depth, head = self.config.stack_observations, self.policies.head
 
         # The environments' side is pinned when it moves from the CPU to a GPU for the update.
         pin = self.hybrid and self.env_device.type == "cpu" and self.device.type == "cuda"
@@ -239,7 +239,7 @@ class Trainer:
         # (storage.observation_bytes counts them so).
         observed = torch.bfloat16 if self.precision == "bf16" else torch.float32
         self.storage = {role.name: RoleRollout(
-            observations=zeros(r, t, e, role.count, d, dtype=observed, env_side=True),
+            observations=zeros(r, t, e, role.count, depth * role.observation_size, dtype=observed, env_side=True),
             actions=zeros(r, t, e, role.count, head.action_size, dtype=head.action_dtype),
             log_probs=zeros(r, t, e, role.count), values=zeros(r, t, e, role.count),
             rewards=zeros(r, t, e, role.count, env_side=True)) for role in self.learners}
@@ -304,7 +304,7 @@ class Trainer:
         """A copy of run ``run``'s networks as one run's ``RolePolicies``, in eval mode, to play
         (``evaluate.Player``) or save; on the networks' device."""
         role_names = [role.name for role in self.roles]
-        policies = RolePolicies.for_config(self.configs[run], self.env.spec, role_names, self.inputs[0].input_size)
+        policies = RolePolicies.for_config(self.configs[run], self.env.spec, role_names)
         policies.load_state_dict(self.policies.run_state_dict(run))
         return policies.to(self.device).eval()
 
