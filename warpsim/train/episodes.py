@@ -100,8 +100,8 @@ class EpisodeStats:
 
         self.totals[:, 0] += counted_blocks.sum(-1)
         for block in range(self.blocks):  # returns are not whole: each block sums as alone
-            rows = slice(block * self.block_size, (block + 1) * self.block_size)
-            self.totals[block, 1:1 + roles] += counted[rows] @ (self.returns[rows] @ self.role_weights.T)
+            envs = slice(block * self.block_size, (block + 1) * self.block_size)
+            self.totals[block, 1:1 + roles] += counted[envs] @ (self.returns[envs] @ self.role_weights.T)
         at = 1 + roles
         self.totals[:, at:at + count] += per_block(episode_counts)
         self.totals[:, at + count:at + count + 1] += per_block(self.length)
