@@ -23,6 +23,8 @@ AT_SCALE = {  # id: (environment, E, three episodes in steps, parameters)
     "tag_continuous continuous actions E=8 N=1000 K=10": ("tag_continuous", 8, 300, dict(
         num_taggers=50, num_runners=950, continuous_actions=True, **PARTIAL_K10)),
     "beacon continuous actions E=64 N=256": ("beacon", 64, 150, dict(num_agents=256, continuous_actions=True)),
+    "simple_spread E=8 N=1000 K=10": ("simple_spread", 8, 75, dict(N=1000, num_agent_neighbors=10,
+                                                                   num_landmark_neighbors=10)),
 }
 
 
@@ -38,7 +40,8 @@ def test_kernels_agree_with_the_reference_at_scale(env_id, num_envs, steps, para
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", ["tag_continuous E=8 N=1000 K=10", "tag_continuous E=4 N=2048 K=10",
                                   "train-ref rules E=64", "tag_gridworld grid rules E=64", "beacon E=64 N=256",
-                                  "tag_continuous continuous actions E=8 N=1000 K=10"])
+                                  "tag_continuous continuous actions E=8 N=1000 K=10",
+                                  "simple_spread E=8 N=1000 K=10"])
 def test_kernels_agree_bit_for_bit_on_the_gpu(name):
     env_id, num_envs, _, params = AT_SCALE[name]
     report = check(env_id, num_envs=num_envs, steps=100, rtol=0.0, atol=0.0, **params)

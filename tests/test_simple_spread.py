@@ -5,6 +5,7 @@ import pytest
 import torch
 
 import warpsim
+from warpsim.check import check
 from warpsim.errors import WarpsimError
 
 
@@ -69,3 +70,11 @@ def test_a_step_moves_by_the_old_velocity_then_pushes_and_weighs_the_rewards_by_
     assert x[0] < 0 and x[1] > 0.1 and x[1] - x[0] > 0.3, "pushed apart, no longer touching"
     coverage = -(np.abs(x[0]) + np.abs(x[1] - np.float32(0.1)))
     np.testing.assert_allclose(env.rewards[0].numpy(), [coverage * 0.75] * 2, rtol=1e-6)
+
+
+@pytest.mark.slow
+def test_the_kernels_step_as_the_reference_bit_for_bit_at_forty_agents_observing_the_eight_nearest():
+    """On the simulator here (and at N = 1000 on a GPU: test_check_gpu.py)."""
+    report = check("simple_spread", num_envs=2, steps=4, rtol=0.0, atol=0.0, N=40, num_agent_neighbors=8,
+                   num_landmark_neighbors=8, max_cycles=3)
+    assert report.consistent and report.episodes_ended == 2, str(report)
