@@ -18,6 +18,8 @@ import numpy as np
 from numba import cuda
 from numba.cuda import libdevice
 
+from warpsim.kernels.rounding import squared_distance, sub
+
 EMPTY_KEY = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
 """Greater than every key: its distance bits are those of no float32 a search keeps."""
 ID_MASK = np.uint64(0xFFFF_FFFF)
@@ -101,3 +103,17 @@ def count_keys(keys):
 def kth_closer_than(keys, bound):
     """Whether the list is full and its K-th squared distance is strictly below ``bound`` (float32 > 0)."""
     return (keys[keys.shape[0] - 1] >> ID_BITS) < distance_bits(bound)
+
+
+@cuda.jit(device=True)
+def nearest_after(floor, qx, qy, xs_e, ys_e, skip):
+    """The key (``nearest_keys.key_of``) of the entity of xs_e, ys_e (float32[M]) nearest to (qx, qy) among those
+    whose key is at least ``floor``, leaving out index ``skip``; EMPTY_KEY when none is left. Called with each
+    key found plus one, it yields the entities nearest first, the lower index first at a tie."""
+    best = EMPTY_KEY
+    for j in range(xs_e.shape[0]):
+        if j != skip:
+            key = key_of(squared_distance(sub(xs_e[j], qx), sub(ys_e[j], qy)), j)
+            if floor <= key < best:
+                best = key
+    return best

@@ -52,7 +52,7 @@ def test_tag_gridworld_kernels_compile_to_float32_ptx():
 
 
 def test_simple_spread_kernels_compile_to_float32_ptx():
-    """Its softplus (warpsim.kernels.softplus) and sums included: no float64, and no product fused into a sum."""
+    """Its softplus (warpsim.kernels.exponential) and sums included: no float64, and no product fused into a sum."""
     results = compile_all("simple_spread", {"N": 4}) + compile_all("simple_spread", {"N": 4, "continuous_actions": True})
     assert {r["kernel"] for r in results} == {"advance_clock", "push_agents", "push_agents_continuous", "move_agents",
                                               "find_nearest_agents", "reward_and_observe", "reset_bodies",

@@ -22,11 +22,11 @@ from warpsim.envs.simple_spread.params import (
     SENSITIVITY,
 )
 from warpsim.kernels.actions import clamp_device
+from warpsim.kernels.exponential import softplus_device
 from warpsim.kernels.indexing import agent_of_thread
-from warpsim.kernels.nearest_keys import EMPTY_KEY, key_id, key_of
+from warpsim.kernels.nearest_keys import EMPTY_KEY, key_id, nearest_after
 from warpsim.kernels.random import reset_uniform_device
 from warpsim.kernels.rounding import add, mul, squared_distance, sub
-from warpsim.kernels.softplus import softplus_device
 
 ZERO = np.float32(0)
 ONE = np.float32(1)
@@ -147,20 +147,6 @@ def reward_and_observe(global_weight, local_weight, landmark_slots, agent_slots,
     rewards[e, i] = add(mul(coverage, global_weight), mul(collisions, local_weight))
     write_observation(e, i, landmark_slots, agent_slots, nearest_landmarks, nearest_agents, pos_x, pos_y, vel_x,
                       vel_y, landmark_x, landmark_y, observations)
-
-
-@cuda.jit(device=True)
-def nearest_after(floor, qx, qy, xs_e, ys_e, skip):
-    """The key (``nearest_keys.key_of``) of the entity of xs_e, ys_e (float32[M]) nearest to (qx, qy) among those
-    whose key is at least ``floor``, leaving out index ``skip``; EMPTY_KEY when none is left. Called with each
-    key found plus one, it yields the entities nearest first, the lower index first at a tie."""
-    best = EMPTY_KEY
-    for j in range(xs_e.shape[0]):
-        if j != skip:
-            key = key_of(squared_distance(sub(xs_e[j], qx), sub(ys_e[j], qy)), j)
-            if floor <= key < best:
-                best = key
-    return best
 
 
 @cuda.jit(device=True)

@@ -18,8 +18,8 @@ from warpsim.envs.simple_spread.params import (
     SimpleSpreadParams,
 )
 from warpsim.kernels.actions import clamp
+from warpsim.kernels.exponential import softplus
 from warpsim.kernels.random import reset_uniform
-from warpsim.kernels.softplus import softplus
 
 MOVES_X = np.array([0, -1, 1, 0, 0], np.float32)
 """x of each discrete action's force (MPE: 0 none, 1 left, 2 right, 3 down, 4 up), times SENSITIVITY."""
