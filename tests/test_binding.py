@@ -33,6 +33,8 @@ CONFIGURATIONS: dict[str, list[dict[str, Any]]] = {
     ],
     "simple_spread": [dict(N=3, max_cycles=2, num_agent_neighbors=1, num_landmark_neighbors=4),
                       dict(N=3, max_cycles=2, continuous_actions=True)],
+    "simple_tag": [dict(num_obstacles=1, max_cycles=2, num_agent_neighbors=2, num_landmark_neighbors=2),
+                   dict(max_cycles=2, continuous_actions=True)],
     "tag_gridworld": [
         dict(num_taggers=2, episode_length=2),
         dict(num_taggers=2, episode_length=2, use_full_observation=False, closing_reward_for_tagger=0.5),

@@ -60,6 +60,14 @@ def test_simple_spread_kernels_compile_to_float32_ptx():
     assert_compiled_as_numpy_rounds(results)
 
 
+def test_simple_tag_kernels_compile_to_float32_ptx():
+    results = compile_all("simple_tag", {}) + compile_all("simple_tag", {"continuous_actions": True})
+    assert {r["kernel"] for r in results} == {"advance_clock", "push_agents", "push_agents_continuous", "move_agents",
+                                              "count_catches", "reward_and_observe", "reset_agents",
+                                              "reset_obstacles", "observe_reset", "count_resets"}
+    assert_compiled_as_numpy_rounds(results)
+
+
 def test_template_kernels_compile_to_float32_ptx():
     results = compile_all("beacon", {}) + compile_all("beacon", {"continuous_actions": True})
     assert {r["kernel"] for r in results} == {"advance_clock", "move_and_observe", "move_and_observe_continuous",

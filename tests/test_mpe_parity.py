@@ -12,16 +12,25 @@ import pytest
 from warpsim.adapters.pettingzoo import parallel_env
 
 mpe2 = pytest.importorskip("mpe2")
-from mpe2 import simple_spread_v3  # noqa: E402
+from mpe2 import simple_spread_v3, simple_tag_v3  # noqa: E402
 
 RTOL = ATOL = 1e-4
 
 
+SCENARIOS = {"simple_spread": (simple_spread_v3, "landmark"), "simple_tag": (simple_tag_v3, "obstacle")}
+"""warpsim's id: MPE2's module, and the prefix of warpsim's state arrays of MPE2's landmarks."""
+
+
 def mirrored(n: int, seed: int, **params):
     """warpsim's simple_spread and MPE2's, MPE2's world set to warpsim's first state."""
-    ours = parallel_env("simple_spread", N=n, seed=seed, **params)
+    return mirrored_scenario("simple_spread", seed, N=n, **params)
+
+
+def mirrored_scenario(scenario: str, seed: int, **params):
+    """warpsim's ``scenario`` and MPE2's, MPE2's world set to warpsim's first state."""
+    ours = parallel_env(scenario, seed=seed, **params)
     ours.reset()
-    theirs = simple_spread_v3.parallel_env(N=n, **params)
+    theirs = SCENARIOS[scenario][0].parallel_env(**params)
     theirs.reset(seed=seed)
     copy_state(ours, theirs)
     return ours, theirs
@@ -29,11 +38,13 @@ def mirrored(n: int, seed: int, **params):
 
 def copy_state(ours, theirs) -> None:
     state, world = ours.env.state, theirs.unwrapped.world
+    landmarks = SCENARIOS[ours.env.name][1]
     for i, agent in enumerate(world.agents):
         agent.state.p_pos = np.array([state.pos_x[0, i].item(), state.pos_y[0, i].item()], np.float64)
         agent.state.p_vel = np.array([state.vel_x[0, i].item(), state.vel_y[0, i].item()], np.float64)
+    xs, ys = getattr(state, f"{landmarks}_x"), getattr(state, f"{landmarks}_y")
     for i, landmark in enumerate(world.landmarks):
-        landmark.state.p_pos = np.array([state.landmark_x[0, i].item(), state.landmark_y[0, i].item()], np.float64)
+        landmark.state.p_pos = np.array([xs[0, i].item(), ys[0, i].item()], np.float64)
 
 
 def play_episode(ours, theirs, actions_of, steps: int) -> int:
@@ -108,3 +119,42 @@ def test_simple_spread_observing_the_nearest_is_mpe2s(n, agents, landmarks):
                                       theirs.unwrapped.observe(name))
     rng = np.random.default_rng(n)
     assert play_episode(ours, theirs, lambda step: {name: int(rng.integers(5)) for name in theirs.agents}, 25) == 25
+
+
+TAG_SETTINGS = {
+    "MPE2's defaults": dict(),
+    "2 good, 4 adversaries, 3 obstacles": dict(num_good=2, num_adversaries=4, num_obstacles=3),
+    "no obstacles, continuous": dict(num_obstacles=0, continuous_actions=True),
+    "the 2 nearest agents and obstacle": dict(num_good=2, num_adversaries=3, num_agent_neighbors=2,
+                                            num_landmark_neighbors=1),
+    "more slots than bodies": dict(num_agent_neighbors=6, num_landmark_neighbors=4),
+}
+
+
+@pytest.mark.parametrize("settings", TAG_SETTINGS.values(), ids=TAG_SETTINGS.keys())
+def test_simple_tag_is_mpe2s(settings):
+    """Roles of their own sizes (an adversary sees one good agent's velocity more), contacts with obstacles, top
+    speeds and the boundary penalty, over a whole episode; each agent as MPE2 names it."""
+    ours, theirs = mirrored_scenario("simple_tag", 3, max_cycles=25, **settings)
+    assert ours.possible_agents == theirs.possible_agents
+    for name in theirs.agents:
+        assert ours.observation_space(name).shape == theirs.observation_space(name).shape, name
+        assert ours.action_space(name) == theirs.action_space(name)
+        np.testing.assert_array_equal(ours._observations([name])[name], theirs.unwrapped.observe(name))
+    rng = np.random.default_rng(5)
+    continuous = settings.get("continuous_actions", False)
+    act = (lambda step: {name: rng.random(5, dtype=np.float32) for name in theirs.agents}) if continuous else \
+        (lambda step: {name: int(rng.integers(5)) for name in theirs.agents})
+    assert play_episode(ours, theirs, act, 25) == 25
+
+
+def test_simple_tag_at_the_walls_and_caught_is_mpe2s():
+    """A good agent pushed past the arena's edge (the exponential penalty) and adversaries touching it."""
+    ours, theirs = mirrored_scenario("simple_tag", 4, max_cycles=25)
+    state = ours.env.state
+    for i, (x, y, vx) in enumerate([(0.93, 0.0, 0.0), (0.97, 0.05, 0.0), (0.9, -0.05, 0.0), (0.95, 0.0, 1.3)]):
+        state.pos_x[0, i], state.pos_y[0, i], state.vel_x[0, i] = x, y, vx
+    copy_state(ours, theirs)
+    played = play_episode(ours, theirs, lambda step: dict(zip(theirs.agents, [2, 2, 2, 2])), 25)
+    assert played == 25
+    assert state.pos_x[0, 3] > 1, "the good agent ran past the wall"
