@@ -4,8 +4,9 @@ same seeds. tag-small: at least twice the tags per episode. tag-chase-small and 
 the CPU-sized versions of the reference learning tasks tag-chase and grid-chase: games over
 at least 1.5x sooner. Continuous actions: tag-small-continuous's taggers at least twice the
 tags of random play, beacon-continuous's walkers at least 90% of the obvious heuristic's return.
-MPE: spread-small's agents cover the landmarks closer than random play does (a return at most 0.8x
-random play's, returns being negative).
+MPE: simple-spread-small's agents cover the landmarks closer than random play does (a return at most
+0.8x random play's, returns being negative); simple-tag-small's adversaries, against good agents at
+random, earn at least 3x the return of random adversaries.
 Each test trains for seconds to half a minute on two cores, with no progress output: the test log
 keeps pytest's own lines (``warpsim train --config PRESET`` shows the progress)."""
 
@@ -78,8 +79,16 @@ def test_continuous_taggers_tag_at_least_twice_as_often_as_random_play(tmp_path)
 
 
 def test_simple_spread_agents_cover_the_landmarks_closer_than_random_play(tmp_path):
-    config = build_config(PRESETS["spread-small"], {"backend": "numpy"})
+    config = build_config(PRESETS["simple-spread-small"], {"backend": "numpy"})
     trainer = train(config, tmp_path, progress=None)
     trained, random = play(config, trainer.run_policies()), play(config, None)
     assert random.returns["agent"] < 0
     assert trained.returns["agent"] >= 0.8 * random.returns["agent"], f"trained: {trained}\nrandom: {random}"
+
+
+def test_simple_tag_adversaries_catch_random_prey_far_more_often_than_random_ones(tmp_path):
+    config = build_config(PRESETS["simple-tag-small"], {"backend": "numpy"})
+    trainer = train(config, tmp_path, progress=None)
+    trained, random = play(config, trainer.run_policies()), play(config, None)
+    assert random.returns["adversary"] > 0, "random adversaries catch now and then"
+    assert trained.returns["adversary"] >= 3 * random.returns["adversary"], f"trained: {trained}\nrandom: {random}"
