@@ -33,6 +33,8 @@ CONFIGURATIONS: dict[str, list[dict[str, Any]]] = {
     ],
     "simple_spread": [dict(N=3, max_cycles=2, num_agent_neighbors=1, num_landmark_neighbors=4),
                       dict(N=3, max_cycles=2, continuous_actions=True)],
+    "simple_adversary": [dict(N=2, max_cycles=2, num_agent_neighbors=1, num_landmark_neighbors=1),
+                         dict(N=2, max_cycles=2, continuous_actions=True)],
     "simple_tag": [dict(num_obstacles=1, max_cycles=2, num_agent_neighbors=2, num_landmark_neighbors=2),
                    dict(max_cycles=2, continuous_actions=True)],
     "tag_gridworld": [

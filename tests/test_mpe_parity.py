@@ -12,12 +12,13 @@ import pytest
 from warpsim.adapters.pettingzoo import parallel_env
 
 mpe2 = pytest.importorskip("mpe2")
-from mpe2 import simple_spread_v3, simple_tag_v3  # noqa: E402
+from mpe2 import simple_adversary_v3, simple_spread_v3, simple_tag_v3  # noqa: E402
 
 RTOL = ATOL = 1e-4
 
 
-SCENARIOS = {"simple_spread": (simple_spread_v3, "landmark"), "simple_tag": (simple_tag_v3, "obstacle")}
+SCENARIOS = {"simple_spread": (simple_spread_v3, "landmark"), "simple_tag": (simple_tag_v3, "obstacle"),
+             "simple_adversary": (simple_adversary_v3, "landmark")}
 """warpsim's id: MPE2's module, and the prefix of warpsim's state arrays of MPE2's landmarks."""
 
 
@@ -45,6 +46,9 @@ def copy_state(ours, theirs) -> None:
     xs, ys = getattr(state, f"{landmarks}_x"), getattr(state, f"{landmarks}_y")
     for i, landmark in enumerate(world.landmarks):
         landmark.state.p_pos = np.array([xs[0, i].item(), ys[0, i].item()], np.float64)
+    if "goal" in state:  # simple_adversary: every agent's goal_a is the goal landmark
+        for agent in world.agents:
+            agent.goal_a = world.landmarks[int(state.goal[0])]
 
 
 def play_episode(ours, theirs, actions_of, steps: int) -> int:
@@ -158,3 +162,28 @@ def test_simple_tag_at_the_walls_and_caught_is_mpe2s():
     played = play_episode(ours, theirs, lambda step: dict(zip(theirs.agents, [2, 2, 2, 2])), 25)
     assert played == 25
     assert state.pos_x[0, 3] > 1, "the good agent ran past the wall"
+
+
+ADVERSARY_SETTINGS = {
+    "MPE2's defaults": dict(),
+    "4 good agents": dict(N=4),
+    "one good agent, continuous": dict(N=1, continuous_actions=True),
+    "the 2 nearest agents and landmarks": dict(N=4, num_agent_neighbors=2, num_landmark_neighbors=2),
+    "more slots than bodies": dict(N=2, num_agent_neighbors=5, num_landmark_neighbors=3),
+}
+
+
+@pytest.mark.parametrize("settings", ADVERSARY_SETTINGS.values(), ids=ADVERSARY_SETTINGS.keys())
+def test_simple_adversary_is_mpe2s(settings):
+    """The goal only good agents see (the adversary's observation 2 entries shorter), and both roles' rewards."""
+    ours, theirs = mirrored_scenario("simple_adversary", 6, max_cycles=25, **settings)
+    assert ours.possible_agents == theirs.possible_agents
+    for name in theirs.agents:
+        assert ours.observation_space(name).shape == theirs.observation_space(name).shape, name
+        assert ours.action_space(name) == theirs.action_space(name)
+        np.testing.assert_array_equal(ours._observations([name])[name], theirs.unwrapped.observe(name))
+    rng = np.random.default_rng(7)
+    continuous = settings.get("continuous_actions", False)
+    act = (lambda step: {name: rng.random(5, dtype=np.float32) for name in theirs.agents}) if continuous else \
+        (lambda step: {name: int(rng.integers(5)) for name in theirs.agents})
+    assert play_episode(ours, theirs, act, 25) == 25
