@@ -6,8 +6,8 @@
 # set beside bench's headline), train-speed (the train tier, fused and eager, the cost model of
 # benchmarks/iteration_cost.py and the fused iteration's kernels from the profiler), neighbour-search (each search forced: sweep-N, and the headline with each grid search),
 # placement, many-runs (an experiment of 16 runs batched against the 16 in turn), evaluation-speed (10 runs evaluated
-# side by side against one alone), mpe (simple_spread against MPE2), profile (Nsight Compute), and the
-# reference learning tasks: grid-chase, tag-chase, tag-chase-continuous, tag-evade (needs tag-chase's run, in the same
+# side by side against one alone), mpe and mpe-roles (the MPE scenarios against MPE2), profile (Nsight Compute),
+# and the reference learning tasks: grid-chase, tag-chase, tag-chase-continuous, tag-evade (needs tag-chase's run, in the same
 # OUT_DIR) and self-play (train-ref, both roles learn), each one call of at most 10 minutes;
 # learning runs all four in turn; peers-jaxmarl and peers-jaxmarl-headline (JaxMARL's simple_tag at
 # train-ref's and at headline's E x N, installed from wheels carried to the machine, named by
@@ -112,6 +112,13 @@ for stage in "$@"; do
                 --num-envs 1024 --results-dir "$out/mpe_speed"
             step mpe-N1000 180 python3 benchmarks/mpe_speed.py --agents 1000 --neighbours 10 --seconds 10 \
                 --num-envs 64 --results-dir "$out/mpe_speed" ;;
+        mpe-roles)  # simple_tag and simple_adversary against MPE2, at MPE2's defaults and nearest-10 at N = 100
+            step mpe-tag 150 python3 benchmarks/mpe_speed.py --scenario simple_tag --agents 4 --num-envs 1 \
+                --num-envs 4096 --num-envs 65536 --results-dir "$out/mpe_speed"
+            step mpe-tag-N100 150 python3 benchmarks/mpe_speed.py --scenario simple_tag --agents 100 --neighbours 10 \
+                --num-envs 1024 --results-dir "$out/mpe_speed"
+            step mpe-adversary 150 python3 benchmarks/mpe_speed.py --scenario simple_adversary --agents 3 \
+                --num-envs 1 --num-envs 4096 --num-envs 65536 --results-dir "$out/mpe_speed" ;;
         evaluation-speed)  # 10 tag-small runs evaluated side by side against one alone (target: 2x)
             step evaluation-speed 300 python3 benchmarks/evaluation_speed.py --config tag-small --runs 10 \
                 --results-dir "$out/evaluation_speed" ;;

@@ -1,11 +1,13 @@
-"""warpsim's simple_spread next to MPE2's own, in agent-steps per second, on this machine.
+"""warpsim's MPE scenarios next to MPE2's own, in agent-steps per second, on this machine.
 
-    python benchmarks/mpe_speed.py                               # N = 3, MPE2's defaults
+    python benchmarks/mpe_speed.py                               # simple_spread, N = 3, MPE2's defaults
     python benchmarks/mpe_speed.py --agents 3 --agents 100 --neighbours 10 --num-envs 1 --num-envs 4096
+    python benchmarks/mpe_speed.py --scenario simple_tag --agents 4 --agents 100 --neighbours 10
 
-For each N of ``--agents`` it times MPE2's ``simple_spread_v3.parallel_env`` (one environment,
-random actions, reset when the episode is cut), warpsim's PettingZoo adapter, the same API over
-one environment, and warpsim's simple_spread at each ``--num-envs`` on the ``--backend`` (the
+For each N of ``--agents`` (agents in all: simple_tag keeps MPE2's 3 adversaries to 1 good agent,
+simple_adversary's N good agents are N - 1) it times MPE2's parallel_env of the ``--scenario`` (one
+environment, random actions, reset when the episode is cut), warpsim's PettingZoo adapter, the same
+API over one environment, and warpsim's scenario at each ``--num-envs`` on the ``--backend`` (the
 sim tier: ``warpsim.bench``'s timing, random actions already on the device). ``--neighbours K``
 observes the K nearest agents and landmarks (MPE2's num_agent_neighbors and
 num_landmark_neighbors). Each warpsim record is appended to
@@ -16,6 +18,7 @@ the ratios to MPE2 is printed.
 from __future__ import annotations
 
 import argparse
+import importlib
 import time
 from pathlib import Path
 
@@ -24,6 +27,13 @@ import numpy as np
 from warpsim.adapters.pettingzoo import parallel_env
 from warpsim.bench.runner import RESULTS_DIR, append_result, print_progress, run_sim
 from warpsim.configs import BenchConfig
+
+SCENARIOS = {
+    "simple_spread": lambda n: {"N": n},
+    "simple_tag": lambda n: {"num_adversaries": max(1, 3 * n // 4), "num_good": n - max(1, 3 * n // 4)},
+    "simple_adversary": lambda n: {"N": n - 1},
+}
+"""Each scenario's parameters for N agents in all."""
 
 
 def agent_steps_per_second(env, seconds: float, seed: int) -> float:
@@ -45,28 +55,33 @@ def agent_steps_per_second(env, seconds: float, seed: int) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--agents", type=int, action="append", help="N, repeatable (default 3)")
+    parser.add_argument("--scenario", choices=sorted(SCENARIOS), default="simple_spread")
+    parser.add_argument("--agents", type=int, action="append", help="N, agents in all, repeatable (default 4, "
+                        "3 for simple_spread)")
     parser.add_argument("--neighbours", type=int, help="observe the K nearest (default: all, MPE2's default)")
     parser.add_argument("--num-envs", type=int, action="append", help="warpsim's E, repeatable (default 1, 1024)")
     parser.add_argument("--backend", default="auto")
     parser.add_argument("--seconds", type=float, default=3.0, help="each PettingZoo timing (default 3)")
     parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR / "mpe_speed")
     args = parser.parse_args(argv)
-    from mpe2 import simple_spread_v3
-
+    mpe2_module = importlib.import_module(f"mpe2.{args.scenario}_v3")
     rows = []
-    for n in args.agents or [3]:
-        params = {"N": n} if args.neighbours is None else {
-            "N": n, "num_agent_neighbors": args.neighbours, "num_landmark_neighbors": args.neighbours}
-        print_progress(f"MPE2 simple_spread, N={n}")
-        mpe2_rate = agent_steps_per_second(simple_spread_v3.parallel_env(**params), args.seconds, 0)
+    for n in args.agents or [3 if args.scenario == "simple_spread" else 4]:
+        if n < 2 and args.scenario != "simple_spread":
+            parser.error(f"--agents {n}: {args.scenario} needs at least 2 agents")
+        params = SCENARIOS[args.scenario](n)
+        if args.neighbours is not None:
+            params.update(num_agent_neighbors=args.neighbours, num_landmark_neighbors=args.neighbours)
+        print_progress(f"MPE2 {args.scenario}, N={n}")
+        mpe2_rate = agent_steps_per_second(mpe2_module.parallel_env(**params), args.seconds, 0)
         print_progress(f"warpsim's PettingZoo adapter, N={n}")
-        adapter_rate = agent_steps_per_second(parallel_env("simple_spread", **params), args.seconds, 0)
+        adapter_rate = agent_steps_per_second(parallel_env(args.scenario, **params), args.seconds, 0)
         rows.append((n, "MPE2 parallel_env", 1, mpe2_rate))
         rows.append((n, "warpsim PettingZoo adapter (numpy)", 1, adapter_rate))
         for num_envs in args.num_envs or [1, 1024]:
-            print_progress(f"warpsim simple_spread, N={n}, E={num_envs}, backend {args.backend}")
-            record = run_sim(BenchConfig("simple_spread", num_envs, params, f"mpe-speed-N{n}"), backend=args.backend)
+            print_progress(f"warpsim {args.scenario}, N={n}, E={num_envs}, backend {args.backend}")
+            record = run_sim(BenchConfig(args.scenario, num_envs, params, f"mpe-speed-{args.scenario}-N{n}"),
+                             backend=args.backend)
             record["mpe2_agent_steps_per_second"] = mpe2_rate
             record["adapter_agent_steps_per_second"] = adapter_rate
             path = append_result(record, args.results_dir)

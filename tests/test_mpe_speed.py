@@ -21,3 +21,14 @@ def test_each_warpsim_record_carries_mpe2s_rate_beside_it(tmp_path, capsys):
     assert record["mpe2_agent_steps_per_second"] > 0 and record["adapter_agent_steps_per_second"] > 0
     table = capsys.readouterr().out.splitlines()
     assert table[0] == "| N | simulator | environments | agent-steps/s | x MPE2 |" and len(table) == 5
+
+
+@pytest.mark.parametrize("scenario, agents, names", [("simple_tag", "4", ("num_adversaries", "num_good")),
+                                                     ("simple_adversary", "3", ("N",))])
+def test_the_other_scenarios_are_timed_with_n_agents_in_all(scenario, agents, names, tmp_path):
+    assert mpe_speed.main(["--scenario", scenario, "--agents", agents, "--seconds", "0.2", "--num-envs", "2",
+                           "--backend", "numpy", "--results-dir", str(tmp_path)]) == 0
+    [path] = tmp_path.iterdir()
+    [record] = json.loads(path.read_text())
+    assert record["env"] == scenario and record["num_agents"] == int(agents)
+    assert all(name in record["params"] for name in names)
