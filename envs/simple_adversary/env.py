@@ -5,8 +5,7 @@ import numpy as np
 from warpsim import EnvSpec, Environment, StateArray
 from warpsim.envs.simple_adversary import kernels, reference
 from warpsim.envs.simple_adversary.params import SimpleAdversaryParams
-from warpsim.envs.simple_spread.kernels import advance_clock
-from warpsim.envs.simple_spread.reference import MOVES_X, MOVES_Y
+from warpsim.kernels.mpe import MOVES_X, MOVES_Y, advance_clock, reset_agents
 
 
 class SimpleAdversary(Environment):
@@ -63,7 +62,7 @@ class SimpleAdversary(Environment):
         reference.step(self.views, self.params)
 
     def reset_cuda(self, mask) -> None:
-        self.run(kernels.reset_agents, per="agent", mask=mask)
+        self.run(reset_agents, per="agent", mask=mask)
         self.run(kernels.reset_landmarks, per="env", mask=mask)
         self.run(kernels.observe_reset, per="agent", mask=mask)
 

@@ -11,10 +11,9 @@ import numpy as np
 from numba import cuda
 
 from warpsim.envs.simple_adversary.params import DRAWS_PER_AGENT
-from warpsim.envs.simple_spread.kernels import write_offsets
-from warpsim.envs.simple_spread.params import DT, KEPT_VELOCITY, SENSITIVITY
 from warpsim.kernels.actions import clamp_device
 from warpsim.kernels.indexing import agent_of_thread
+from warpsim.kernels.mpe import DT, KEPT_VELOCITY, SENSITIVITY, write_offsets
 from warpsim.kernels.random import reset_uniform_device
 from warpsim.kernels.rounding import add, mul, squared_distance, sub
 
@@ -110,24 +109,6 @@ def write_observation(e, i, landmark_slots, agent_slots, nearest_landmarks, near
     while at < observations.shape[2]:
         observations[e, i, at] = ZERO
         at += 1
-
-
-@cuda.jit
-def reset_agents(mask, seed, episode, pos_x, pos_y, vel_x, vel_y, t):
-    """New agents at rest, uniform in [-1, 1]^2, where ``mask`` is set.
-
-    mask bool[E]; seed uint64; episode int32[E]; pos_x, pos_y, vel_x, vel_y float32[E, N]; t int32[E].
-    """
-    num_envs, n = pos_x.shape
-    e, i = agent_of_thread(n)
-    if e >= num_envs or not mask[e]:
-        return
-    pos_x[e, i] = sub(mul(reset_uniform_device(seed, e, episode[e], i, 0, DRAWS_PER_AGENT), TWO), ONE)
-    pos_y[e, i] = sub(mul(reset_uniform_device(seed, e, episode[e], i, 1, DRAWS_PER_AGENT), TWO), ONE)
-    vel_x[e, i] = ZERO
-    vel_y[e, i] = ZERO
-    if i == 0:
-        t[e] = 0
 
 
 @cuda.jit

@@ -4,9 +4,10 @@ from dataclasses import dataclass
 
 from warpsim.envs.simple_spread.params import MAX_AGENTS, require_neighbours
 from warpsim.errors import InvalidValueError
+from warpsim.kernels.mpe import BODY_DRAWS
 from warpsim.validation import check_fields, require_bool, require_int
 
-DRAWS_PER_AGENT = 2
+DRAWS_PER_AGENT = BODY_DRAWS
 """Random numbers a body draws at a reset: agent i its x and y as agent i, landmark l as agent N + 1 + l,
 and the goal's index as agent 2N + 1."""
 

@@ -3,10 +3,9 @@
 import numpy as np
 
 from warpsim.envs.simple_adversary.params import DRAWS_PER_AGENT, SimpleAdversaryParams
-from warpsim.envs.simple_spread.params import DT, KEPT_VELOCITY, SENSITIVITY
-from warpsim.envs.simple_spread.reference import MOVES_X, MOVES_Y
 from warpsim.envs.simple_tag.reference import interleave, nearest
 from warpsim.kernels.actions import clamp
+from warpsim.kernels.mpe import DT, KEPT_VELOCITY, MOVES_X, MOVES_Y, SENSITIVITY
 from warpsim.kernels.random import reset_uniform
 
 ONE, TWO = np.float32(1), np.float32(2)

@@ -5,6 +5,7 @@ import numpy as np
 from warpsim import EnvSpec, Environment, StateArray
 from warpsim.envs.simple_spread import kernels, reference
 from warpsim.envs.simple_spread.params import COMMUNICATION_SIZE, SimpleSpreadParams
+from warpsim.kernels.mpe import MOVES_X, MOVES_Y, advance_clock
 
 
 class SimpleSpread(Environment):
@@ -54,7 +55,7 @@ class SimpleSpread(Environment):
 
     def setup(self) -> None:
         p = self.params
-        self.add_constants(moves_x=reference.MOVES_X, moves_y=reference.MOVES_Y,
+        self.add_constants(moves_x=MOVES_X, moves_y=MOVES_Y,
                            global_weight=np.float32(1 - p.local_ratio), local_weight=np.float32(p.local_ratio),
                            landmark_slots=np.int32(p.landmark_slots), agent_slots=np.int32(p.agent_slots),
                            nearest_landmarks=np.bool_(p.num_landmark_neighbors is not None),
@@ -72,7 +73,7 @@ class SimpleSpread(Environment):
         self.run(kernels.observe_reset, per="agent", mask=mask)
 
     def step_cuda(self) -> None:
-        self.run(kernels.advance_clock, per="env")
+        self.run(advance_clock, per="env")
         self.run(kernels.push_agents_continuous if self.params.continuous_actions else kernels.push_agents,
                  per="agent")
         self.run(kernels.move_agents, per="agent")

@@ -12,19 +12,10 @@ import math
 import numpy as np
 from numba import cuda
 
-from warpsim.envs.simple_spread.params import (
-    CONTACT_DISTANCE,
-    CONTACT_FORCE,
-    CONTACT_MARGIN,
-    DRAWS_PER_AGENT,
-    DT,
-    KEPT_VELOCITY,
-    SENSITIVITY,
-)
+from warpsim.envs.simple_spread.params import CONTACT_DISTANCE, DRAWS_PER_AGENT
 from warpsim.kernels.actions import clamp_device
-from warpsim.kernels.exponential import softplus_device
 from warpsim.kernels.indexing import agent_of_thread
-from warpsim.kernels.nearest_keys import EMPTY_KEY, key_id, nearest_after
+from warpsim.kernels.mpe import DT, KEPT_VELOCITY, SENSITIVITY, contact, write_offsets
 from warpsim.kernels.random import reset_uniform_device
 from warpsim.kernels.rounding import add, mul, squared_distance, sub
 
@@ -34,27 +25,13 @@ TWO = np.float32(2)
 INFINITY = np.float32(np.inf)
 
 
-@cuda.jit
-def advance_clock(max_cycles, t, done):
-    """t += 1 and the done flags. max_cycles int32; t int32[E]; done bool[E]."""
-    e = cuda.grid(1)
-    if e < t.shape[0]:
-        t[e] += 1
-        done[e] = t[e] >= max_cycles
-
-
 @cuda.jit(device=True)
 def contact_forces(e, i, force_x, force_y, pos_x, pos_y):
     """(force_x, force_y) plus the contact force of every other agent of environment e on agent i, agent 0 first."""
     x, y = pos_x[e, i], pos_y[e, i]
     for j in range(pos_x.shape[1]):
-        if j == i:
-            continue
-        dx, dy = sub(x, pos_x[e, j]), sub(y, pos_y[e, j])
-        distance = math.sqrt(squared_distance(dx, dy))
-        penetration = mul(softplus_device(-sub(distance, CONTACT_DISTANCE) / CONTACT_MARGIN), CONTACT_MARGIN)
-        force_x = add(force_x, mul(mul(CONTACT_FORCE, dx) / distance, penetration))
-        force_y = add(force_y, mul(mul(CONTACT_FORCE, dy) / distance, penetration))
+        if j != i:
+            force_x, force_y = contact(force_x, force_y, sub(x, pos_x[e, j]), sub(y, pos_y[e, j]), CONTACT_DISTANCE)
     return force_x, force_y
 
 
@@ -147,32 +124,6 @@ def reward_and_observe(global_weight, local_weight, landmark_slots, agent_slots,
     rewards[e, i] = add(mul(coverage, global_weight), mul(collisions, local_weight))
     write_observation(e, i, landmark_slots, agent_slots, nearest_landmarks, nearest_agents, pos_x, pos_y, vel_x,
                       vel_y, landmark_x, landmark_y, observations)
-
-
-@cuda.jit(device=True)
-def write_offsets(observations, e, i, at, slots, nearest_first, qx, qy, xs_e, ys_e, skip):
-    """The offsets of the entities of xs_e, ys_e from (qx, qy) at observations[e, i, at:]: each in index order
-    (leaving out ``skip``), or the ``slots`` nearest, nearest first, zeros where none is left; the next index."""
-    if nearest_first:
-        floor = np.uint64(0)
-        for _ in range(slots):
-            key = nearest_after(floor, qx, qy, xs_e, ys_e, skip)
-            if key == EMPTY_KEY:
-                observations[e, i, at] = ZERO
-                observations[e, i, at + 1] = ZERO
-            else:
-                j = key_id(key)
-                observations[e, i, at] = sub(xs_e[j], qx)
-                observations[e, i, at + 1] = sub(ys_e[j], qy)
-                floor = key + np.uint64(1)
-            at += 2
-        return at
-    for j in range(xs_e.shape[0]):
-        if j != skip:
-            observations[e, i, at] = sub(xs_e[j], qx)
-            observations[e, i, at + 1] = sub(ys_e[j], qy)
-            at += 2
-    return at
 
 
 @cuda.jit(device=True)

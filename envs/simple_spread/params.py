@@ -12,17 +12,8 @@ DRAWS_PER_AGENT = 4
 MAX_AGENTS = 1 << 12
 """The most agents an environment holds (the lanes of an episode's random numbers stay below 2**32)."""
 
-DT = np.float32(0.1)
-"""MPE's world step, in seconds."""
-KEPT_VELOCITY = np.float32(0.75)
-"""1 - MPE's damping of 0.25: the share of its velocity a body keeps each step."""
-CONTACT_FORCE = np.float32(100.0)
-CONTACT_MARGIN = np.float32(1e-3)
-"""k of the contact force's softplus: 100 x k softplus(-(distance - contact distance) / k) along the line of centres."""
 CONTACT_DISTANCE = np.float32(0.3)
 """Two agents (of size 0.15 each) touch below this distance of their centres."""
-SENSITIVITY = np.float32(5.0)
-"""The force of a unit action."""
 COMMUNICATION_SIZE = 2
 """MPE's dim_c: every agent observes the other agents' utterances, zeros in simple_spread (agents are silent)."""
 

@@ -7,23 +7,12 @@ landmark 0 up.
 
 import numpy as np
 
-from warpsim.envs.simple_spread.params import (
-    CONTACT_DISTANCE,
-    CONTACT_FORCE,
-    CONTACT_MARGIN,
-    DRAWS_PER_AGENT,
-    DT,
-    KEPT_VELOCITY,
-    SENSITIVITY,
-    SimpleSpreadParams,
-)
+from warpsim.envs.simple_spread.params import CONTACT_DISTANCE, DRAWS_PER_AGENT, SimpleSpreadParams
 from warpsim.kernels.actions import clamp
 from warpsim.kernels.exponential import softplus
+from warpsim.kernels.mpe import CONTACT_FORCE, CONTACT_MARGIN, DT, KEPT_VELOCITY, MOVES_X, MOVES_Y, SENSITIVITY
 from warpsim.kernels.random import reset_uniform
 
-MOVES_X = np.array([0, -1, 1, 0, 0], np.float32)
-"""x of each discrete action's force (MPE: 0 none, 1 left, 2 right, 3 down, 4 up), times SENSITIVITY."""
-MOVES_Y = np.array([0, 0, 0, -1, 1], np.float32)
 ONE = np.float32(1)
 TWO = np.float32(2)
 

@@ -3,10 +3,9 @@
 import numpy as np
 
 from warpsim import EnvSpec, Environment, StateArray
-from warpsim.envs.simple_spread.kernels import advance_clock
-from warpsim.envs.simple_spread.reference import MOVES_X, MOVES_Y
 from warpsim.envs.simple_tag import kernels, reference
 from warpsim.envs.simple_tag.params import SimpleTagParams
+from warpsim.kernels.mpe import MOVES_X, MOVES_Y, advance_clock, reset_agents
 
 
 class SimpleTag(Environment):
@@ -72,7 +71,7 @@ class SimpleTag(Environment):
         reference.step(self.views, self.params)
 
     def reset_cuda(self, mask) -> None:
-        self.run(kernels.reset_agents, per="agent", mask=mask)
+        self.run(reset_agents, per="agent", mask=mask)
         self.run(kernels.reset_obstacles, per="env", mask=mask)
         self.run(kernels.observe_reset, per="agent", mask=mask)
 

@@ -11,11 +11,11 @@ import math
 import numpy as np
 from numba import cuda
 
-from warpsim.envs.simple_spread.params import CONTACT_FORCE, CONTACT_MARGIN, DT, KEPT_VELOCITY
 from warpsim.envs.simple_tag.params import CATCH_REWARD, DRAWS_PER_AGENT, OBSTACLE_SIZE, OBSTACLE_SPREAD
 from warpsim.kernels.actions import clamp_device
-from warpsim.kernels.exponential import exp_device, softplus_device
+from warpsim.kernels.exponential import exp_device
 from warpsim.kernels.indexing import agent_of_thread
+from warpsim.kernels.mpe import DT, KEPT_VELOCITY, contact
 from warpsim.kernels.nearest_keys import EMPTY_KEY, key_id, nearest_after
 from warpsim.kernels.random import reset_uniform_device
 from warpsim.kernels.rounding import add, mul, squared_distance, sub
@@ -26,15 +26,6 @@ TWO = np.float32(2)
 TEN = np.float32(10)
 EDGE = np.float32(0.9)
 WALL = np.float32(1.0)
-
-
-@cuda.jit(device=True)
-def contact(force_x, force_y, dx, dy, reach):
-    """(force_x, force_y) plus the contact force on a body at offset (dx, dy) from another, touching below ``reach``."""
-    distance = math.sqrt(squared_distance(dx, dy))
-    penetration = mul(softplus_device(-sub(distance, reach) / CONTACT_MARGIN), CONTACT_MARGIN)
-    return (add(force_x, mul(mul(CONTACT_FORCE, dx) / distance, penetration)),
-            add(force_y, mul(mul(CONTACT_FORCE, dy) / distance, penetration)))
 
 
 @cuda.jit(device=True)
@@ -226,24 +217,6 @@ def write_observation(e, i, num_adversaries, num_obstacles, obstacle_slots, agen
     while at < observations.shape[2]:
         observations[e, i, at] = ZERO
         at += 1
-
-
-@cuda.jit
-def reset_agents(mask, seed, episode, pos_x, pos_y, vel_x, vel_y, t):
-    """New agents at rest, uniform in [-1, 1]^2, where ``mask`` is set.
-
-    mask bool[E]; seed uint64; episode int32[E]; pos_x, pos_y, vel_x, vel_y float32[E, N]; t int32[E].
-    """
-    num_envs, n = pos_x.shape
-    e, i = agent_of_thread(n)
-    if e >= num_envs or not mask[e]:
-        return
-    pos_x[e, i] = sub(mul(reset_uniform_device(seed, e, episode[e], i, 0, DRAWS_PER_AGENT), TWO), ONE)
-    pos_y[e, i] = sub(mul(reset_uniform_device(seed, e, episode[e], i, 1, DRAWS_PER_AGENT), TWO), ONE)
-    vel_x[e, i] = ZERO
-    vel_y[e, i] = ZERO
-    if i == 0:
-        t[e] = 0
 
 
 @cuda.jit

@@ -6,9 +6,10 @@ import numpy as np
 
 from warpsim.envs.simple_spread.params import MAX_AGENTS, require_neighbours
 from warpsim.errors import InvalidValueError
+from warpsim.kernels.mpe import BODY_DRAWS
 from warpsim.validation import check_fields, require_bool, require_int
 
-DRAWS_PER_AGENT = 2
+DRAWS_PER_AGENT = BODY_DRAWS
 """Random numbers a body draws at a reset, its x and y: agent i as agent i, obstacle l as agent N + l."""
 ADVERSARY_SIZE, GOOD_SIZE, OBSTACLE_SIZE = np.float32(0.075), np.float32(0.05), np.float32(0.2)
 """Radii: two bodies touch below the sum of theirs."""

@@ -3,8 +3,6 @@ in the kernels' (and MPE2's) order: a body's forces from agent 0 up, then from o
 
 import numpy as np
 
-from warpsim.envs.simple_spread.params import CONTACT_FORCE, CONTACT_MARGIN, DT, KEPT_VELOCITY
-from warpsim.envs.simple_spread.reference import MOVES_X, MOVES_Y
 from warpsim.envs.simple_tag.params import (
     ADVERSARY_ACCELERATION,
     ADVERSARY_MAX_SPEED,
@@ -20,6 +18,7 @@ from warpsim.envs.simple_tag.params import (
 )
 from warpsim.kernels.actions import clamp
 from warpsim.kernels.exponential import exp, softplus
+from warpsim.kernels.mpe import CONTACT_FORCE, CONTACT_MARGIN, DT, KEPT_VELOCITY, MOVES_X, MOVES_Y
 from warpsim.kernels.random import reset_uniform
 
 ONE, TWO, TEN = np.float32(1), np.float32(2), np.float32(10)

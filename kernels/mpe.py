@@ -1,0 +1,94 @@
+"""What the multi-particle scenarios (envs/simple_*) share: MPE's world constants, the clock, a reset of
+agents at rest, MPE's contact force and the offsets an observation lists, as device code with NumPy twins
+where a reference needs them."""
+
+import math
+
+import numpy as np
+from numba import cuda
+
+from warpsim.kernels.exponential import softplus_device
+from warpsim.kernels.indexing import agent_of_thread
+from warpsim.kernels.nearest_keys import EMPTY_KEY, key_id, nearest_after
+from warpsim.kernels.random import reset_uniform_device
+from warpsim.kernels.rounding import add, mul, squared_distance, sub
+
+DT = np.float32(0.1)
+"""MPE's world step, in seconds."""
+KEPT_VELOCITY = np.float32(0.75)
+"""1 - MPE's damping of 0.25: the share of its velocity a body keeps each step."""
+CONTACT_FORCE = np.float32(100.0)
+CONTACT_MARGIN = np.float32(1e-3)
+"""k of the contact force's softplus: 100 x k softplus(-(distance - contact distance) / k) along the line of centres."""
+SENSITIVITY = np.float32(5.0)
+"""The force of a unit action where a scenario gives its agents no acceleration of their own."""
+BODY_DRAWS = 2
+"""Random numbers a body draws at a reset, its x and y (``reset_agents``)."""
+MOVES_X = np.array([0, -1, 1, 0, 0], np.float32)
+"""x of each discrete action's force (MPE: 0 none, 1 left, 2 right, 3 down, 4 up), times the agent's acceleration."""
+MOVES_Y = np.array([0, 0, 0, -1, 1], np.float32)
+ZERO = np.float32(0)
+ONE = np.float32(1)
+TWO = np.float32(2)
+
+
+@cuda.jit
+def advance_clock(max_cycles, t, done):
+    """t += 1 and the done flags. max_cycles int32; t int32[E]; done bool[E]."""
+    e = cuda.grid(1)
+    if e < t.shape[0]:
+        t[e] += 1
+        done[e] = t[e] >= max_cycles
+
+
+@cuda.jit(device=True)
+def contact(force_x, force_y, dx, dy, reach):
+    """(force_x, force_y) plus the contact force on a body at offset (dx, dy) from another, touching below ``reach``."""
+    distance = math.sqrt(squared_distance(dx, dy))
+    penetration = mul(softplus_device(-sub(distance, reach) / CONTACT_MARGIN), CONTACT_MARGIN)
+    return (add(force_x, mul(mul(CONTACT_FORCE, dx) / distance, penetration)),
+            add(force_y, mul(mul(CONTACT_FORCE, dy) / distance, penetration)))
+
+
+@cuda.jit
+def reset_agents(mask, seed, episode, pos_x, pos_y, vel_x, vel_y, t):
+    """New agents at rest, uniform in [-1, 1]^2 (agent i draws as agent i), where ``mask`` is set.
+
+    mask bool[E]; seed uint64; episode int32[E]; pos_x, pos_y, vel_x, vel_y float32[E, N]; t int32[E].
+    """
+    num_envs, n = pos_x.shape
+    e, i = agent_of_thread(n)
+    if e >= num_envs or not mask[e]:
+        return
+    pos_x[e, i] = sub(mul(reset_uniform_device(seed, e, episode[e], i, 0, BODY_DRAWS), TWO), ONE)
+    pos_y[e, i] = sub(mul(reset_uniform_device(seed, e, episode[e], i, 1, BODY_DRAWS), TWO), ONE)
+    vel_x[e, i] = ZERO
+    vel_y[e, i] = ZERO
+    if i == 0:
+        t[e] = 0
+
+
+@cuda.jit(device=True)
+def write_offsets(observations, e, i, at, slots, nearest_first, qx, qy, xs_e, ys_e, skip):
+    """The offsets of the entities of xs_e, ys_e from (qx, qy) at observations[e, i, at:]: each in index order
+    (leaving out ``skip``), or the ``slots`` nearest, nearest first, zeros where none is left; the next index."""
+    if nearest_first:
+        floor = np.uint64(0)
+        for _ in range(slots):
+            key = nearest_after(floor, qx, qy, xs_e, ys_e, skip)
+            if key == EMPTY_KEY:
+                observations[e, i, at] = ZERO
+                observations[e, i, at + 1] = ZERO
+            else:
+                j = key_id(key)
+                observations[e, i, at] = sub(xs_e[j], qx)
+                observations[e, i, at + 1] = sub(ys_e[j], qy)
+                floor = key + np.uint64(1)
+            at += 2
+        return at
+    for j in range(xs_e.shape[0]):
+        if j != skip:
+            observations[e, i, at] = sub(xs_e[j], qx)
+            observations[e, i, at + 1] = sub(ys_e[j], qy)
+            at += 2
+    return at
