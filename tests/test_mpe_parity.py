@@ -125,6 +125,22 @@ def test_simple_spread_observing_the_nearest_is_mpe2s(n, agents, landmarks):
     assert play_episode(ours, theirs, lambda step: {name: int(rng.integers(5)) for name in theirs.agents}, 25) == 25
 
 
+def plays_as_mpe2(scenario: str, seed: int, settings: dict) -> None:
+    """``scenario`` from the same start as MPE2's, with the same names, spaces and first observations, plays a
+    whole episode of random actions (discrete or continuous, as ``settings`` say) as MPE2's does."""
+    ours, theirs = mirrored_scenario(scenario, seed, max_cycles=25, **settings)
+    assert ours.possible_agents == theirs.possible_agents
+    for name in theirs.agents:
+        assert ours.observation_space(name).shape == theirs.observation_space(name).shape, name
+        assert ours.action_space(name) == theirs.action_space(name)
+        np.testing.assert_array_equal(ours._observations([name])[name], theirs.unwrapped.observe(name))
+    rng = np.random.default_rng(seed)
+    continuous = settings.get("continuous_actions", False)
+    act = (lambda step: {name: rng.random(5, dtype=np.float32) for name in theirs.agents}) if continuous else \
+        (lambda step: {name: int(rng.integers(5)) for name in theirs.agents})
+    assert play_episode(ours, theirs, act, 25) == 25
+
+
 TAG_SETTINGS = {
     "MPE2's defaults": dict(),
     "2 good, 4 adversaries, 3 obstacles": dict(num_good=2, num_adversaries=4, num_obstacles=3),
@@ -139,17 +155,7 @@ TAG_SETTINGS = {
 def test_simple_tag_is_mpe2s(settings):
     """Roles of their own sizes (an adversary sees one good agent's velocity more), contacts with obstacles, top
     speeds and the boundary penalty, over a whole episode; each agent as MPE2 names it."""
-    ours, theirs = mirrored_scenario("simple_tag", 3, max_cycles=25, **settings)
-    assert ours.possible_agents == theirs.possible_agents
-    for name in theirs.agents:
-        assert ours.observation_space(name).shape == theirs.observation_space(name).shape, name
-        assert ours.action_space(name) == theirs.action_space(name)
-        np.testing.assert_array_equal(ours._observations([name])[name], theirs.unwrapped.observe(name))
-    rng = np.random.default_rng(5)
-    continuous = settings.get("continuous_actions", False)
-    act = (lambda step: {name: rng.random(5, dtype=np.float32) for name in theirs.agents}) if continuous else \
-        (lambda step: {name: int(rng.integers(5)) for name in theirs.agents})
-    assert play_episode(ours, theirs, act, 25) == 25
+    plays_as_mpe2("simple_tag", 3, settings)
 
 
 def test_simple_tag_at_the_walls_and_caught_is_mpe2s():
@@ -176,14 +182,4 @@ ADVERSARY_SETTINGS = {
 @pytest.mark.parametrize("settings", ADVERSARY_SETTINGS.values(), ids=ADVERSARY_SETTINGS.keys())
 def test_simple_adversary_is_mpe2s(settings):
     """The goal only good agents see (the adversary's observation 2 entries shorter), and both roles' rewards."""
-    ours, theirs = mirrored_scenario("simple_adversary", 6, max_cycles=25, **settings)
-    assert ours.possible_agents == theirs.possible_agents
-    for name in theirs.agents:
-        assert ours.observation_space(name).shape == theirs.observation_space(name).shape, name
-        assert ours.action_space(name) == theirs.action_space(name)
-        np.testing.assert_array_equal(ours._observations([name])[name], theirs.unwrapped.observe(name))
-    rng = np.random.default_rng(7)
-    continuous = settings.get("continuous_actions", False)
-    act = (lambda step: {name: rng.random(5, dtype=np.float32) for name in theirs.agents}) if continuous else \
-        (lambda step: {name: int(rng.integers(5)) for name in theirs.agents})
-    assert play_episode(ours, theirs, act, 25) == 25
+    plays_as_mpe2("simple_adversary", 6, settings)
