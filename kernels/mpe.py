@@ -7,7 +7,7 @@ import math
 import numpy as np
 from numba import cuda
 
-from warpsim.kernels.exponential import softplus_device
+from warpsim.kernels.exponential import softplus, softplus_device
 from warpsim.kernels.indexing import agent_of_thread
 from warpsim.kernels.nearest_keys import EMPTY_KEY, key_id, nearest_after
 from warpsim.kernels.random import reset_uniform_device
@@ -42,12 +42,22 @@ def advance_clock(max_cycles, t, done):
 
 
 @cuda.jit(device=True)
-def contact(force_x, force_y, dx, dy, reach):
-    """(force_x, force_y) plus the contact force on a body at offset (dx, dy) from another, touching below ``reach``."""
+def contact_device(force_x, force_y, dx, dy, reach):
+    """(force_x, force_y) plus the contact force on a body at offset (dx, dy) from another, touching below ``reach``;
+    twin of ``contact``."""
     distance = math.sqrt(squared_distance(dx, dy))
     penetration = mul(softplus_device(-sub(distance, reach) / CONTACT_MARGIN), CONTACT_MARGIN)
     return (add(force_x, mul(mul(CONTACT_FORCE, dx) / distance, penetration)),
             add(force_y, mul(mul(CONTACT_FORCE, dy) / distance, penetration)))
+
+
+def contact(dx: np.ndarray, dy: np.ndarray, reach) -> tuple[np.ndarray, np.ndarray]:
+    """The contact force (x, y) on bodies at offsets (dx, dy) from others, touching below ``reach`` (float32 arrays,
+    broadcast); two bodies at one point give NaN, as in MPE2."""
+    distance = np.sqrt(dx * dx + dy * dy)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        penetration = softplus(-(distance - reach) / CONTACT_MARGIN) * CONTACT_MARGIN
+        return CONTACT_FORCE * dx / distance * penetration, CONTACT_FORCE * dy / distance * penetration
 
 
 @cuda.jit

@@ -15,7 +15,7 @@ from numba import cuda
 from warpsim.envs.simple_spread.params import CONTACT_DISTANCE, DRAWS_PER_AGENT
 from warpsim.kernels.actions import clamp_device
 from warpsim.kernels.indexing import agent_of_thread
-from warpsim.kernels.mpe import DT, KEPT_VELOCITY, SENSITIVITY, contact, write_offsets
+from warpsim.kernels.mpe import DT, KEPT_VELOCITY, SENSITIVITY, contact_device, write_offsets
 from warpsim.kernels.random import reset_uniform_device
 from warpsim.kernels.rounding import add, mul, squared_distance, sub
 
@@ -31,7 +31,8 @@ def contact_forces(e, i, force_x, force_y, pos_x, pos_y):
     x, y = pos_x[e, i], pos_y[e, i]
     for j in range(pos_x.shape[1]):
         if j != i:
-            force_x, force_y = contact(force_x, force_y, sub(x, pos_x[e, j]), sub(y, pos_y[e, j]), CONTACT_DISTANCE)
+            force_x, force_y = contact_device(force_x, force_y, sub(x, pos_x[e, j]), sub(y, pos_y[e, j]),
+                                              CONTACT_DISTANCE)
     return force_x, force_y
 
 

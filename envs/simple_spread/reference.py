@@ -9,8 +9,7 @@ import numpy as np
 
 from warpsim.envs.simple_spread.params import CONTACT_DISTANCE, DRAWS_PER_AGENT, SimpleSpreadParams
 from warpsim.kernels.actions import clamp
-from warpsim.kernels.exponential import softplus
-from warpsim.kernels.mpe import CONTACT_FORCE, CONTACT_MARGIN, DT, KEPT_VELOCITY, MOVES_X, MOVES_Y, SENSITIVITY
+from warpsim.kernels.mpe import DT, KEPT_VELOCITY, MOVES_X, MOVES_Y, SENSITIVITY, contact
 from warpsim.kernels.random import reset_uniform
 
 ONE = np.float32(1)
@@ -36,12 +35,7 @@ def step(v, p: SimpleSpreadParams, global_weight: np.float32, local_weight: np.f
     v.done[:] = v.t >= p.max_cycles
     force_x, force_y = action_forces(v, p)
     for j in range(p.N):  # the contact force of every other agent, agent 0 first
-        dx, dy = v.pos_x - v.pos_x[:, j:j + 1], v.pos_y - v.pos_y[:, j:j + 1]
-        distance = np.sqrt(dx * dx + dy * dy)
-        with np.errstate(divide="ignore", invalid="ignore"):  # two agents at one point: NaN, as in MPE2
-            penetration = softplus(-(distance - CONTACT_DISTANCE) / CONTACT_MARGIN) * CONTACT_MARGIN
-            push_x = CONTACT_FORCE * dx / distance * penetration
-            push_y = CONTACT_FORCE * dy / distance * penetration
+        push_x, push_y = contact(v.pos_x - v.pos_x[:, j:j + 1], v.pos_y - v.pos_y[:, j:j + 1], CONTACT_DISTANCE)
         other = np.arange(p.N) != j
         force_x = np.where(other, force_x + push_x, force_x)
         force_y = np.where(other, force_y + push_y, force_y)

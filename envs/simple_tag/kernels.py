@@ -15,7 +15,7 @@ from warpsim.envs.simple_tag.params import CATCH_REWARD, DRAWS_PER_AGENT, OBSTAC
 from warpsim.kernels.actions import clamp_device
 from warpsim.kernels.exponential import exp_device
 from warpsim.kernels.indexing import agent_of_thread
-from warpsim.kernels.mpe import DT, KEPT_VELOCITY, contact
+from warpsim.kernels.mpe import DT, KEPT_VELOCITY, contact_device
 from warpsim.kernels.nearest_keys import EMPTY_KEY, key_id, nearest_after
 from warpsim.kernels.random import reset_uniform_device
 from warpsim.kernels.rounding import add, mul, squared_distance, sub
@@ -34,11 +34,11 @@ def push(e, i, force_x, force_y, num_obstacles, size, pos_x, pos_y, obstacle_x, 
     x, y = pos_x[e, i], pos_y[e, i]
     for j in range(pos_x.shape[1]):
         if j != i:
-            force_x, force_y = contact(force_x, force_y, sub(x, pos_x[e, j]), sub(y, pos_y[e, j]),
-                                       add(size[i], size[j]))
+            force_x, force_y = contact_device(force_x, force_y, sub(x, pos_x[e, j]), sub(y, pos_y[e, j]),
+                                              add(size[i], size[j]))
     for obstacle in range(num_obstacles):
-        force_x, force_y = contact(force_x, force_y, sub(x, obstacle_x[e, obstacle]), sub(y, obstacle_y[e, obstacle]),
-                                   add(size[i], OBSTACLE_SIZE))
+        dx, dy = sub(x, obstacle_x[e, obstacle]), sub(y, obstacle_y[e, obstacle])
+        force_x, force_y = contact_device(force_x, force_y, dx, dy, add(size[i], OBSTACLE_SIZE))
     forces_x[e, i] = force_x
     forces_y[e, i] = force_y
 

@@ -17,8 +17,8 @@ from warpsim.envs.simple_tag.params import (
     SimpleTagParams,
 )
 from warpsim.kernels.actions import clamp
-from warpsim.kernels.exponential import exp, softplus
-from warpsim.kernels.mpe import CONTACT_FORCE, CONTACT_MARGIN, DT, KEPT_VELOCITY, MOVES_X, MOVES_Y
+from warpsim.kernels.exponential import exp
+from warpsim.kernels.mpe import DT, KEPT_VELOCITY, MOVES_X, MOVES_Y, contact
 from warpsim.kernels.random import reset_uniform
 
 ONE, TWO, TEN = np.float32(1), np.float32(2), np.float32(10)
@@ -50,14 +50,6 @@ def reset(v, p: SimpleTagParams, seed: np.uint64, envs: np.ndarray) -> None:
     observe(v, p, envs)
 
 
-def contact(dx: np.ndarray, dy: np.ndarray, reach: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The contact force (x, y) on a body at offset (dx, dy) from another, the two touching below ``reach``."""
-    distance = np.sqrt(dx * dx + dy * dy)
-    with np.errstate(divide="ignore", invalid="ignore"):  # two bodies at one point: NaN, as in MPE2
-        penetration = softplus(-(distance - reach) / CONTACT_MARGIN) * CONTACT_MARGIN
-        return CONTACT_FORCE * dx / distance * penetration, CONTACT_FORCE * dy / distance * penetration
-
-
 def step(v, p: SimpleTagParams) -> None:
     """Clock and done, forces, motion, rewards, then observations of every environment."""
     body = bodies(p)
@@ -65,8 +57,8 @@ def step(v, p: SimpleTagParams) -> None:
     v.done[:] = v.t >= p.max_cycles
     if p.continuous_actions:
         a = clamp(v.actions, 0, 1)
-        force_x, force_y = (a[:, :, 2] - a[:, :, 1]) * body["acceleration"], (a[:, :, 4] - a[:, :, 3]) * body[
-            "acceleration"]
+        force_x = (a[:, :, 2] - a[:, :, 1]) * body["acceleration"]
+        force_y = (a[:, :, 4] - a[:, :, 3]) * body["acceleration"]
     else:
         move = np.clip(v.actions[:, :, 0], 0, len(MOVES_X) - 1)
         force_x, force_y = MOVES_X[move] * body["acceleration"], MOVES_Y[move] * body["acceleration"]
