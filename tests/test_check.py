@@ -103,8 +103,9 @@ def test_planted_tag_penalty_bug_is_found_at_the_first_tag(monkeypatch, tmp_path
     assert (mismatch.reference, mismatch.kernels) == (-1.0, 1.0)
     assert (mismatch.count, mismatch.size, mismatch.also_differ) == (len(tagged), 12, ())
     e, i = tagged[0]
-    assert str(report).startswith(f"mismatch: rewards[{e}, {i}] (env {e}, agent {i}) differs after step 1: "
-                                  f"reference -1.0, kernels 1.0; {len(tagged)} of 12 values")
+    assert mismatch.role == "runner", "the report names the agent's role"
+    assert str(report).startswith(f"mismatch: rewards[{e}, {i}] (env {e}, agent {i}, role runner) differs after "
+                                  f"step 1: reference -1.0, kernels 1.0; {len(tagged)} of 12 values")
 
 
 def test_planted_observation_bug_is_found_right_after_the_reset(monkeypatch, tmp_path):
@@ -119,8 +120,8 @@ def test_planted_observation_bug_is_found_right_after_the_reset(monkeypatch, tmp
     assert (mismatch.env, mismatch.agent, mismatch.element) == (0, 0, time_feature)
     assert (mismatch.reference, mismatch.kernels) == (0.0, 0.25)
     assert mismatch.count == 2 * 4, "every agent's time feature is wrong"
-    assert f"observations[0, 0, {time_feature}] (env 0, agent 0, element {time_feature}) differs right after " \
-           f"the first reset: reference 0.0, kernels 0.25" in str(report)
+    assert f"observations[0, 0, {time_feature}] (env 0, agent 0, role tagger, element {time_feature}) differs " \
+           f"right after the first reset: reference 0.0, kernels 0.25" in str(report)
 
 
 def test_planted_end_of_game_bug_is_found_at_the_right_step(monkeypatch, tmp_path):

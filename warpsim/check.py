@@ -78,6 +78,8 @@ class Mismatch:
     """Other arrays that differ at the same step, in the order the step computes them."""
     near_tie: bool = False
     """The reference gives the kernels' values when its float inputs move by one ulp."""
+    role: str | None = None
+    """The role of the agent it belongs to (None for an array without an agent axis)."""
 
     @property
     def env(self) -> int | None:
@@ -96,7 +98,8 @@ class Mismatch:
         return self.index[self.axes.index(axis)] if axis in self.axes else None
 
     def __str__(self) -> str:
-        position = ", ".join(f"{axis} {i}" for axis, i in zip(self.axes, self.index))
+        position = ", ".join(f"{axis} {i}" + (f", role {self.role}" if axis == "agent" and self.role else "")
+                             for axis, i in zip(self.axes, self.index))
         when = "right after the first reset" if self.step == 0 else f"after step {self.step}"
         text = (f"{self.array}[{', '.join(map(str, self.index))}] ({position}) differs {when}: "
                 f"reference {self.reference}, kernels {self.kernels}; "
@@ -177,6 +180,7 @@ def check(env: str | type[Environment], num_envs: int = 2, steps: int | None = N
     rng = np.random.default_rng(seed)
     spec = kernels.spec
     bounds = np.array(spec.action_bounds, np.float32).reshape(-1, 2)
+    roles = [spec.role_names[role] for role in spec.agent_roles]
 
     def random_actions() -> np.ndarray:
         """Indices uniform over each component's levels, or values uniform in its bounds."""
@@ -209,7 +213,7 @@ def check(env: str | type[Environment], num_envs: int = 2, steps: int | None = N
         differing = {name: where for name in names if (where := _differs(expected[name], got[name], rtol, atol)).any()}
         if differing:
             near_tie = step > 0 and probe.explains(before, actions, got, differing)
-            mismatch = _mismatch(differing, axes, expected, got, step, near_tie)
+            mismatch = _mismatch(differing, axes, expected, got, step, near_tie, roles)
             if not (near_tie and allow_near_ties):
                 return report(step, episodes_ended, mismatch)
             near_ties.append(mismatch)
@@ -314,9 +318,13 @@ def _load(env: Environment, arrays: dict[str, np.ndarray]) -> None:
         tensor.copy_(torch.from_numpy(np.ascontiguousarray(arrays[name])))
 
 
-def _mismatch(differing: dict[str, np.ndarray], axes, expected, got, step: int, near_tie: bool) -> Mismatch:
+def _mismatch(differing: dict[str, np.ndarray], axes, expected, got, step: int, near_tie: bool,
+              roles: list[str]) -> Mismatch:
+    """The first differing value of the first differing array; ``roles``: each agent's role, by agent."""
     (name, where), *others = differing.items()
     index = tuple(int(i) for i in np.argwhere(where)[0])
+    agent = index[axes[name].index("agent")] if "agent" in axes[name] else None
     return Mismatch(array=name, step=step, index=index, axes=axes[name], reference=expected[name][index],
                     kernels=got[name][index], count=int(where.sum()), size=where.size,
-                    also_differ=tuple(other for other, _ in others), near_tie=near_tie)
+                    also_differ=tuple(other for other, _ in others), near_tie=near_tie,
+                    role=None if agent is None else roles[agent])
