@@ -238,15 +238,26 @@ class BatchedPlayer:
                 raise InvalidValueError(f"the policies are for roles {play.policies.role_names}, the environment "
                                         f"has {names}")
         self.head = next((play.policies.head for play in self.plays if play.policies), None)
-        self.acting = {role.name: [p for p, play in enumerate(self.plays) if not play.acts_at_random(role.name)]
-                       for role in self.roles}
-        """Per role, the plays in which its policy acts (the others draw its actions at random)."""
-        self.networks = {name: StackedActorCritic([self._policies(p).network(name) for p in acting]).to(
-            env.device).eval() for name, acting in self.acting.items() if acting}
+        self.plays_of = {role.name: self._plays_of(role.name) for role in self.roles}
+        """Per role, its plays by kind: ``acting`` (its policy acts), ``random``, ``sampled`` and ``greedy`` (acting
+        plays), and the positions of the last two among ``acting`` (``sampled_at``, ``greedy_at``)."""
+        self.networks = {name: StackedActorCritic([self._policies(p).network(name) for p in kinds["acting"]]).to(
+            env.device).eval() for name, kinds in self.plays_of.items() if kinds["acting"]}
         """Per role that a policy plays, the networks of its acting plays, stacked in their order."""
+        self.indices = {role: {kind: torch.tensor(plays, dtype=torch.int64, device=env.device)
+                               for kind, plays in kinds.items()} for role, kinds in self.plays_of.items()}
+        """``plays_of`` as index tensors, made once: a list that indexes a tensor is copied to the device."""
         self.generators = [torch.Generator(env.device).manual_seed(seed) for _ in self.plays]
         self.inputs = ObservationStack(env, stack_observations)
         self.random_actions = RandomActions(env.spec, env.device)
+
+    def _plays_of(self, role: str) -> dict[str, list[int]]:
+        acting = [p for p, play in enumerate(self.plays) if not play.acts_at_random(role)]
+        kinds = {"acting": acting, "random": [p for p in range(len(self.plays)) if p not in acting]}
+        for kind, greedy in (("sampled", False), ("greedy", True)):
+            chosen = [i for i, p in enumerate(acting) if self.plays[p].greedy == greedy]
+            kinds[f"{kind}_at"], kinds[kind] = chosen, [acting[i] for i in chosen]
+        return kinds
 
     def _policies(self, play: int) -> RolePolicies:
         policies = self.plays[play].policies
@@ -292,23 +303,24 @@ class BatchedPlayer:
         plays, env, counted = len(self.plays), self.env, self.envs_per_play
         actions = torch.empty(plays, self.block, role.count, env.actions.shape[-1], dtype=env.actions.dtype,
                               device=env.device)
-        acting = self.acting[role.name]
-        if acting:
+        plays_of, indices = self.plays_of[role.name], self.indices[role.name]
+        if plays_of["acting"]:
             assert self.head is not None
             policy = self.networks[role.name].policy(
                 role.observed(inputs, self.inputs.depth).reshape(plays, self.block, role.count, -1)[
-                    acting, :counted].flatten(1, 2))
-            for greedy in (False, True):  # the sampled plays at once, then the greedy ones
-                chosen = [i for i, p in enumerate(acting) if self.plays[p].greedy == greedy]
+                    indices["acting"], :counted].flatten(1, 2))
+            for kind in ("sampled", "greedy"):  # the sampled plays at once, then the greedy ones
+                chosen = plays_of[kind]
                 if chosen:
-                    draws = None if greedy else tuple(torch.cat(parts) for parts in zip(
-                        *(noise[acting[i], role.name] for i in chosen)))
-                    sampled = self.head.to_env(self.head.sample_with(policy[chosen].flatten(0, 1), draws))
-                    actions[[acting[i] for i in chosen], :counted] = sampled.view(
-                        len(chosen), counted, role.count, -1).to(actions.dtype)
-        at_random = [p for p in range(plays) if p not in acting]
-        if at_random:
-            actions[at_random, :counted] = torch.stack([random[p, role.name] for p in at_random]).to(actions.dtype)
+                    draws = None if kind == "greedy" else tuple(torch.cat(parts) for parts in zip(
+                        *(noise[p, role.name] for p in chosen)))
+                    sampled = self.head.to_env(self.head.sample_with(policy[indices[f"{kind}_at"]].flatten(0, 1),
+                                                                     draws))
+                    actions[indices[kind], :counted] = sampled.view(len(chosen), counted, role.count, -1).to(
+                        actions.dtype)
+        if plays_of["random"]:
+            actions[indices["random"], :counted] = torch.stack(
+                [random[p, role.name] for p in plays_of["random"]]).to(actions.dtype)
         if counted < self.block:  # the environments that fill a block act as its first: valid actions
             actions[:, counted:] = actions[:, :1]
         return actions.view(plays * self.block, role.count, -1)
