@@ -9,9 +9,10 @@ What is counted:
   metadata launch none), and the bytes it reads and writes: its tensors' sizes, an expanded
   input counted once; the environments' own step is left out;
 * a compiled region (``TrainConfig.compile``), from inductor's own output: its generated
-  kernels and the matrix products it calls (the launches of its wrapper code); its bytes from
-  inductor's count where it gives one (Triton kernels, on a GPU), otherwise, on a CPU, what
-  no fusion avoids: the region's inputs and outputs once, plus its matrix products' operands.
+  kernels and the kernels it calls as they are, matrix products and warpsim's own (the launches
+  of its wrapper code); its bytes from inductor's count where it gives one (Triton kernels, on a
+  GPU), otherwise, on a CPU, what no fusion avoids: the region's inputs and outputs once; plus
+  the operands of the kernels it calls.
 
 The configs are train-ref, headline and grid (docs/benchmarks.md), with the train tier's
 100-step rollouts and fixed update (4 epochs x 4 minibatches), both roles learning where both
@@ -54,9 +55,14 @@ FREE = {"view", "_unsafe_view", "reshape", "transpose", "t", "permute", "expand"
         "is_nonzero", "sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "unfold", "view_as_real",
         "_reshape_alias", "diagonal", "movedim", "flatten", "unflatten", "expand_as", "view_as", "tensor_split"}
 """Operations that launch no kernel: views, allocations and reads of metadata."""
-MATRIX_PRODUCTS = {"mm", "bmm", "addmm", "baddbmm", "matmul", "linear"}
-LAUNCH = re.compile(r"^\s+(?:\w+ = )?(extern_kernels\.\w+|\w+\.run|cpp_fused_\w+)\(", re.MULTILINE)
-"""A launch in inductor's wrapper code: a matrix product, a Triton kernel or a C++ kernel."""
+EXTERN_KERNELS = {"mm", "bmm", "addmm", "baddbmm", "matmul", "linear", "actor_critic"}
+"""Operations a compiled region calls as they are, inductor fusing nothing into them: the matrix products
+and warpsim's own kernel of the rollout's networks (``fused_forward.actor_critic``). Each moves its
+operands: its inputs and its outputs."""
+LAUNCH = re.compile(r"^\s+(?:\w+ = )?(extern_kernels\.\w+|\w+\.run|cpp_fused_\w+|torch\.ops\.\w+\.\w+\.default)\(",
+                    re.MULTILINE)
+"""A launch in inductor's wrapper code: a matrix product, a Triton kernel, a C++ kernel or an operation
+called as it is (such as warpsim's own kernel)."""
 
 
 def touched_bytes(tensor: torch.Tensor) -> int:
@@ -83,13 +89,13 @@ def tensors(value) -> list[torch.Tensor]:
 class Tally:
     kernels: int = 0
     bytes: int = 0
-    matrix_bytes: int = 0
+    extern_bytes: int = 0
     by_op: collections.Counter = field(default_factory=collections.Counter)
 
     def add(self, other: Tally) -> None:
         self.kernels += other.kernels
         self.bytes += other.bytes
-        self.matrix_bytes += other.matrix_bytes
+        self.extern_bytes += other.extern_bytes
         self.by_op.update(other.by_op)
 
 
@@ -110,8 +116,8 @@ class Counter(TorchDispatchMode):
             self.tally.kernels += 1
             self.tally.bytes += moved
             self.tally.by_op[name] += 1
-            if name in MATRIX_PRODUCTS:
-                self.tally.matrix_bytes += moved
+            if name in EXTERN_KERNELS:
+                self.tally.extern_bytes += moved
         return result
 
 
@@ -145,23 +151,24 @@ class CountedRegions:
 
 def analyse(wrapper: compiled.Compiled, args: tuple) -> Tally:
     """A compiled region's launches (from inductor's wrapper code) and bytes (inductor's count, or
-    the region's inputs and outputs plus its matrix products' operands), at these arguments' shapes."""
+    the region's inputs and outputs) plus the operands of the kernels it calls, at these arguments' shapes."""
     from torch._inductor import metrics
     from torch._inductor.utils import run_and_get_code
 
     eager = Counter()
     with eager:
-        outputs = wrapper.function(*args)  # its matrix products' operands, counted eagerly
+        outputs = wrapper.function(*args)  # the operands of the kernels it calls, counted eagerly
     metrics.reset()
     _, codes = run_and_get_code(wrapper.compiled, *args)
     launches = [launch for code in codes for launch in LAUNCH.findall(code)]
-    tally = Tally(kernels=len(launches), matrix_bytes=eager.tally.matrix_bytes)
-    tally.by_op.update("extern" if launch.startswith("extern") else "fused" for launch in launches)
+    tally = Tally(kernels=len(launches), extern_bytes=eager.tally.extern_bytes)
+    tally.by_op.update("fused" if launch.endswith(".run") or launch.startswith("cpp_fused") else "extern"
+                       for launch in launches)
     if metrics.num_bytes_accessed:
-        tally.bytes = int(metrics.num_bytes_accessed) + eager.tally.matrix_bytes
+        tally.bytes = int(metrics.num_bytes_accessed) + eager.tally.extern_bytes
     else:
         tally.bytes = (sum(touched_bytes(t) for t in tensors(args)) + sum(touched_bytes(t) for t in tensors(outputs))
-                       + eager.tally.matrix_bytes)
+                       + eager.tally.extern_bytes)
     return tally
 
 

@@ -32,14 +32,16 @@ def twins(device: str, settings: dict, **changes) -> tuple[Trainer, Trainer]:
 
 
 @pytest.mark.parametrize("device", [ON_THE_CPU, ON_THE_GPU])
-@pytest.mark.parametrize("settings, precision", [(TAG, "fp32"), (BEACON, "fp32"), (TAG, "bf16")],
-                         ids=["discrete", "continuous", "discrete bf16"])
+@pytest.mark.parametrize("settings, precision", [(TAG, "fp32"), (BEACON, "fp32"), (TAG, "bf16"), (BEACON, "bf16")],
+                         ids=["discrete", "continuous", "discrete bf16", "continuous bf16"])
 def test_the_fused_path_acts_and_learns_as_the_eager_one(device, settings, precision):
     """Three iterations from one seed: the same discrete actions from the same generators (the draws
     are made outside the compiled step), continuous ones, log-probabilities and values, networks and
-    statistics within the rounding of fused arithmetic (bf16 networks: within bf16's)."""
+    statistics within the rounding of fused arithmetic (bf16 networks: within bf16's, the rollout's
+    networks as one kernel)."""
     eager, fused = twins(device, settings, precision=precision)
     assert fused.compiled and not eager.compiled and fused.learner.fused_step is not None
+    assert fused.policies.fused is (precision == "bf16") and not eager.policies.fused
     tolerance: dict[str, Any] = dict(rtol=1e-4, atol=1e-5) if precision == "fp32" else dict(rtol=2e-2, atol=2e-2)
     for iteration in range(3):
         eager.iterate()

@@ -18,15 +18,35 @@ def test_each_launching_operation_counts_a_kernel_and_the_bytes_it_reads_and_wri
     assert dict(counter.tally.by_op) == {"mul": 1, "add": 1} and torch.equal(z, torch.full((5, 2), 3.0))
 
 
-def test_an_expanded_input_is_read_once_and_matrix_products_are_set_apart():
+def test_an_expanded_input_is_read_once_and_kernels_called_as_they_are_set_apart():
     row, weights = torch.ones(1, 8), torch.ones(8, 4)
     counter = iteration_cost.Counter()
     with counter:
         torch.mm(row.expand(16, 8), weights)
     assert counter.tally.kernels == 1
-    assert counter.tally.bytes == counter.tally.matrix_bytes == 8 * 4 + 8 * 4 * 4 + 16 * 4 * 4
+    assert counter.tally.bytes == counter.tally.extern_bytes == 8 * 4 + 8 * 4 * 4 + 16 * 4 * 4
 
 
 def test_bytes_at_the_real_size_are_the_part_per_unit_and_a_share_of_the_fixed_part():
     small, large = {"bytes": 100.0 + 2 * 10, "units": 2}, {"bytes": 100.0 + 4 * 10, "units": 4}
     assert iteration_cost.at_size(small, large, "bytes", "units", 1000) == 10 + 100 / 1000
+
+
+def test_the_rollouts_own_kernel_moves_its_operands_and_is_one_launch_of_a_compiled_region():
+    """``fused_forward.actor_critic``: its observations, weights and outputs, no activations; inductor's
+    wrapper code calls it as it is."""
+    from warpsim.train import fused_forward
+    runs, rows, inputs, hidden = 1, 8, 6, 16
+    arguments = (torch.ones(runs, rows, inputs, dtype=torch.bfloat16), torch.ones(runs, hidden, inputs),
+                 torch.ones(runs, hidden), torch.ones(runs, 0, hidden, hidden), torch.ones(runs, 0, hidden),
+                 torch.ones(runs, hidden, inputs), torch.ones(runs, hidden), torch.ones(runs, 0, hidden, hidden),
+                 torch.ones(runs, 0, hidden), torch.ones(runs, 3, hidden), torch.ones(runs, 3), torch.ones(runs, 1, hidden),
+                 torch.ones(runs, 1), False)
+    counter = iteration_cost.Counter()
+    with counter:
+        fused_forward.actor_critic(*arguments)
+    operands = sum(t.numel() * t.element_size() for t in arguments if isinstance(t, torch.Tensor))
+    assert counter.tally.kernels == 1 and dict(counter.tally.by_op) == {"actor_critic": 1}
+    assert counter.tally.bytes == counter.tally.extern_bytes == operands + rows * 3 * 4 + rows * 4
+    wrapper = "    buf1 = torch.ops.warpsim.actor_critic.default(arg0_1, arg1_1)\n    extern_kernels.bmm(a, b, out=c)\n"
+    assert iteration_cost.LAUNCH.findall(wrapper) == ["torch.ops.warpsim.actor_critic.default", "extern_kernels.bmm"]

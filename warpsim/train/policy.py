@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from warpsim.environment import EnvSpec
+from warpsim.train import fused_forward
 from warpsim.train.action_heads import ActionHead, action_head
 from warpsim.train.config import TrainConfig
 from warpsim.train.value_norm import ValueNormalizer
@@ -52,7 +53,9 @@ class ActorCriticBase(nn.Module):
         return self._policy(self.trunk(observations))
 
     def _policy(self, features: torch.Tensor) -> torch.Tensor:
-        policy = self.policy_head(features)
+        return self._with_log_std(self.policy_head(features))
+
+    def _with_log_std(self, policy: torch.Tensor) -> torch.Tensor:
         if self.log_std is not None:
             policy = torch.cat([policy.float(), self.log_std.unsqueeze(-2).expand(policy.shape)], dim=-1)
         return policy
@@ -214,6 +217,38 @@ class StackedActorCritic(ActorCriticBase):
             for name, buffer in self.value_normalizer.named_buffers():
                 buffer.copy_(torch.stack([network.get_buffer(f"value_normalizer.{name}") for network in networks]))
 
+    def fusable(self) -> bool:
+        """Whether ``fused`` takes these networks: hidden layers at most ``fused_forward.MAX_HIDDEN`` wide."""
+        return _linears(self.trunk)[0].weight.shape[1] <= fused_forward.MAX_HIDDEN
+
+    def fused(self, observations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``forward`` under bf16 autocast, without gradients, as one kernel (``fused_forward.actor_critic``):
+        float[R, B, D] in, rounded to bfloat16 as autocast rounds it."""
+        actor = _packed(self.trunk)
+        critic = actor if self.value_trunk is None else _packed(self.value_trunk)
+        policy_head, value_head = self.policy_head, self.value_head
+        assert isinstance(policy_head, StackedLinear) and isinstance(value_head, StackedLinear)
+        policy, value = fused_forward.actor_critic(
+            observations.to(torch.bfloat16), *actor, *critic, policy_head.weight, policy_head.bias,
+            value_head.weight, value_head.bias, self.value_trunk is None)
+        return self._with_log_std(policy), value
+
+
+def _linears(trunk: nn.Module) -> list[StackedLinear]:
+    return [module for module in trunk.modules() if isinstance(module, StackedLinear)]
+
+
+def _packed(trunk: nn.Module) -> tuple[torch.Tensor, ...]:
+    """A stacked trunk's weights as ``fused_forward.actor_critic`` takes them: its first layer's weight
+    and bias, and its further layers' stacked (float32[R, L - 1, H, H] and float32[R, L - 1, H])."""
+    first, *further = _linears(trunk)
+    runs, hidden = first.weight.shape[:2]
+    if not further:
+        return first.weight, first.bias, first.weight.new_empty((runs, 0, hidden, hidden)), first.bias.new_empty(
+            (runs, 0, hidden))
+    return (first.weight, first.bias, torch.stack([layer.weight for layer in further], 1),
+            torch.stack([layer.bias for layer in further], 1))
+
 
 class RunPolicies(nn.Module):
     """Every role's networks for R training runs, stacked (``StackedActorCritic``), made from
@@ -228,6 +263,9 @@ class RunPolicies(nn.Module):
         self.head = runs[0].head
         self.networks = nn.ModuleList(StackedActorCritic([policies.network(name) for policies in runs])
                                       for name in self.role_names)
+        self.fused = False
+        """Whether ``act_with`` runs each role's networks as one kernel (``StackedActorCritic.fused``), as
+        the trainer's fused path does under bf16."""
 
     forward = RolePolicies.forward
 
@@ -264,8 +302,11 @@ class RunPolicies(nn.Module):
         """``RolePolicies.act`` for every run at once on inputs float[R, B_r, D], sampling from draws made
         beforehand (``noise``: each run's from its own generator, so its draws are those it would make
         alone), with no generator in it, so that it compiles whole. Returns [R, B, ...] tensors."""
-        with autocast():
-            outputs = self(inputs, role_names)
+        if self.fused:
+            outputs = [self.network(name).fused(batch) for name, batch in zip(role_names, inputs)]
+        else:
+            with autocast():
+                outputs = self(inputs, role_names)
         acted = []
         for name, (policy, values), role_noise in zip(role_names, outputs, noise):
             actions = torch.stack([self.head.sample_with(policy[run], run_noise)

@@ -212,6 +212,9 @@ class Trainer:
         """Every role's networks, opponents' included, stacked over the runs (``policies.network(role_name)``)."""
         for role in config.opponents:
             self.policies.network(role).requires_grad_(False)
+        # The fused path plays every role's networks as one kernel each: what bf16 autocast computes.
+        self.policies.fused = self.compiled and self.precision == "bf16" and all(
+            self.policies.network(name).fusable() for name in role_names)
         self.model: torch.nn.Module = self.policies
         if self.world.size > 1:
             self.model = DistributedDataParallel(self.policies)

@@ -1,0 +1,115 @@
+"""The stacked actor-critic's forward pass for the rollout as one kernel (``actor_critic``).
+
+Run as PyTorch runs it, a forward pass of R runs' networks is a batched matrix product per
+layer, each writing its activations to memory for the next one to read: for 64-wide layers
+about 1.3 KB per agent-step in bf16, against the 142 B of a 71-entry observation. The
+Triton kernel here keeps them in registers: each program takes one run's block of rows,
+reads their observations once for both trunks, and writes only the policy's outputs and
+the value. Weights are read per block, from the cache after the first.
+
+It computes what bf16 autocast computes: inputs, weights and biases rounded to bfloat16,
+products summed in float32 (bfloat16 values are exact in TF32, so the tensor cores' TF32
+products are exact), each layer's output rounded to bfloat16 before and after its tanh, and
+a one-column head (the value's) in float32, as ``StackedLinear`` computes it. Only the order
+of the sums differs, hence last bits. The CPU implementation is the eager computation itself,
+so the fused path matches the eager one there and the kernel is checked against it (the
+tests run it on the CPU through Triton's interpreter).
+
+It serves playing only (no gradient): the update keeps the compiled eager networks.
+"""
+
+from __future__ import annotations
+
+import torch
+
+BLOCK_ROWS = 64
+"""Rows of one program at hidden widths up to 64; fewer at wider ones, to stay in registers."""
+MAX_HIDDEN = 256
+"""The widest hidden layer the kernel holds; wider networks keep the eager forward."""
+
+
+def _bfloat16(values: torch.Tensor) -> torch.Tensor:
+    return values.to(torch.bfloat16)
+
+
+def _linear(inputs: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """``StackedLinear`` under bf16 autocast: float[R, B, in] -> float[R, B, out]."""
+    if weight.shape[1] == 1:
+        return (inputs * weight).sum(-1, keepdim=True) + bias.unsqueeze(1)
+    return torch.baddbmm(_bfloat16(bias).unsqueeze(1), _bfloat16(inputs), _bfloat16(weight).transpose(1, 2))
+
+
+def _trunk(inputs: torch.Tensor, first: tuple[torch.Tensor, torch.Tensor], hidden_weights: torch.Tensor,
+           hidden_biases: torch.Tensor) -> torch.Tensor:
+    features = torch.tanh(_linear(inputs, *first))
+    for layer in range(hidden_weights.shape[1]):
+        features = torch.tanh(_linear(features, hidden_weights[:, layer], hidden_biases[:, layer]))
+    return features
+
+
+@torch.library.custom_op("warpsim::actor_critic", mutates_args=())
+def actor_critic(observations: torch.Tensor, actor_weight: torch.Tensor, actor_bias: torch.Tensor,
+                 actor_hidden_weights: torch.Tensor, actor_hidden_biases: torch.Tensor, critic_weight: torch.Tensor,
+                 critic_bias: torch.Tensor, critic_hidden_weights: torch.Tensor, critic_hidden_biases: torch.Tensor,
+                 policy_weight: torch.Tensor, policy_bias: torch.Tensor, value_weight: torch.Tensor,
+                 value_bias: torch.Tensor, shared_trunk: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """R runs' actor-critic networks on their observations bfloat16[R, B, D], under bf16 autocast;
+    returns (policy outputs float32[R, B, P], values float32[R, B]).
+
+    Each trunk is its first layer (weight float32[R, H, D], bias float32[R, H]) and its further
+    layers stacked (float32[R, L - 1, H, H] and float32[R, L - 1, H]), all with tanh; with
+    ``shared_trunk`` the critic's are ignored and the value reads the actor's trunk. The heads'
+    weights are float32[R, P, H] and float32[R, 1, H], their biases float32[R, P] and float32[R, 1].
+    """
+    actor = _trunk(observations, (actor_weight, actor_bias), actor_hidden_weights, actor_hidden_biases)
+    critic = actor if shared_trunk else _trunk(observations, (critic_weight, critic_bias), critic_hidden_weights,
+                                               critic_hidden_biases)
+    return _linear(actor, policy_weight, policy_bias).float(), _linear(critic, value_weight, value_bias).squeeze(-1)
+
+
+@actor_critic.register_fake
+def _(observations, actor_weight, actor_bias, actor_hidden_weights, actor_hidden_biases, critic_weight,
+      critic_bias, critic_hidden_weights, critic_hidden_biases, policy_weight, policy_bias, value_weight, value_bias,
+      shared_trunk):
+    runs, rows, _ = observations.shape
+    return (observations.new_empty((runs, rows, policy_weight.shape[1]), dtype=torch.float32),
+            observations.new_empty((runs, rows), dtype=torch.float32))
+
+
+def _power_of_two(size: int, least: int = 16) -> int:
+    """The block holding ``size``: a power of two, at least ``least`` (Triton's smallest product)."""
+    return max(least, 1 << max(0, size - 1).bit_length())
+
+
+def launch(observations: torch.Tensor, actor_weight: torch.Tensor, actor_bias: torch.Tensor,
+           actor_hidden_weights: torch.Tensor, actor_hidden_biases: torch.Tensor, critic_weight: torch.Tensor,
+           critic_bias: torch.Tensor, critic_hidden_weights: torch.Tensor, critic_hidden_biases: torch.Tensor,
+           policy_weight: torch.Tensor, policy_bias: torch.Tensor, value_weight: torch.Tensor,
+           value_bias: torch.Tensor, shared_trunk: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """``actor_critic`` by the Triton kernel (``actor_critic_kernel``, imported here: a CPU-only install
+    may lack Triton), on the observations' device."""
+    from warpsim.train.actor_critic_kernel import fused_actor_critic
+
+    runs, rows, inputs = observations.shape
+    hidden, outputs = actor_weight.shape[1], policy_weight.shape[1]
+    if observations.stride(2) != 1 or observations.stride(1) != inputs:
+        observations = observations.contiguous()
+    weights = [tensor.contiguous() for tensor in (
+        actor_weight, actor_bias, actor_hidden_weights, actor_hidden_biases, critic_weight, critic_bias,
+        critic_hidden_weights, critic_hidden_biases, policy_weight, policy_bias, value_weight, value_bias)]
+    policy = torch.empty((runs, rows, outputs), dtype=torch.float32, device=observations.device)
+    values = torch.empty((runs, rows), dtype=torch.float32, device=observations.device)
+    block_hidden = _power_of_two(hidden)
+    block_rows = max(16, min(BLOCK_ROWS, BLOCK_ROWS * 64 // block_hidden))
+    grid = (-(-rows // block_rows), runs)
+    fused_actor_critic[grid](
+        observations.view(torch.int16), observations.stride(0), *weights, policy, values, rows, inputs,
+        HIDDEN=hidden, LAYERS=actor_hidden_weights.shape[1] + 1, OUTPUTS=outputs, SHARED=shared_trunk,
+        BLOCK_ROWS=block_rows, BLOCK_INPUTS=min(64, _power_of_two(inputs)), BLOCK_HIDDEN=block_hidden,
+        BLOCK_OUTPUTS=_power_of_two(outputs))
+    return policy, values
+
+
+@actor_critic.register_kernel("cuda")
+def _(*args):
+    return launch(*args)
