@@ -5,7 +5,8 @@
 # scale), bench (the targets of docs/benchmarks.md), bf16 (headline with bfloat16 observations, to
 # set beside bench's headline), train-speed (the train tier, fused and eager, the cost model of
 # benchmarks/iteration_cost.py and the fused iteration's kernels from the profiler), neighbour-search (each search forced: sweep-N, and the headline with each grid search),
-# placement, many-runs (an experiment of 16 runs batched against the 16 in turn), evaluation-speed (10 runs evaluated
+# placement, fused-forward (the rollout's networks as one kernel: its GPU tests and its time against the
+# eager forward's), many-runs (an experiment of 16 runs batched against the 16 in turn), evaluation-speed (10 runs evaluated
 # side by side against one alone), mpe and mpe-roles (the MPE scenarios against MPE2), profile (Nsight Compute),
 # and the reference learning tasks: grid-chase, tag-chase, tag-chase-continuous, tag-evade (needs tag-chase's run, in the same
 # OUT_DIR) and self-play (train-ref, both roles learn), each one call of at most 10 minutes;
@@ -119,6 +120,13 @@ for stage in "$@"; do
                 --num-envs 1024 --results-dir "$out/mpe_speed"
             step mpe-adversary 150 python3 benchmarks/mpe_speed.py --scenario simple_adversary --agents 3 \
                 --num-envs 1 --num-envs 4096 --num-envs 65536 --results-dir "$out/mpe_speed" ;;
+        fused-forward)  # the rollout's networks as one Triton kernel: its GPU tests, then its time against eager's
+            step fused-forward-tests 240 python3 -m pytest -m gpu -q -p no:cacheprovider -n 0 \
+                tests/test_fused_forward.py tests/test_compiled.py
+            step fused-forward-train-ref 60 python3 benchmarks/fused_forward.py --config train-ref \
+                --results-dir "$out/fused_forward"
+            step fused-forward-headline 60 python3 benchmarks/fused_forward.py --config headline \
+                --results-dir "$out/fused_forward" ;;
         evaluation-speed)  # 10 tag-small runs evaluated side by side against one alone (target: 2x)
             step evaluation-speed 300 python3 benchmarks/evaluation_speed.py --config tag-small --runs 10 \
                 --results-dir "$out/evaluation_speed" ;;

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from helpers import load_script
 
 from warpsim.registry import make
 from warpsim.roles import roles_of
@@ -96,3 +97,13 @@ def test_the_trainer_plays_by_the_kernel_on_its_fused_path_under_bf16(changes, f
     trainer = Trainer(TrainConfig(env="tag_continuous", env_params=dict(num_taggers=1, num_runners=2), num_envs=2,
                                   rollout_steps=2, backend="numpy", **changes))
     assert trainer.policies.fused is fused
+
+
+def test_its_benchmark_runs_its_python_path_on_the_cpu(tmp_path):
+    """benchmarks/fused_forward.py at train-ref's shapes on 2 environments: a record with both times and
+    the kernel's bytes, at least each agent's observation (71 bfloat16 entries) and its outputs."""
+    script = load_script(Path(__file__).resolve().parent.parent / "benchmarks" / "fused_forward.py")
+    assert script.main(["--num-envs", "2", "--repeats", "1", "--device", "cpu", "--results-dir", str(tmp_path)]) == 0
+    (record,) = json.loads(next(tmp_path.glob("*.json")).read_text())
+    assert record["agents"] == 2 * 110 and record["eager_ms"] > 0 and record["fused_ms"] > 0
+    assert record["fused_bytes_per_agent"] > 71 * 2 + 4

@@ -1,0 +1,112 @@
+"""The rollout's networks at a config's real size: the fused kernel (``fused_forward.actor_critic``)
+against the eager forward under bf16 autocast, per environment step, with what each moves.
+
+    python benchmarks/fused_forward.py [--config train-ref] [--repeats 50] [--results-dir DIR]
+
+Every role's networks of one run, initialised as training initialises them, play their role's
+agents of the config's ``num_envs`` environments on random bfloat16 observations: the eager
+forward (two MLPs as batched products, each layer's activations written and read back) and the
+kernel (each block of rows read once, only the outputs written). Times are the median of
+``--repeats`` steps, each timed alone, on a GPU by CUDA events; on a CPU the kernel's form is the
+eager computation, so only the Python path is exercised. The kernel's bytes are its operands
+(observations, weights, outputs); its bandwidth is those over its time. The record (device,
+config, commit) is appended to <results-dir>/<device>.json and summarised on one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from warpsim.bench.runner import RESULTS_DIR, append_result
+from warpsim.configs import NAMED_CONFIGS
+from warpsim.device import device_name, resolve_placement
+from warpsim.registry import make
+from warpsim.roles import roles_of
+from warpsim.source_commit import source_commit
+from warpsim.train.config import TrainConfig
+from warpsim.train.policy import RolePolicies, RunPolicies
+
+
+def timed(step, repeats: int, device: torch.device) -> float:
+    """Median seconds of ``step()`` over ``repeats`` calls after one to warm up (compiles)."""
+    step()
+    seconds = []
+    for _ in range(repeats):
+        if device.type == "cuda":
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            step()
+            end.record()
+            end.synchronize()
+            seconds.append(start.elapsed_time(end) / 1e3)
+        else:
+            started = time.perf_counter()
+            step()
+            seconds.append(time.perf_counter() - started)
+    return statistics.median(seconds)
+
+
+def measure(config_name: str, num_envs: int, repeats: int, device: torch.device) -> dict:
+    named = NAMED_CONFIGS[config_name]
+    env = make(named.env, 1, backend="numpy", **named.params)
+    roles = roles_of(env.spec, torch.device("cpu"))
+    names = [role.name for role in roles]
+    torch.manual_seed(0)
+    policies = RunPolicies([RolePolicies.for_config(TrainConfig(env=named.env), env.spec, names)]).to(device)
+    generator = torch.Generator(device).manual_seed(0)
+    inputs = [torch.randn((1, num_envs * role.count, env.spec.observation_size_of(role.name)), device=device,
+                          generator=generator).to(torch.bfloat16) for role in roles]
+    networks = [policies.network(name) for name in names]
+
+    def eager() -> None:
+        with torch.no_grad(), torch.autocast(device.type, dtype=torch.bfloat16, cache_enabled=False):
+            for network, batch in zip(networks, inputs):
+                network(batch)
+
+    def fused() -> None:
+        with torch.no_grad():
+            for network, batch in zip(networks, inputs):
+                network.fused(batch)
+
+    with torch.no_grad():
+        outputs = [network.fused(batch) for network, batch in zip(networks, inputs)]
+    moved = sum(batch.numel() * batch.element_size() for batch in inputs) + sum(
+        parameter.numel() * 4 for network in networks for parameter in network.parameters()) + sum(
+        tensor.numel() * 4 for pair in outputs for tensor in pair)
+    eager_seconds, fused_seconds = timed(eager, repeats, device), timed(fused, repeats, device)
+    agents = sum(batch.shape[1] for batch in inputs)
+    return {"config": config_name, "num_envs": num_envs, "agents": agents, "eager_ms": 1e3 * eager_seconds,
+            "fused_ms": 1e3 * fused_seconds, "speedup": eager_seconds / fused_seconds,
+            "fused_bytes_per_agent": moved / agents, "fused_bytes_per_second": moved / fused_seconds}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", choices=sorted(NAMED_CONFIGS), default="train-ref")
+    parser.add_argument("--num-envs", type=int, help="default: the config's own")
+    parser.add_argument("--repeats", type=int, default=50)
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR / "fused_forward")
+    args = parser.parse_args(argv)
+    device = torch.device(args.device)
+    result = measure(args.config, args.num_envs or NAMED_CONFIGS[args.config].num_envs, args.repeats, device)
+    backend = "cuda" if device.type == "cuda" else "numpy"
+    name = device_name(resolve_placement(backend, device.index if device.type == "cuda" else None))
+    record = {"tool": "warpsim", "benchmark": "fused_forward", "date": datetime.date.today().isoformat(),
+              "device": name, "backend": backend, **result, "warpsim_commit": source_commit()}
+    append_result(record, args.results_dir)
+    print(f"{args.config} on {name}, {result['agents']} agents a step: eager {result['eager_ms']:.3f} ms, fused "
+          f"{result['fused_ms']:.3f} ms ({result['speedup']:.1f}x), the kernel moving "
+          f"{result['fused_bytes_per_agent']:.0f} B per agent at {result['fused_bytes_per_second'] / 1e9:.0f} GB/s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
