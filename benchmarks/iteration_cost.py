@@ -11,8 +11,11 @@ What is counted:
 * a compiled region (``TrainConfig.compile``), from inductor's own output: its generated
   kernels and the kernels it calls as they are, matrix products and warpsim's own (the launches
   of its wrapper code); its bytes from inductor's count where it gives one (Triton kernels, on a
-  GPU), otherwise, on a CPU, what no fusion avoids: the region's inputs and outputs once; plus
-  the operands of the kernels it calls.
+  GPU), otherwise, on a CPU, what no fusion avoids: the region's outputs, and its inputs once,
+  each as much as its most reading operation reads of it; plus the operands of the kernels it calls.
+
+A gathering operation (``GATHERS``) reads of its source only the rows it gathers: a minibatch step
+reads its minibatch of the rollout, not the whole rollout.
 
 The configs are train-ref, headline and grid (docs/benchmarks.md), with the train tier's
 100-step rollouts and fixed update (4 epochs x 4 minibatches), both roles learning where both
@@ -59,6 +62,8 @@ EXTERN_KERNELS = {"mm", "bmm", "addmm", "baddbmm", "matmul", "linear", "actor_cr
 """Operations a compiled region calls as they are, inductor fusing nothing into them: the matrix products
 and warpsim's own kernel of the rollout's networks (``fused_forward.actor_critic``). Each moves its
 operands: its inputs and its outputs."""
+GATHERS = {"index", "index_select", "gather", "take", "embedding"}
+"""Operations that read of their first input only the rows they gather (a minibatch of the rollout)."""
 LAUNCH = re.compile(r"^\s+(?:\w+ = )?(extern_kernels\.\w+|\w+\.run|cpp_fused_\w+|torch\.ops\.\w+\.\w+\.default)\(",
                     re.MULTILINE)
 """A launch in inductor's wrapper code: a matrix product, a Triton kernel, a C++ kernel or an operation
@@ -99,20 +104,31 @@ class Tally:
         self.by_op.update(other.by_op)
 
 
+def storage_of(tensor: torch.Tensor) -> int:
+    return tensor.untyped_storage().data_ptr()
+
+
 class Counter(TorchDispatchMode):
-    """Counts kernels and bytes of the aten operations run inside it (``tally``)."""
+    """Counts kernels and bytes of the aten operations run inside it (``tally``), and the most bytes
+    any of them read of each storage (``reads``, by ``storage_of``)."""
 
     def __init__(self):
         super().__init__()
         self.tally = Tally()
+        self.reads: dict[int, int] = {}
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         result = func(*args, **kwargs)
         name = func.overloadpacket.__name__
         if name not in FREE:
-            moved = sum(touched_bytes(t) for t in tensors(args) + tensors(kwargs)) + sum(
-                touched_bytes(t) for t in tensors(result))
+            inputs = tensors(args) + tensors(kwargs)
+            read = [touched_bytes(t) for t in inputs]
+            if name in GATHERS and inputs:  # the rows gathered, not the whole source
+                read[0] = min(read[0], sum(touched_bytes(t) for t in tensors(result)))
+            for tensor, count in zip(inputs, read):
+                self.reads[storage_of(tensor)] = max(self.reads.get(storage_of(tensor), 0), count)
+            moved = sum(read) + sum(touched_bytes(t) for t in tensors(result))
             self.tally.kernels += 1
             self.tally.bytes += moved
             self.tally.by_op[name] += 1
@@ -151,7 +167,8 @@ class CountedRegions:
 
 def analyse(wrapper: compiled.Compiled, args: tuple) -> Tally:
     """A compiled region's launches (from inductor's wrapper code) and bytes (inductor's count, or
-    the region's inputs and outputs) plus the operands of the kernels it calls, at these arguments' shapes."""
+    what it reads of its inputs and its outputs) plus the operands of the kernels it calls, at these
+    arguments' shapes."""
     from torch._inductor import metrics
     from torch._inductor.utils import run_and_get_code
 
@@ -166,9 +183,9 @@ def analyse(wrapper: compiled.Compiled, args: tuple) -> Tally:
                        for launch in launches)
     if metrics.num_bytes_accessed:
         tally.bytes = int(metrics.num_bytes_accessed) + eager.tally.extern_bytes
-    else:
-        tally.bytes = (sum(touched_bytes(t) for t in tensors(args)) + sum(touched_bytes(t) for t in tensors(outputs))
-                       + eager.tally.extern_bytes)
+    else:  # each input as much as its most reading operation reads of it: a minibatch's rows of the rollout
+        read = sum(min(touched_bytes(t), eager.reads.get(storage_of(t), 0)) for t in tensors(args))
+        tally.bytes = read + sum(touched_bytes(t) for t in tensors(outputs)) + eager.tally.extern_bytes
     return tally
 
 

@@ -50,3 +50,15 @@ def test_the_rollouts_own_kernel_moves_its_operands_and_is_one_launch_of_a_compi
     assert counter.tally.bytes == counter.tally.extern_bytes == operands + rows * 3 * 4 + rows * 4
     wrapper = "    buf1 = torch.ops.warpsim.actor_critic.default(arg0_1, arg1_1)\n    extern_kernels.bmm(a, b, out=c)\n"
     assert iteration_cost.LAUNCH.findall(wrapper) == ["torch.ops.warpsim.actor_critic.default", "extern_kernels.bmm"]
+
+
+def test_a_gather_reads_of_its_source_only_the_rows_it_gathers():
+    """A minibatch of 3 rows of a 100-row rollout: the 3 rows (and the indices) read, the output written,
+    and the rollout's storage marked as read that much, which is what a compiled region is charged."""
+    rollout, picks = torch.ones(100, 8), torch.tensor([5, 7, 9])
+    counter = iteration_cost.Counter()
+    with counter:
+        minibatch = rollout[picks]
+    row_bytes = 8 * 4
+    assert counter.tally.bytes == 3 * row_bytes + 3 * 8 + 3 * row_bytes and minibatch.shape == (3, 8)
+    assert counter.reads[iteration_cost.storage_of(rollout)] == 3 * row_bytes
