@@ -79,7 +79,7 @@ def measure(config_name: str, num_envs: int, repeats: int, device: torch.device)
         outputs = [network.fused(batch) for network, batch in zip(networks, inputs)]
     moved = sum(batch.numel() * batch.element_size() for batch in inputs) + sum(
         parameter.numel() * 4 for network in networks for parameter in network.parameters()) + sum(
-        tensor.numel() * 4 for pair in outputs for tensor in pair)
+        tensor.numel() * tensor.element_size() for pair in outputs for tensor in pair)
     eager_seconds, fused_seconds = timed(eager, repeats, device), timed(fused, repeats, device)
     agents = sum(batch.shape[1] for batch in inputs)
     return {"config": config_name, "num_envs": num_envs, "agents": agents, "eager_ms": 1e3 * eager_seconds,

@@ -37,8 +37,9 @@ def main() -> None:
         arguments = weights(case)
         eager = fused_forward.actor_critic(*arguments)
         kernel = fused_forward.launch(*arguments)
-        differences.append({name: float((mine - theirs).abs().max()) for name, mine, theirs in
-                            zip(("policy", "value"), kernel, eager)})
+        differences.append({name: float((mine.float() - theirs.float()).abs().max()) for name, mine, theirs in
+                            zip(("policy", "value"), kernel, eager)}
+                           | {"dtypes": [str(t.dtype) for t in kernel], "eager_dtypes": [str(t.dtype) for t in eager]})
     print(json.dumps(differences))
 
 

@@ -71,6 +71,7 @@ def test_the_kernel_computes_as_the_eager_forward_in_tritons_interpreter():
                             env={**os.environ, "TRITON_INTERPRET": "1"}, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     for case, differences in zip(CASES, json.loads(result.stdout)):
+        assert differences["dtypes"] == differences["eager_dtypes"], case
         assert differences["policy"] <= 2 ** -7 * case["scale"], case
         assert differences["value"] <= 1e-5 * case["scale"] * case["hidden"], case
 

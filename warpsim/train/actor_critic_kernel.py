@@ -65,7 +65,8 @@ def fused_actor_critic(
         OUTPUTS: tl.constexpr, SHARED: tl.constexpr, BLOCK_ROWS: tl.constexpr, BLOCK_INPUTS: tl.constexpr,
         BLOCK_HIDDEN: tl.constexpr, BLOCK_OUTPUTS: tl.constexpr):
     """observations int16[R, B, D] (bfloat16 bits, rows ``run_stride`` apart by run); the
-    weights as ``actor_critic`` takes them; writes policy float32[R, B, P] and values float32[R, B].
+    weights as ``actor_critic`` takes them; writes policy int16[R, B, P] (bfloat16 bits; float32 for
+    one column) and values float32[R, B].
     Program (i, r) computes rows i * BLOCK_ROWS.. of run r."""
     run = tl.program_id(1)
     row = tl.program_id(0) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)
@@ -101,10 +102,12 @@ def fused_actor_critic(
     output = tl.arange(0, BLOCK_OUTPUTS)
     if OUTPUTS == 1:
         column = _column(actor, policy_weight_ptr + run * HIDDEN, policy_bias_ptr + run, HIDDEN, BLOCK_HIDDEN)
-        policy = tl.where(output[None, :] == 0, column[:, None], 0.0)
+        policy = tl.where(output[None, :] == 0, column[:, None], 0.0)  # stored as float32
     else:
         policy = _head(actor, policy_weight_ptr + run * OUTPUTS * HIDDEN, policy_bias_ptr + run * OUTPUTS,
                        HIDDEN, OUTPUTS, BLOCK_HIDDEN, BLOCK_OUTPUTS)
+        # rounded already: its high half is its bfloat16
+        policy = (policy.to(tl.uint32, bitcast=True) >> 16).to(tl.uint16).to(tl.int16, bitcast=True)
     value = _column(critic, value_weight_ptr + run * HIDDEN, value_bias_ptr + run, HIDDEN, BLOCK_HIDDEN)
     stored = run.to(tl.int64) * rows + row
     tl.store(policy_ptr + stored[:, None] * OUTPUTS + output[None, :], policy,

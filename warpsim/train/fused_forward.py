@@ -4,8 +4,8 @@ Run as PyTorch runs it, a forward pass of R runs' networks is a batched matrix p
 layer, each writing its activations to memory for the next one to read: for 64-wide layers
 about 1.3 KB per agent-step in bf16, against the 142 B of a 71-entry observation. The
 Triton kernel here keeps them in registers: each program takes one run's block of rows,
-reads their observations once for both trunks, and writes only the policy's outputs and
-the value. Weights are read per block, from the cache after the first.
+reads their observations once for both trunks, and writes only the policy's outputs (in
+bfloat16, as autocast gives them) and the value. Weights are read per block, from the cache after the first.
 
 It computes what bf16 autocast computes: inputs, weights and biases rounded to bfloat16,
 products summed in float32 (bfloat16 values are exact in TF32, so the tensor cores' TF32
@@ -54,7 +54,8 @@ def actor_critic(observations: torch.Tensor, actor_weight: torch.Tensor, actor_b
                  policy_weight: torch.Tensor, policy_bias: torch.Tensor, value_weight: torch.Tensor,
                  value_bias: torch.Tensor, shared_trunk: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """R runs' actor-critic networks on their observations bfloat16[R, B, D], under bf16 autocast;
-    returns (policy outputs float32[R, B, P], values float32[R, B]).
+    returns (policy outputs bfloat16[R, B, P] (float32 for P = 1, as ``StackedLinear`` computes one
+    column), values float32[R, B]).
 
     Each trunk is its first layer (weight float32[R, H, D], bias float32[R, H]) and its further
     layers stacked (float32[R, L - 1, H, H] and float32[R, L - 1, H]), all with tanh; with
@@ -64,7 +65,7 @@ def actor_critic(observations: torch.Tensor, actor_weight: torch.Tensor, actor_b
     actor = _trunk(observations, (actor_weight, actor_bias), actor_hidden_weights, actor_hidden_biases)
     critic = actor if shared_trunk else _trunk(observations, (critic_weight, critic_bias), critic_hidden_weights,
                                                critic_hidden_biases)
-    return _linear(actor, policy_weight, policy_bias).float(), _linear(critic, value_weight, value_bias).squeeze(-1)
+    return _linear(actor, policy_weight, policy_bias), _linear(critic, value_weight, value_bias).squeeze(-1)
 
 
 @actor_critic.register_fake
@@ -72,8 +73,13 @@ def _(observations, actor_weight, actor_bias, actor_hidden_weights, actor_hidden
       critic_bias, critic_hidden_weights, critic_hidden_biases, policy_weight, policy_bias, value_weight, value_bias,
       shared_trunk):
     runs, rows, _ = observations.shape
-    return (observations.new_empty((runs, rows, policy_weight.shape[1]), dtype=torch.float32),
+    return (observations.new_empty((runs, rows, policy_weight.shape[1]), dtype=policy_dtype(policy_weight)),
             observations.new_empty((runs, rows), dtype=torch.float32))
+
+
+def policy_dtype(policy_weight: torch.Tensor) -> torch.dtype:
+    """The policy outputs' dtype, as bf16 autocast gives it: bfloat16, but float32 from one column."""
+    return torch.float32 if policy_weight.shape[1] == 1 else torch.bfloat16
 
 
 def _power_of_two(size: int, least: int = 16) -> int:
@@ -97,13 +103,14 @@ def launch(observations: torch.Tensor, actor_weight: torch.Tensor, actor_bias: t
     weights = [tensor.contiguous() for tensor in (
         actor_weight, actor_bias, actor_hidden_weights, actor_hidden_biases, critic_weight, critic_bias,
         critic_hidden_weights, critic_hidden_biases, policy_weight, policy_bias, value_weight, value_bias)]
-    policy = torch.empty((runs, rows, outputs), dtype=torch.float32, device=observations.device)
+    policy = torch.empty((runs, rows, outputs), dtype=policy_dtype(policy_weight), device=observations.device)
     values = torch.empty((runs, rows), dtype=torch.float32, device=observations.device)
     block_hidden = _power_of_two(hidden)
     block_rows = max(16, min(BLOCK_ROWS, BLOCK_ROWS * 64 // block_hidden))
     grid = (-(-rows // block_rows), runs)
     fused_actor_critic[grid](
-        observations.view(torch.int16), observations.stride(0), *weights, policy, values, rows, inputs,
+        observations.view(torch.int16), observations.stride(0), *weights,
+        policy if outputs == 1 else policy.view(torch.int16), values, rows, inputs,
         HIDDEN=hidden, LAYERS=actor_hidden_weights.shape[1] + 1, OUTPUTS=outputs, SHARED=shared_trunk,
         BLOCK_ROWS=block_rows, BLOCK_INPUTS=min(64, _power_of_two(inputs)), BLOCK_HIDDEN=block_hidden,
         BLOCK_OUTPUTS=_power_of_two(outputs))

@@ -231,7 +231,10 @@ class StackedActorCritic(ActorCriticBase):
         policy, value = fused_forward.actor_critic(
             observations.to(torch.bfloat16), *actor, *critic, policy_head.weight, policy_head.bias,
             value_head.weight, value_head.bias, self.value_trunk is None)
-        return self._with_log_std(policy), value
+        # Converted before the heads split it: compiled on a CPU, split bfloat16 outputs of the kernel's op
+        # were read wrongly (NaN log-probabilities, tests/test_compiled.py); on a GPU the conversion fuses
+        # into the sampling's kernel either way.
+        return self._with_log_std(policy.float()), value
 
 
 def _linears(trunk: nn.Module) -> list[StackedLinear]:
