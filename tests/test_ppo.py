@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from warpsim.train import ppo
-from warpsim.train.action_heads import CategoricalHeads, GaussianHead
+from warpsim.train.action_heads import CategoricalHeads, GaussianHead, roles_noise
 
 
 def test_gae_stops_at_an_episode_end_in_the_middle_of_the_rollout():
@@ -128,22 +128,23 @@ def test_normalized_advantages_have_zero_mean_and_unit_spread():
     assert normalized.std(unbiased=False).item() == pytest.approx(1, abs=1e-5)
 
 
-@pytest.mark.parametrize("levels", [(3, 9), (5,), (2, 2, 7)])
+@pytest.mark.parametrize("levels", [[(3, 9)] * 3, [(5,)] * 3, [(2, 2, 7)] * 3, [(3,), (5, 2), (4,)]],
+                         ids=["2 components", "1 component", "3 components", "each role its own"])
 def test_every_roles_noise_in_one_draw_is_the_separate_draws_on_the_cpu(levels):
     """A run's noise for all its roles comes from one draw (one kernel); on a CPU its numbers are, in
     order, those of one draw per role and component, so the actions sampled are what they were."""
-    head = CategoricalHeads(levels)
+    heads = [CategoricalHeads(role_levels) for role_levels in levels]
     rows = [20, 7, 1]
-    joined = head.roles_noise(rows, torch.Generator().manual_seed(3), torch.device("cpu"))
+    joined = roles_noise(heads, rows, torch.Generator().manual_seed(3), torch.device("cpu"))
     separate = torch.Generator().manual_seed(3)
-    for role_rows, role_noise in zip(rows, joined):
+    for head, role_rows, role_noise in zip(heads, rows, joined, strict=True):
         for drawn, expected in zip(role_noise, head.noise(role_rows, separate, torch.device("cpu")), strict=True):
             assert torch.equal(drawn, expected)
 
 
 def test_continuous_noise_is_drawn_role_by_role():
-    head = GaussianHead(((-1.0, 1.0), (0.0, 2.0)))
-    joined = head.roles_noise([33, 5], torch.Generator().manual_seed(1), torch.device("cpu"))
+    heads = [GaussianHead(((-1.0, 1.0), (0.0, 2.0))), GaussianHead(((0.0, 1.0),))]
+    joined = roles_noise(heads, [33, 5], torch.Generator().manual_seed(1), torch.device("cpu"))
     separate = torch.Generator().manual_seed(1)
     assert all(torch.equal(drawn[0], head.noise(rows, separate, torch.device("cpu"))[0])
-               for rows, drawn in zip([33, 5], joined))
+               for head, rows, drawn in zip(heads, [33, 5], joined, strict=True))

@@ -34,7 +34,7 @@ import numpy as np
 import torch
 
 from warpsim.device import device_name, gpu_available, simulator_enabled
-from warpsim.environment import Environment
+from warpsim.environment import Environment, action_limits
 from warpsim.errors import InvalidTypeError, InvalidValueError, UnavailableError
 from warpsim.registry import RUNTIME_OPTIONS, env_class, make
 from warpsim.validation import require_int
@@ -179,15 +179,15 @@ def check(env: str | type[Environment], num_envs: int = 2, steps: int | None = N
     axes = {name: tuple(AXIS_NAMES.get(dim, "element") for dim in dims[name]) for name in names}
     rng = np.random.default_rng(seed)
     spec = kernels.spec
-    bounds = np.array(spec.action_bounds, np.float32).reshape(-1, 2)
+    low, high = action_limits(spec).numpy()  # [N, A] each: every agent's own, by its role
     roles = [spec.role_names[role] for role in spec.agent_roles]
 
     def random_actions() -> np.ndarray:
-        """Indices uniform over each component's levels, or values uniform in its bounds."""
+        """Indices uniform over each component's levels, or values uniform in its bounds (zero past a role's own)."""
         shape = tuple(kernels.actions.shape)
         if spec.continuous:
-            return rng.uniform(bounds[:, 0], bounds[:, 1], size=shape).astype(np.float32)
-        return rng.integers(0, np.array(spec.action_levels), size=shape, dtype=np.int32)
+            return rng.uniform(low, high, size=shape).astype(np.float32)
+        return rng.integers(0, high, size=shape, dtype=np.int32)
 
     values_per_step = sum(_arrays(kernels)[name].size for name in names)
     near_ties: list[Mismatch] = []

@@ -16,6 +16,7 @@ the device, the flag and the state read at intervals and by ``check()``).
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -95,16 +96,22 @@ class CheckedMode:
         if bool(bad.any()):
             env, agent, component = (int(i) for i in bad.nonzero()[0])
             value = actions[env, agent, component]
+            role = self.spec.role_names[self.spec.agent_roles[agent]]
+            where = f"(env {env}, agent {agent}" + (f", role {role})" if self._roles_act_apart else ")")
+            if component >= self.spec.action_size_of(role):
+                raise InvalidValueError(
+                    f"{self.display_name}: action component {component} {where} holds {value.item()!r}, past role "
+                    f"{role!r}'s {self.spec.action_size_of(role)} component(s); allowed: 0 there")
             if self.spec.continuous:
-                low, high = self.spec.action_bounds[component]
+                low, high = self.spec.action_bounds_of(role)[component]
                 # NumPy's shortest text of the value in its own precision: -1.0001, not -1.000100016593933
                 shown = value.to(torch.float64 if value.dtype == torch.float64 else torch.float32).numpy()
                 raise InvalidValueError(
-                    f"{self.display_name}: action {shown!s} of component {component} (env {env}, agent {agent}) is "
+                    f"{self.display_name}: action {shown!s} of component {component} {where} is "
                     f"not allowed; allowed: a finite value in [{low:g}, {high:g}]")
             raise InvalidValueError(
-                f"action index {int(value)} of component {component} (env {env}, agent {agent}) is out "
-                f"of range; allowed: 0..{self.spec.action_levels[component] - 1}")
+                f"action index {int(value)} of component {component} {where} is out "
+                f"of range; allowed: 0..{self.spec.action_levels_of(role)[component] - 1}")
 
     def _check_device_actions(self, actions: torch.Tensor) -> None:
         """Checked mode, actions in the environment's memory: refused at once with ``check_every``
@@ -116,6 +123,24 @@ class CheckedMode:
 
     def _flag_bad_actions(self, actions: torch.Tensor) -> None:
         torch.logical_or(self._bad_actions_seen, self._bad_actions(actions).any(), out=self._bad_actions_seen)
+
+    @property
+    def _roles_act_apart(self) -> bool:
+        return bool(self.spec.role_action_levels or self.spec.role_action_bounds)
+
+    def _allowed_actions(self, component: Callable[[int, Any], str]) -> str:
+        """What actions may hold, component by component (``component(k, levels or bounds)``), role by role
+        where roles act apart (0 past a role's own components)."""
+        spec = self.spec
+
+        def of(role: str) -> str:
+            declared = spec.action_bounds_of(role) if spec.continuous else spec.action_levels_of(role)
+            return ", ".join(component(k, value) for k, value in enumerate(declared))
+
+        if not self._roles_act_apart:
+            return of(spec.role_names[0])
+        return "; ".join(f"role {role!r}: {of(role)}" + (", 0 after" if spec.action_size_of(role) < spec.action_size
+                                                          else "") for role in spec.role_names)
 
     def count_steps(self, steps: int) -> None:
         """Counts steps taken without a check (by ``step()``, or replayed from a graph); checks
@@ -143,12 +168,10 @@ class CheckedMode:
         if bool(flags[0]):
             self._bad_actions_seen.zero_()
             if self.spec.continuous:
-                allowed = ", ".join(f"component {k}: [{low:g}, {high:g}]"
-                                    for k, (low, high) in enumerate(self.spec.action_bounds))
+                allowed = self._allowed_actions(lambda k, bound: f"component {k}: [{bound[0]:g}, {bound[1]:g}]")
                 what = "an action outside its bounds, NaN or inf"
             else:
-                allowed = ", ".join(f"component {k}: 0..{levels - 1}"
-                                    for k, levels in enumerate(self.spec.action_levels))
+                allowed = self._allowed_actions(lambda k, levels: f"component {k}: 0..{levels - 1}")
                 what = "an action index out of range"
             raise InvalidValueError(
                 f"{what} reached env.actions on the device within the last {steps} step(s) (the step clamped it "

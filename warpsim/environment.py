@@ -141,11 +141,9 @@ class Environment(CheckedMode, RemovedEnvironmentMethods):
         self.scratch = ArrayNamespace({name: kernel_view(tensor)
                                        for name, tensor in zip(scratch_sizes, self._scratch_tensors)})
         """The kernels' working arrays declared in ``EnvSpec.scratch``, as kernel views."""
-        self._action_limits = (torch.tensor(self.spec.action_bounds, dtype=torch.float32, device=device_).T
-                               if self.spec.continuous else
-                               torch.tensor([[0] * self.spec.action_size, self.spec.action_levels], dtype=torch.int32,
-                                            device=device_))
-        """[2, A]: each component's low and high bound (continuous), or 0 and its number of levels."""
+        self._action_limits = action_limits(self.spec).to(device_)
+        """[2, N, A]: each agent's components' low and high bound (continuous), or 0 and their number of
+        levels; past its role's own components, 0 and 0 (continuous) or 0 and 1: zero alone."""
         self._every_env = torch.ones(self.num_envs, dtype=torch.bool, device=device_)
         self.every_env = kernel_view(self._every_env)
         """bool[E], all True: the mask for kernels that concern every environment."""
@@ -441,3 +439,17 @@ class Environment(CheckedMode, RemovedEnvironmentMethods):
                 f"{self.device} (at most 90% may be used); lower num_envs or the number of agents, "
                 f"or observe fewer agents")
 
+
+def action_limits(spec: EnvSpec) -> torch.Tensor:
+    """float32 or int32[2, N, A]: what each agent's action components may hold (``Environment._action_limits``)."""
+    rows: list[list] = []
+    for role in spec.role_names:
+        if spec.continuous:
+            bounds = list(spec.action_bounds_of(role))
+            rows.append([[low for low, _ in bounds] + [0.0] * (spec.action_size - len(bounds)),
+                         [high for _, high in bounds] + [0.0] * (spec.action_size - len(bounds))])
+        else:
+            levels = list(spec.action_levels_of(role))
+            rows.append([[0] * spec.action_size, levels + [1] * (spec.action_size - len(levels))])
+    by_role = torch.tensor(rows, dtype=torch.float32 if spec.continuous else torch.int32)
+    return by_role[list(spec.agent_roles)].transpose(0, 1)

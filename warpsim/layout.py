@@ -29,6 +29,7 @@ def array_shapes(owner: str, spec: EnvSpec, num_envs: int) -> Shapes:
     environments; a declaration that cannot be allocated raises InvalidValueError naming ``owner``."""
     e, n = num_envs, spec.num_agents
     check_actions(owner, spec)
+    check_role_actions(owner, spec)
     check_role_observation_sizes(owner, spec)
     if spec.observation_dtype not in OBSERVATION_DTYPES:
         raise InvalidValueError(f"{owner} declares observation_dtype={spec.observation_dtype!r}; "
@@ -101,6 +102,43 @@ def check_actions(owner: str, spec: EnvSpec) -> None:
         if high - low > largest:
             raise InvalidValueError(f"{owner} declares action_bounds[{k}] = {pair!r}, whose width {high - low:.3g} "
                                     f"overflows float32 (at most {largest:.3g}); give narrower bounds")
+
+
+def check_role_actions(owner: str, spec: EnvSpec) -> None:
+    """None, or each role's actions of the declared kind: 1 to the row's components, each within the
+    row's levels (bounds)."""
+    for name in ("role_action_levels", "role_action_bounds"):
+        if not isinstance(getattr(spec, name), (tuple, list)):
+            raise InvalidValueError(f"{owner} declares {name} as a {type(getattr(spec, name)).__name__}; give a "
+                                    f"tuple of one tuple per role")
+    continuous = spec.continuous
+    name, row_name = ("role_action_bounds", "action_bounds") if continuous else ("role_action_levels", "action_levels")
+    other = "role_action_levels" if continuous else "role_action_bounds"
+    if getattr(spec, other):
+        raise InvalidValueError(f"{owner} declares {row_name} and {other}; give each role's actions as {name}")
+    given, row = getattr(spec, name), getattr(spec, row_name)
+    if not given:
+        return
+    if len(given) != len(spec.role_names):
+        raise InvalidValueError(f"{owner} declares {len(given)} {name} for {len(spec.role_names)} roles "
+                                f"({', '.join(spec.role_names)}); give one per role")
+    for role, actions in zip(spec.role_names, given):
+        if not isinstance(actions, (tuple, list)) or not 1 <= len(actions) <= len(row):
+            raise InvalidValueError(f"{owner} declares role {role!r}'s actions as {actions!r} in {name}; give a "
+                                    f"tuple of 1 to {len(row)} components, as many as {row_name} has at most")
+        for k, value in enumerate(actions):
+            if continuous:
+                fits = (isinstance(value, (tuple, list)) and len(value) == 2
+                        and all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+                                for v in value)
+                        and row[k][0] <= float(value[0]) < float(value[1]) <= row[k][1])
+                allowed = f"a pair (low, high) with low < high within {row_name}[{k}] = {row[k]!r}"
+            else:
+                fits = not isinstance(value, bool) and isinstance(value, (int, np.integer)) and 1 <= value <= row[k]
+                allowed = f"an integer from 1 to {row_name}[{k}] = {row[k]}"
+            if not fits:
+                raise InvalidValueError(f"{owner} declares component {k} of role {role!r}'s actions as {value!r}; "
+                                        f"give {allowed}")
 
 
 def scratch_shapes(owner: str, spec: EnvSpec, num_envs: int, taken: Shapes) -> Shapes:

@@ -47,7 +47,10 @@ class Role:
         return part.unflatten(-1, (depth, width))[..., :self.observation_size].flatten(-2)
 
     def write(self, per_agent: torch.Tensor, values: torch.Tensor) -> None:
-        """Writes ``values`` into the role's part of ``per_agent`` in place."""
+        """Writes ``values`` into the role's part of ``per_agent`` in place; values narrower than its rows
+        (a role's own actions, ``EnvSpec.action_size_of``) into their first components."""
+        if values.dim() == per_agent.dim() == 3 and values.shape[-1] < per_agent.shape[-1]:
+            per_agent = per_agent[..., :values.shape[-1]]
         if isinstance(self.agents, slice):
             per_agent[:, self.agents] = values
         else:

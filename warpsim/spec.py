@@ -67,6 +67,12 @@ class EnvSpec:
     ``role_observation_sizes[r]`` entries of its row of ``env.observations`` (``observation_size``,
     the row's width, at least the largest), and the step writes zeros past them (checked mode
     refuses anything else). Left empty, every role observes all ``observation_size`` entries.
+    ``role_action_levels`` or ``role_action_bounds`` (optional, of the actions' kind) gives each role,
+    in ``role_names`` order, actions of its own: an agent of role r acts with the first
+    ``len(role_action_levels[r])`` components of its row of ``env.actions``, each of its own levels
+    (or bounds), and leaves the rest at zero. ``action_levels`` (``action_bounds``) then declares the
+    row: as many components as the widest role's, each holding every role's levels (bounds). Left
+    empty, every role acts with the whole row.
     ``observation_dtype`` is the dtype of ``env.observations``, one of OBSERVATION_DTYPES. NumPy
     and Numba have no bfloat16: the reference and the kernels see a bfloat16 buffer as int16 and
     store the rounded bits (``warpsim.kernels.bfloat16``).
@@ -86,12 +92,30 @@ class EnvSpec:
     observation_dtype: str = "float32"
     action_bounds: tuple[tuple[float, float], ...] = ()
     role_observation_sizes: tuple[int, ...] = ()
+    role_action_levels: tuple[tuple[int, ...], ...] = ()
+    role_action_bounds: tuple[tuple[tuple[float, float], ...], ...] = ()
 
     def observation_size_of(self, role: str) -> int:
         """The entries of its row of ``observations`` an agent of ``role`` observes (the first ones)."""
         if not self.role_observation_sizes:
             return self.observation_size
         return self.role_observation_sizes[self.role_names.index(role)]
+
+    def action_levels_of(self, role: str) -> tuple[int, ...]:
+        """The levels of the action components of an agent of ``role`` (the first ones of its row); () if continuous."""
+        if self.role_action_levels:
+            return tuple(self.role_action_levels[self.role_names.index(role)])
+        return self.action_levels
+
+    def action_bounds_of(self, role: str) -> tuple[tuple[float, float], ...]:
+        """The bounds of the action components of an agent of ``role`` (the first ones of its row); () if discrete."""
+        if self.role_action_bounds:
+            return tuple(tuple(pair) for pair in self.role_action_bounds[self.role_names.index(role)])  # type: ignore[misc]
+        return self.action_bounds
+
+    def action_size_of(self, role: str) -> int:
+        """The action components an agent of ``role`` acts with."""
+        return len(self.action_bounds_of(role)) if self.continuous else len(self.action_levels_of(role))
 
     @property
     def continuous(self) -> bool:

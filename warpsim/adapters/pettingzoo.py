@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from warpsim.environment import EnvSpec, Environment
+from warpsim.environment import EnvSpec, Environment, action_limits
 from warpsim.errors import InvalidTypeError, InvalidValueError
 from warpsim.extras import install_hint
 from warpsim.kernels.random import random_key
@@ -67,12 +67,13 @@ def observation_sizes(spec: EnvSpec) -> list[int]:
     return [spec.observation_size_of(spec.role_names[role]) for role in spec.agent_roles]
 
 
-def _action_space(spec: EnvSpec) -> spaces.Discrete | spaces.MultiDiscrete | spaces.Box:
-    """An agent's action space: Discrete (one component) or MultiDiscrete, or a float32 Box of the bounds."""
+def _action_space(spec: EnvSpec, role: str) -> spaces.Discrete | spaces.MultiDiscrete | spaces.Box:
+    """The action space of an agent of ``role``: Discrete (one component) or MultiDiscrete, or a float32 Box
+    of the bounds; the role's own components (``EnvSpec.action_size_of``)."""
     if spec.continuous:
-        bounds = np.array(spec.action_bounds, np.float32)
-        return spaces.Box(bounds[:, 0], bounds[:, 1], (spec.action_size,), np.float32)
-    levels = spec.action_levels
+        bounds = np.array(spec.action_bounds_of(role), np.float32)
+        return spaces.Box(bounds[:, 0], bounds[:, 1], (len(bounds),), np.float32)
+    levels = spec.action_levels_of(role)
     return spaces.Discrete(levels[0]) if len(levels) == 1 else spaces.MultiDiscrete(list(levels))
 
 
@@ -110,7 +111,8 @@ class WarpsimParallelEnv(ParallelEnv):
         self._observation_spaces = {
             name: spaces.Box(-np.inf, np.inf, (size,), np.float32)
             for name, size in zip(self.possible_agents, observation_sizes(env.spec))}
-        self._action_spaces = {name: _action_space(env.spec) for name in self.possible_agents}
+        self._action_spaces = {name: _action_space(env.spec, env.spec.role_names[role])
+                               for name, role in zip(self.possible_agents, env.spec.agent_roles)}
         self._restart_stream_from: np.uint64 | None = env.seed
         self._seed = env.seed
         self._canvas: FrameCanvas | None = None
@@ -194,15 +196,16 @@ class WarpsimParallelEnv(ParallelEnv):
                              f"in agents")
         spec = self.env.spec
         if spec.continuous:
-            bounds = np.array(spec.action_bounds, np.float32)
-            rows = np.tile(np.clip(0, bounds[:, 0], bounds[:, 1]), (self.env.num_agents, 1)).astype(np.float32)
+            low, high = action_limits(spec).numpy()
+            rows = np.clip(0, low, high).astype(np.float32)
         else:
             rows = np.zeros((self.env.num_agents, spec.action_size), np.int32)
         for name in self.agents:
             space = self._action_spaces[name]
             if not space.contains(actions[name]):
                 raise InvalidValueError(f"action {actions[name]!r} of agent {name} is not in its action space {space}")
-            rows[self._agent_ids[name]] = np.asarray(actions[name]).reshape(-1)
+            action = np.asarray(actions[name]).reshape(-1)
+            rows[self._agent_ids[name], :len(action)] = action
         return rows
 
     def _observations(self, names: list[str]) -> dict[str, np.ndarray]:

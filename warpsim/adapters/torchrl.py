@@ -1,7 +1,8 @@
 """TorchRL adapter: a whole warpsim batch as one TorchRL environment of batch size [E].
 
 Agents are grouped by role, as TorchRL's multi-agent environments do; with G a role
-name, n_G its number of agents, D the observation size and A the action components:
+name, n_G its number of agents, D its observation size and A its action components (each
+role's own, ``EnvSpec.observation_size_of`` and ``action_size_of``):
 
 * ``(G, "observation")``  float32[E, n_G, D] (bfloat16 where ``EnvSpec.observation_dtype`` says so)
 * ``(G, "action")``       int32[E, n_G] (``Categorical``) when A == 1, else
@@ -62,16 +63,17 @@ class TorchRLEnv(EnvBase):
 
     def _make_specs(self) -> None:
         spec, e, device = self.env.spec, self.env.num_envs, self.device  # TorchRL's form: 'cuda:0', not 'cuda'
-        levels = spec.action_levels
 
         def group(n: int, **entries) -> Composite:
             return Composite(entries, shape=(e, n), device=device)
 
-        def action(n: int):
+        def action(role: str, n: int):
+            """The role's own action components (``EnvSpec.action_size_of``)."""
             if spec.continuous:
-                low, high = torch.tensor(spec.action_bounds, dtype=torch.float32).T
-                return Bounded(low.expand(e, n, -1), high.expand(e, n, -1), shape=(e, n, spec.action_size),
+                low, high = torch.tensor(spec.action_bounds_of(role), dtype=torch.float32).T
+                return Bounded(low.expand(e, n, -1), high.expand(e, n, -1), shape=(e, n, len(low)),
                                dtype=torch.float32, device=device)
+            levels = spec.action_levels_of(role)
             if len(levels) == 1:
                 return Categorical(levels[0], shape=(e, n), dtype=torch.int32, device=device)
             return MultiCategorical(levels, shape=(e, n, len(levels)), dtype=torch.int32, device=device)
@@ -81,7 +83,7 @@ class TorchRLEnv(EnvBase):
                                                           dtype=self.env.observations.dtype, device=device))
              for r in self.roles}, shape=(e,), device=device)
         self.full_action_spec = Composite(
-            {r.name: group(r.count, action=action(r.count)) for r in self.roles}, shape=(e,), device=device)
+            {r.name: group(r.count, action=action(r.name, r.count)) for r in self.roles}, shape=(e,), device=device)
         self.full_reward_spec = Composite(
             {r.name: group(r.count, reward=Unbounded((e, r.count, 1), dtype=torch.float32, device=device))
              for r in self.roles}, shape=(e,), device=device)
@@ -93,7 +95,8 @@ class TorchRLEnv(EnvBase):
         env = self.env
         for role in self.roles:
             action = tensordict.get((role.name, "action"))
-            one_index = not env.spec.continuous and env.spec.action_size == 1  # Categorical drops the component
+            # Categorical drops the component
+            one_index = not env.spec.continuous and env.spec.action_size_of(role.name) == 1
             role.write(env.actions, action.unsqueeze(-1) if one_index else action)
         env.step(auto_reset=False)
         done = env.done.unsqueeze(-1)

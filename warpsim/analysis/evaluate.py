@@ -226,7 +226,8 @@ class BatchedPlayer:
                                     f"environments of each play's block")
         self.roles = roles_of(env.spec, env.device)
         names = [role.name for role in self.roles]
-        heads = {(type(play.policies.head), play.policies.head.size) for play in self.plays if play.policies}
+        heads = {tuple((type(head), head.size) for head in play.policies.heads.values())
+                 for play in self.plays if play.policies}
         if len(heads) > 1:
             raise InvalidValueError("plays side by side need policies with the same action head")
         for play in self.plays:
@@ -237,7 +238,8 @@ class BatchedPlayer:
             if play.policies is not None and play.policies.role_names != names:
                 raise InvalidValueError(f"the policies are for roles {play.policies.role_names}, the environment "
                                         f"has {names}")
-        self.head = next((play.policies.head for play in self.plays if play.policies), None)
+        self.heads = next((play.policies.heads for play in self.plays if play.policies), {})
+        """Each role's action head, by role name (every play's alike)."""
         self.plays_of = {role.name: self._plays_of(role.name) for role in self.roles}
         """Per role, its plays by kind: ``acting`` (its policy acts), ``random``, ``sampled`` and ``greedy`` (acting
         plays), and the positions of the last two among ``acting`` (``sampled_at``, ``greedy_at``)."""
@@ -290,22 +292,23 @@ class BatchedPlayer:
         for p, (play, generator) in enumerate(zip(self.plays, self.generators)):
             for role in self.roles:
                 if not play.acts_at_random(role.name) and not play.greedy:
-                    assert self.head is not None
-                    noise[p, role.name] = self.head.noise(self.envs_per_play * role.count, generator,
-                                                          self.env.device)
+                    noise[p, role.name] = self.heads[role.name].noise(self.envs_per_play * role.count, generator,
+                                                                      self.env.device)
             for role in self.roles:
                 if play.acts_at_random(role.name):
-                    random[p, role.name] = self.random_actions((self.envs_per_play, role.count), generator)
+                    random[p, role.name] = self.random_actions((self.envs_per_play, role.count), generator,
+                                                               role.name)
         return noise, random
 
     def _role_actions(self, role: Role, inputs: torch.Tensor, noise: dict, random: dict) -> torch.Tensor:
-        """The actions of ``role``'s agents in every play, [plays x B, count, A] as the environment takes them."""
+        """The actions of ``role``'s agents in every play, [plays x B, count, A_r] as the environment takes them
+        (A_r: the role's own components)."""
         plays, env, counted = len(self.plays), self.env, self.envs_per_play
-        actions = torch.empty(plays, self.block, role.count, env.actions.shape[-1], dtype=env.actions.dtype,
-                              device=env.device)
+        width = env.spec.action_size_of(role.name)
+        actions = torch.empty(plays, self.block, role.count, width, dtype=env.actions.dtype, device=env.device)
         plays_of, indices = self.plays_of[role.name], self.indices[role.name]
         if plays_of["acting"]:
-            assert self.head is not None
+            head = self.heads[role.name]
             policy = self.networks[role.name].policy(
                 role.observed(inputs, self.inputs.depth).reshape(plays, self.block, role.count, -1)[
                     indices["acting"], :counted].flatten(1, 2))
@@ -314,13 +317,12 @@ class BatchedPlayer:
                 if chosen:
                     draws = None if kind == "greedy" else tuple(torch.cat(parts) for parts in zip(
                         *(noise[p, role.name] for p in chosen)))
-                    sampled = self.head.to_env(self.head.sample_with(policy[indices[f"{kind}_at"]].flatten(0, 1),
-                                                                     draws))
+                    sampled = head.to_env(head.sample_with(policy[indices[f"{kind}_at"]].flatten(0, 1), draws))
                     actions[indices[kind], :counted] = sampled.view(len(chosen), counted, role.count, -1).to(
                         actions.dtype)
         if plays_of["random"]:
             actions[indices["random"], :counted] = torch.stack(
-                [random[p, role.name] for p in plays_of["random"]]).to(actions.dtype)
+                [random[p, role.name][..., :width] for p in plays_of["random"]]).to(actions.dtype)
         if counted < self.block:  # the environments that fill a block act as its first: valid actions
             actions[:, counted:] = actions[:, :1]
         return actions.view(plays * self.block, role.count, -1)
@@ -536,7 +538,8 @@ def _batches(runs: list[_LoadedRun], plays: tuple[str, ...], compare_random: boo
     for index, run in enumerate(runs):
         environment = _environment_key(run.config)
         shapes = tuple((name, tuple(tensor.shape)) for name, tensor in run.policies.state_dict().items())
-        _, group = groups.setdefault((environment, type(run.policies.head), shapes), (run, []))
+        heads = tuple(type(head) for head in run.policies.heads.values())
+        _, group = groups.setdefault((environment, heads, shapes), (run, []))
         if compare_random and environment not in random_played:
             random_played.add(environment)
             group.append((None, environment))

@@ -160,9 +160,14 @@ def load_policy(source: Path | str, role: str, *, device: str = "cpu", seed: int
         raise InvalidValueError(f"{role} played uniformly at random in the run of {saved['path']}: it has no "
                                 f"trained policy; trained roles: "
                                 f"{', '.join(name for name in roles if name not in random_roles(config.opponents))}")
-    bounds = signature.get("action_bounds")
+    index = roles.index(role)
+    # the role's own actions where roles act apart, else the row's
+    bounds = signature["role_action_bounds"][index] if "role_action_bounds" in signature else signature.get(
+        "action_bounds")
+    levels = signature["role_action_levels"][index] if "role_action_levels" in signature else signature[
+        "action_levels"]
     head = (CONTINUOUS_HEADS[config.policy_head](tuple((float(low), float(high)) for low, high in bounds)) if bounds
-            else CategoricalHeads(tuple(int(levels) for levels in signature["action_levels"])))
+            else CategoricalHeads(tuple(int(level) for level in levels)))
     sizes = signature.get("role_observation_sizes")
     observation_size = int(sizes[roles.index(role)] if sizes else signature["observation_size"])
     network = ActorCritic(config.stack_observations * observation_size, head, config.hidden_size,

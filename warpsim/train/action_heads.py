@@ -18,6 +18,7 @@ All the distributions' arithmetic runs in float32 whatever precision the network
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import torch
 
@@ -57,17 +58,6 @@ class CategoricalHeads:
     def noise(self, rows: int, generator: torch.Generator | None, device: torch.device) -> tuple[torch.Tensor, ...]:
         """The random draws that ``sample_with`` turns into ``rows`` actions (a uniform per logit)."""
         return ppo.uniforms(rows, self.action_levels, generator, device)
-
-    def roles_noise(self, rows: list[int], generator: torch.Generator | None,
-                    device: torch.device) -> list[tuple[torch.Tensor, ...]]:
-        """``noise`` of roles of ``rows`` agents each, in one draw: one launch instead of one per role
-        and component. On a CPU the numbers are those of the separate draws (the generator fills a
-        tensor in order); on a GPU they are others."""
-        shapes = [(role_rows, levels) for role_rows in rows for levels in self.action_levels]
-        drawn = torch.rand(sum(a * b for a, b in shapes), device=device, generator=generator)
-        parts = [part.view(shape) for part, shape in zip(drawn.split([a * b for a, b in shapes]), shapes)]
-        components = len(self.action_levels)
-        return [tuple(parts[r * components:(r + 1) * components]) for r in range(len(rows))]
 
     def sample_with(self, outputs: torch.Tensor, noise: tuple[torch.Tensor, ...] | None) -> torch.Tensor:
         """int32[B, A] from outputs float[B, size] and ``noise`` (``noise``'s draws), or the most likely
@@ -116,12 +106,6 @@ class GaussianHead:
     def noise(self, rows: int, generator: torch.Generator | None, device: torch.device) -> tuple[torch.Tensor, ...]:
         """The random draws that ``sample_with`` turns into ``rows`` actions: a standard normal per component."""
         return (torch.randn((rows, self.action_size), device=device, generator=generator),)
-
-    def roles_noise(self, rows: list[int], generator: torch.Generator | None,
-                    device: torch.device) -> list[tuple[torch.Tensor, ...]]:
-        """``noise`` of roles of ``rows`` agents each, role by role (a CPU's normal draws of a joined
-        tensor differ from the separate ones)."""
-        return [self.noise(role_rows, generator, device) for role_rows in rows]
 
     def sample_with(self, outputs: torch.Tensor, noise: tuple[torch.Tensor, ...] | None) -> torch.Tensor:
         """float32[B, k]: mean + std x ``noise``, or the mean when ``noise`` is None."""
@@ -178,9 +162,24 @@ CONTINUOUS_HEADS: dict[str, type[GaussianHead]] = {"gaussian": GaussianHead, "ta
 """The heads of continuous actions, by ``TrainConfig.policy_head``."""
 
 
-def action_head(spec: EnvSpec, continuous_head: str = "gaussian") -> ActionHead:
-    """The distribution of an environment's actions; ``continuous_head`` (``TrainConfig.policy_head``)
-    picks the one of continuous actions."""
+def action_head(spec: EnvSpec, role: str, continuous_head: str = "gaussian") -> ActionHead:
+    """The distribution of the actions of an agent of ``role``; ``continuous_head``
+    (``TrainConfig.policy_head``) picks the one of continuous actions."""
     if not spec.continuous:
-        return CategoricalHeads(spec.action_levels)
-    return CONTINUOUS_HEADS[continuous_head](spec.action_bounds)
+        return CategoricalHeads(spec.action_levels_of(role))
+    return CONTINUOUS_HEADS[continuous_head](spec.action_bounds_of(role))
+
+
+def roles_noise(heads: Sequence[ActionHead], rows: Sequence[int], generator: torch.Generator | None,
+                device: torch.device) -> list[tuple[torch.Tensor, ...]]:
+    """Each head's ``noise`` for its role's ``rows`` agents. Discrete heads draw all of theirs in one
+    draw: one launch instead of one per role and component; on a CPU the numbers are those of the
+    separate draws (the generator fills a tensor in order), on a GPU they are others. Continuous heads
+    draw role by role (a CPU's normal draws of a joined tensor differ from the separate ones)."""
+    if not all(isinstance(head, CategoricalHeads) for head in heads):
+        return [head.noise(role_rows, generator, device) for head, role_rows in zip(heads, rows)]
+    shapes = [[(role_rows, levels) for levels in head.action_levels]  # type: ignore[union-attr]
+              for head, role_rows in zip(heads, rows)]
+    drawn = torch.rand(sum(a * b for role in shapes for a, b in role), device=device, generator=generator)
+    parts = iter(drawn.split([a * b for role in shapes for a, b in role]))
+    return [tuple(next(parts).view(shape) for shape in role) for role in shapes]

@@ -17,10 +17,15 @@ FILE_NAME = "checkpoint.pt"
 
 def signature(env: Environment) -> dict:
     """What a policy's shapes depend on: the environment, its observation size (and each role's, where
-    roles observe different things), its actions (levels, or the bounds of continuous ones), its roles."""
+    roles observe different things), its actions (levels, or the bounds of continuous ones; each role's,
+    where roles act apart), its roles."""
     spec = env.spec
     continuous = {"action_bounds": [list(pair) for pair in spec.action_bounds]} if spec.continuous else {}
-    by_role = {"role_observation_sizes": list(spec.role_observation_sizes)} if spec.role_observation_sizes else {}
+    by_role: dict = {"role_observation_sizes": list(spec.role_observation_sizes)} if spec.role_observation_sizes else {}
+    if spec.role_action_levels:
+        by_role["role_action_levels"] = [list(levels) for levels in spec.role_action_levels]
+    if spec.role_action_bounds:
+        by_role["role_action_bounds"] = [[list(pair) for pair in bounds] for bounds in spec.role_action_bounds]
     return {"env": env.name, "observation_size": spec.observation_size,
             "action_levels": list(spec.action_levels), "role_names": list(spec.role_names), **continuous, **by_role}
 

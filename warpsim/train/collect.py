@@ -98,7 +98,7 @@ class Collector:
         """Steps every environment ``rollout_steps`` times, storing the learning roles' side of each
         step; returns each learning role's value float32[R, E, n] of the final observations."""
         for t in range(self.terminated.shape[1]):
-            self.policy_step(self.at_step[t], self.policies.noise(self.rows, self.generators, self.device))
+            self.policy_step(self.at_step[t], self.policies.noise(self.names, self.rows, self.generators, self.device))
             self._step(self.random_roles)
             self.record(self.at_step[t], self.terminated[:, t], self.truncated[:, t])
         inputs = [stack.peek().to(self.device) for stack in self.inputs]  # hybrid: one more copy per rollout
@@ -126,7 +126,7 @@ class Collector:
                 step.log_probs.copy_(log_probs.view(step.log_probs.shape))
                 step.values.copy_(values.view(step.values.shape))
                 step.actions.copy_(actions)
-            for run_actions, run_step_actions in zip(self.policies.head.to_env(actions), self.step_actions):
+            for run_actions, run_step_actions in zip(self.policies.heads[role.name].to_env(actions), self.step_actions):
                 self.policy_roles[role.name].write(run_step_actions, run_actions)
 
     def _record(self, stored: dict[str, RoleRollout], terminated: torch.Tensor, truncated: torch.Tensor) -> None:

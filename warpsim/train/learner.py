@@ -83,7 +83,7 @@ class Learner:
         # so that a graph can capture the step.
         self.optimizer = RunAdam([{"params": list(network.parameters()), "lr": self.learning_rates.rates[:, index]}
                                   for index, network in enumerate(networks)])
-        self.loss = MinibatchLoss(configs, self.policies.head, device)
+        self.loss = MinibatchLoss(configs, device)
         """One learning role's loss on a minibatch."""
         self.nonfinite = torch.zeros(runs, dtype=torch.bool, device=device)
         """Per run, whether its loss has been NaN or infinite."""
@@ -174,8 +174,8 @@ class Learner:
         """Each run's loss float32[R], summed over the learning roles, and their statistics [L, R, STATS]."""
         loss = torch.zeros(len(self.configs), device=self.device)
         per_role = []
-        for batch, (logits, value) in zip(minibatches, outputs):
-            loss, role_stats = self.loss(loss, logits, value, batch)
+        for role, batch, (logits, value) in zip(self.learners, minibatches, outputs):
+            loss, role_stats = self.loss(loss, self.policies.heads[role.name], logits, value, batch)
             per_role.append(role_stats)
         return loss, torch.stack(per_role)
 

@@ -26,26 +26,25 @@ STATS = ("ratio_deviation", "clip_fraction", "approx_kl", "policy_loss", "value_
 
 
 class MinibatchLoss:
-    """``loss(total, logits, value, batch)`` adds one role's loss on ``batch`` to ``total``.
+    """``loss(total, head, logits, value, batch)`` adds one role's loss on ``batch`` to ``total``.
 
-    total float32[R]: each run's loss of the roles before this one (zero for the first).
-    policy float[R, B, head.size], value float[R, B]: the role's networks on the
+    total float32[R]: each run's loss of the roles before this one (zero for the first). head: the
+    role's action head. policy float[R, B, head.size], value float[R, B]: the role's networks on the
     minibatch, in the networks' precision. batch: the role's Samples of the minibatch.
     Returns (total + policy loss + value_coef x value loss - entropy_coef x entropy,
     float32[R, 6]: the ``STATS``), each run with its config's coefficients.
     """
 
-    def __init__(self, configs: list[TrainConfig], head: ActionHead, device: torch.device):
-        self.head = head
+    def __init__(self, configs: list[TrainConfig], device: torch.device):
         self.value_coef, self.entropy_coef = per_run(configs, "value_coef", device), per_run(configs, "entropy_coef",
                                                                                               device)
         self.clip = per_run(configs, "clip_coef", device)[:, None]
         self.value_clip = None if configs[0].value_clip is None else per_run(configs, "value_clip", device)[:, None]
         self.normalize = configs[0].normalize_advantages
 
-    def __call__(self, total: torch.Tensor, logits: torch.Tensor, value: torch.Tensor,
+    def __call__(self, total: torch.Tensor, head: ActionHead, logits: torch.Tensor, value: torch.Tensor,
                  batch: Samples) -> tuple[torch.Tensor, torch.Tensor]:
-        head, clip = self.head, self.clip
+        clip = self.clip
         new_log_prob = head.log_prob(logits, batch.actions)
         entropy = head.entropy(logits).mean(-1)
         advantages = ppo.normalize(batch.advantages) if self.normalize else batch.advantages

@@ -88,4 +88,4 @@ def write_random_actions(roles: list[Role], actions: torch.Tensor, random_action
                          generator: torch.Generator) -> None:
     """Writes uniformly random actions of every role of ``roles`` into ``actions`` [E, N, A], in order."""
     for role in roles:
-        role.write(actions, random_actions((actions.shape[0], role.count), generator))
+        role.write(actions, random_actions((actions.shape[0], role.count), generator, role.name))

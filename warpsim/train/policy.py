@@ -12,14 +12,16 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import NamedTuple
+from typing import NamedTuple, NoReturn
 
 import torch
 from torch import nn
+from typing_extensions import deprecated
 
 from warpsim.environment import EnvSpec
+from warpsim.removed import removed
 from warpsim.train import fused_forward
-from warpsim.train.action_heads import ActionHead, action_head
+from warpsim.train.action_heads import ActionHead, action_head, roles_noise
 from warpsim.train.config import TrainConfig
 from warpsim.train.value_norm import ValueNormalizer
 
@@ -117,11 +119,12 @@ class RolePolicies(nn.Module):
                  policy_head: str = "gaussian"):
         super().__init__()
         self.role_names = list(role_names)
-        self.head = action_head(spec, policy_head)
-        """How the networks' policy outputs are read (logits, or a Gaussian's mean and log-std)."""
+        self.heads = {name: action_head(spec, name, policy_head) for name in role_names}
+        """How each role's policy outputs are read (logits, or a Gaussian's mean and log-std), by role name."""
         self.networks = nn.ModuleList(
-            ActorCritic(stack_observations * spec.observation_size_of(name), self.head, hidden_size, hidden_layers,
-                        shared_trunk=shared_trunk, value_normalization=value_normalization) for name in role_names)
+            ActorCritic(stack_observations * spec.observation_size_of(name), self.heads[name], hidden_size,
+                        hidden_layers, shared_trunk=shared_trunk, value_normalization=value_normalization)
+            for name in role_names)
 
     @classmethod
     def for_config(cls, config: TrainConfig, spec: EnvSpec, role_names: list[str]) -> RolePolicies:
@@ -140,6 +143,12 @@ class RolePolicies(nn.Module):
         assert isinstance(network, ActorCritic)
         return network
 
+    @property
+    @deprecated("removed in 0.2.0: use policies.heads[role_name]", category=None)
+    def head(self) -> NoReturn:
+        """Removed in 0.2.0 (see ``heads``)."""
+        raise removed("RolePolicies.head", "0.2.0", "each role has its own: policies.heads[role_name]")
+
     def act(self, inputs: list[torch.Tensor], role_names: list[str], generator: torch.Generator, *,
             greedy: bool = False,
             autocast: Callable[[], AbstractContextManager] = contextlib.nullcontext) -> list[Acted]:
@@ -150,8 +159,9 @@ class RolePolicies(nn.Module):
             outputs = self(inputs, role_names)
         acted = []
         for name, (policy, values) in zip(role_names, outputs):
-            actions = self.head.sample(policy, generator, greedy)
-            acted.append(Acted(actions, self.head.log_prob(policy, actions),
+            head = self.heads[name]
+            actions = head.sample(policy, generator, greedy)
+            acted.append(Acted(actions, head.log_prob(policy, actions),
                                self.network(name).returns_scale(values.float())))
         return acted
 
@@ -263,7 +273,8 @@ class RunPolicies(nn.Module):
     def __init__(self, runs: list[RolePolicies]):
         super().__init__()
         self.role_names = runs[0].role_names
-        self.head = runs[0].head
+        self.heads = runs[0].heads
+        """Each role's action head, by role name."""
         self.networks = nn.ModuleList(StackedActorCritic([policies.network(name) for policies in runs])
                                       for name in self.role_names)
         self.fused = False
@@ -271,6 +282,12 @@ class RunPolicies(nn.Module):
         the trainer's fused path does under bf16."""
 
     forward = RolePolicies.forward
+
+    @property
+    @deprecated("removed in 0.2.0: use policies.heads[role_name]", category=None)
+    def head(self) -> NoReturn:
+        """Removed in 0.2.0 (see ``heads``)."""
+        raise removed("RunPolicies.head", "0.2.0", "each role has its own: policies.heads[role_name]")
 
     def network(self, role_name: str) -> StackedActorCritic:
         """The stacked networks of one role."""
@@ -294,10 +311,12 @@ class RunPolicies(nn.Module):
                 raise RuntimeError(f"{name} has shape {tuple(state[name].shape)}, expected {tuple(tensor.shape[1:])}")
             tensor[run].copy_(state[name])
 
-    def noise(self, rows: list[int], generators: list[torch.Generator], device: torch.device) -> list[list[tuple]]:
-        """The draws ``act_with`` samples from for roles of ``rows`` agents each, by role and run: each
-        run's from its own generator (``roles_noise``), as a run alone draws them."""
-        by_run = [self.head.roles_noise(rows, generator, device) for generator in generators]
+    def noise(self, role_names: list[str], rows: list[int], generators: list[torch.Generator],
+              device: torch.device) -> list[list[tuple]]:
+        """The draws ``act_with`` samples from for the named roles of ``rows`` agents each, by role and run:
+        each run's from its own generator (``roles_noise``), as a run alone draws them."""
+        heads = [self.heads[name] for name in role_names]
+        by_run = [roles_noise(heads, rows, generator, device) for generator in generators]
         return [[run_noise[role] for run_noise in by_run] for role in range(len(rows))]
 
     def act_with(self, inputs: list[torch.Tensor], role_names: list[str], noise: list[list[tuple]], *,
@@ -312,8 +331,9 @@ class RunPolicies(nn.Module):
                 outputs = self(inputs, role_names)
         acted = []
         for name, (policy, values), role_noise in zip(role_names, outputs, noise):
-            actions = torch.stack([self.head.sample_with(policy[run], run_noise)
+            head = self.heads[name]
+            actions = torch.stack([head.sample_with(policy[run], run_noise)
                                    for run, run_noise in enumerate(role_noise)])
-            acted.append(Acted(actions, self.head.log_prob(policy, actions),
+            acted.append(Acted(actions, head.log_prob(policy, actions),
                                self.network(name).returns_scale(values.float())))
         return acted

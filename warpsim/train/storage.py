@@ -45,8 +45,10 @@ def training_bytes(config: TrainConfig, spec: EnvSpec, env_bytes_per_env: int, p
     networks of the resolved ``precision``."""
     e, t = config.num_envs, config.rollout_steps
     n, d = spec.num_agents, spec.observation_size * config.stack_observations
-    # continuous actions: a mean and a log standard deviation per component
-    a, outputs = spec.action_size, 2 * spec.action_size if spec.continuous else sum(spec.action_levels)
+    # continuous actions: a mean and a log standard deviation per component (the widest role's, an upper bound)
+    a = spec.action_size
+    outputs = max(2 * spec.action_size_of(role) if spec.continuous else sum(spec.action_levels_of(role))
+                  for role in spec.role_names)
     width = max(d, config.hidden_size * config.hidden_layers, outputs)
     samples = t * e * n
     # observations, actions, log-probs, values, rewards

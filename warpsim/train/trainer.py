@@ -228,7 +228,7 @@ class Trainer:
 
     def _allocate_rollout(self) -> None:
         r, t, e = self.runs, self.config.rollout_steps, self.config.num_envs
-        depth, head = self.config.stack_observations, self.policies.head
+        depth, heads = self.config.stack_observations, self.policies.heads
 
         # The environments' side is pinned when it moves from the CPU to a GPU for the update.
         pin = self.hybrid and self.env_device.type == "cpu" and self.device.type == "cuda"
@@ -243,7 +243,7 @@ class Trainer:
         observed = torch.bfloat16 if self.precision == "bf16" else torch.float32
         self.storage = {role.name: RoleRollout(
             observations=zeros(r, t, e, role.count, depth * role.observation_size, dtype=observed, env_side=True),
-            actions=zeros(r, t, e, role.count, head.action_size, dtype=head.action_dtype),
+            actions=zeros(r, t, e, role.count, heads[role.name].action_size, dtype=heads[role.name].action_dtype),
             log_probs=zeros(r, t, e, role.count), values=zeros(r, t, e, role.count),
             rewards=zeros(r, t, e, role.count, env_side=True)) for role in self.learners}
         """Each learning role's rollout, by role name, in the order of ``learners``."""
