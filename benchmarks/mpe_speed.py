@@ -32,8 +32,11 @@ SCENARIOS = {
     "simple_spread": lambda n: {"N": n},
     "simple_tag": lambda n: {"num_adversaries": max(1, 3 * n // 4), "num_good": n - max(1, 3 * n // 4)},
     "simple_adversary": lambda n: {"N": n - 1},
+    "simple_speaker_listener": lambda n: {},
 }
-"""Each scenario's parameters for N agents in all."""
+"""Each scenario's parameters for N agents in all (simple_speaker_listener has 2, always)."""
+MPE2_MODULES = {"simple_spread": "simple_spread_v3", "simple_tag": "simple_tag_v3",
+                "simple_adversary": "simple_adversary_v3", "simple_speaker_listener": "simple_speaker_listener_v4"}
 
 
 def agent_steps_per_second(env, seconds: float, seed: int) -> float:
@@ -57,18 +60,21 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenario", choices=sorted(SCENARIOS), default="simple_spread")
     parser.add_argument("--agents", type=int, action="append", help="N, agents in all, repeatable (default 4, "
-                        "3 for simple_spread)")
+                        "3 for simple_spread, 2 for simple_speaker_listener)")
     parser.add_argument("--neighbours", type=int, help="observe the K nearest (default: all, MPE2's default)")
     parser.add_argument("--num-envs", type=int, action="append", help="warpsim's E, repeatable (default 1, 1024)")
     parser.add_argument("--backend", default="auto")
     parser.add_argument("--seconds", type=float, default=3.0, help="each PettingZoo timing (default 3)")
     parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR / "mpe_speed")
     args = parser.parse_args(argv)
-    mpe2_module = importlib.import_module(f"mpe2.{args.scenario}_v3")
+    mpe2_module = importlib.import_module(f"mpe2.{MPE2_MODULES[args.scenario]}")
     rows = []
-    for n in args.agents or [3 if args.scenario == "simple_spread" else 4]:
+    default = {"simple_spread": 3, "simple_speaker_listener": 2}.get(args.scenario, 4)
+    for n in args.agents or [default]:
         if n < 2 and args.scenario != "simple_spread":
             parser.error(f"--agents {n}: {args.scenario} needs at least 2 agents")
+        if n != 2 and args.scenario == "simple_speaker_listener":
+            parser.error(f"--agents {n}: simple_speaker_listener has 2 agents, a speaker and a listener")
         params = SCENARIOS[args.scenario](n)
         if args.neighbours is not None:
             params.update(num_agent_neighbors=args.neighbours, num_landmark_neighbors=args.neighbours)

@@ -37,6 +37,7 @@ CONFIGURATIONS: dict[str, list[dict[str, Any]]] = {
                          dict(N=2, max_cycles=2, continuous_actions=True)],
     "simple_tag": [dict(num_obstacles=1, max_cycles=2, num_agent_neighbors=2, num_landmark_neighbors=2),
                    dict(max_cycles=2, continuous_actions=True)],
+    "simple_speaker_listener": [dict(max_cycles=2), dict(max_cycles=2, continuous_actions=True)],
     "tag_gridworld": [
         dict(num_taggers=2, episode_length=2),
         dict(num_taggers=2, episode_length=2, use_full_observation=False, closing_reward_for_tagger=0.5),

@@ -68,6 +68,15 @@ def test_simple_adversary_kernels_compile_to_float32_ptx():
     assert_compiled_as_numpy_rounds(results)
 
 
+def test_simple_speaker_listener_kernels_compile_to_float32_ptx():
+    results = compile_all("simple_speaker_listener", {}) + compile_all("simple_speaker_listener",
+                                                                       {"continuous_actions": True})
+    assert {r["kernel"] for r in results} == {"advance_clock", "speak_and_move", "speak_and_move_continuous",
+                                              "reward_and_observe", "reset_agents", "reset_landmarks",
+                                              "observe_reset", "count_resets"}
+    assert_compiled_as_numpy_rounds(results)
+
+
 def test_simple_tag_kernels_compile_to_float32_ptx():
     results = compile_all("simple_tag", {}) + compile_all("simple_tag", {"continuous_actions": True})
     assert {r["kernel"] for r in results} == {"advance_clock", "push_agents", "push_agents_continuous", "move_agents",

@@ -12,13 +12,14 @@ import pytest
 from warpsim.adapters.pettingzoo import parallel_env
 
 mpe2 = pytest.importorskip("mpe2")
-from mpe2 import simple_adversary_v3, simple_spread_v3, simple_tag_v3  # noqa: E402
+from mpe2 import simple_adversary_v3, simple_speaker_listener_v4, simple_spread_v3, simple_tag_v3  # noqa: E402
 
 RTOL = ATOL = 1e-4
 
 
 SCENARIOS = {"simple_spread": (simple_spread_v3, "landmark"), "simple_tag": (simple_tag_v3, "obstacle"),
-             "simple_adversary": (simple_adversary_v3, "landmark")}
+             "simple_adversary": (simple_adversary_v3, "landmark"),
+             "simple_speaker_listener": (simple_speaker_listener_v4, "landmark")}
 """warpsim's id: MPE2's module, and the prefix of warpsim's state arrays of MPE2's landmarks."""
 
 
@@ -46,7 +47,9 @@ def copy_state(ours, theirs) -> None:
     xs, ys = getattr(state, f"{landmarks}_x"), getattr(state, f"{landmarks}_y")
     for i, landmark in enumerate(world.landmarks):
         landmark.state.p_pos = np.array([xs[0, i].item(), ys[0, i].item()], np.float64)
-    if "goal" in state:  # simple_adversary: every agent's goal_a is the goal landmark
+    if ours.env.name == "simple_speaker_listener":  # the speaker's goal_b is the goal landmark
+        world.agents[0].goal_b = world.landmarks[int(state.goal[0])]
+    elif "goal" in state:  # simple_adversary: every agent's goal_a is the goal landmark
         for agent in world.agents:
             agent.goal_a = world.landmarks[int(state.goal[0])]
 
@@ -136,8 +139,9 @@ def plays_as_mpe2(scenario: str, seed: int, settings: dict) -> None:
         np.testing.assert_array_equal(ours._observations([name])[name], theirs.unwrapped.observe(name))
     rng = np.random.default_rng(seed)
     continuous = settings.get("continuous_actions", False)
-    act = (lambda step: {name: rng.random(5, dtype=np.float32) for name in theirs.agents}) if continuous else \
-        (lambda step: {name: int(rng.integers(5)) for name in theirs.agents})
+    spaces = {name: theirs.action_space(name) for name in theirs.agents}
+    act = (lambda step: {name: rng.random(space.shape[0], dtype=np.float32) for name, space in spaces.items()}) \
+        if continuous else (lambda step: {name: int(rng.integers(space.n)) for name, space in spaces.items()})
     assert play_episode(ours, theirs, act, 25) == 25
 
 
@@ -183,3 +187,21 @@ ADVERSARY_SETTINGS = {
 def test_simple_adversary_is_mpe2s(settings):
     """The goal only good agents see (the adversary's observation 2 entries shorter), and both roles' rewards."""
     plays_as_mpe2("simple_adversary", 6, settings)
+
+
+@pytest.mark.parametrize("continuous, seed", [(False, 1), (False, 2), (True, 3)], ids=["discrete", "discrete, another "
+                                                                                       "start", "continuous"])
+def test_simple_speaker_listener_is_mpe2s(continuous, seed):
+    """Roles of their own actions (the speaker's 3 words, the listener's 5 moves) and observations (3 and 11): the
+    word the listener hears, the goal's colour, the shared squared distance."""
+    plays_as_mpe2("simple_speaker_listener", seed, dict(continuous_actions=continuous))
+
+
+def test_simple_speaker_listener_in_a_corner_saying_every_word_is_mpe2s():
+    """The listener at a corner running outwards while the speaker says each word in turn."""
+    ours, theirs = mirrored_scenario("simple_speaker_listener", 4, max_cycles=25)
+    state = ours.env.state
+    state.pos_x[0, 1], state.pos_y[0, 1], state.vel_x[0, 1], state.vel_y[0, 1] = 1.0, -1.0, 0.4, -0.3
+    copy_state(ours, theirs)
+    played = play_episode(ours, theirs, lambda step: {"speaker_0": step % 3, "listener_0": 2 if step < 12 else 3}, 25)
+    assert played == 25 and state.pos_x[0, 1] > 1.5

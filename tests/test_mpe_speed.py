@@ -24,7 +24,8 @@ def test_each_warpsim_record_carries_mpe2s_rate_beside_it(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("scenario, agents, names", [("simple_tag", "4", ("num_adversaries", "num_good")),
-                                                     ("simple_adversary", "3", ("N",))])
+                                                     ("simple_adversary", "3", ("N",)),
+                                                     ("simple_speaker_listener", "2", ())])
 def test_the_other_scenarios_are_timed_with_n_agents_in_all(scenario, agents, names, tmp_path):
     assert mpe_speed.main(["--scenario", scenario, "--agents", agents, "--seconds", "0.2", "--num-envs", "2",
                            "--backend", "numpy", "--results-dir", str(tmp_path)]) == 0
