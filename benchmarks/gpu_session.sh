@@ -113,13 +113,16 @@ for stage in "$@"; do
                 --num-envs 1024 --results-dir "$out/mpe_speed"
             step mpe-N1000 180 python3 benchmarks/mpe_speed.py --agents 1000 --neighbours 10 --seconds 10 \
                 --num-envs 64 --results-dir "$out/mpe_speed" ;;
-        mpe-roles)  # simple_tag and simple_adversary against MPE2, at MPE2's defaults and nearest-10 at N = 100
+        mpe-roles)  # simple_tag, simple_adversary and simple_speaker_listener against MPE2, at MPE2's defaults
+            # and simple_tag's nearest-10 at N = 100
             step mpe-tag 150 python3 benchmarks/mpe_speed.py --scenario simple_tag --agents 4 --num-envs 1 \
                 --num-envs 4096 --num-envs 65536 --results-dir "$out/mpe_speed"
             step mpe-tag-N100 150 python3 benchmarks/mpe_speed.py --scenario simple_tag --agents 100 --neighbours 10 \
                 --num-envs 1024 --results-dir "$out/mpe_speed"
             step mpe-adversary 150 python3 benchmarks/mpe_speed.py --scenario simple_adversary --agents 3 \
-                --num-envs 1 --num-envs 4096 --num-envs 65536 --results-dir "$out/mpe_speed" ;;
+                --num-envs 1 --num-envs 4096 --num-envs 65536 --results-dir "$out/mpe_speed"
+            step mpe-speaker-listener 30 python3 benchmarks/mpe_speed.py --scenario simple_speaker_listener \
+                --seconds 1 --num-envs 65536 --results-dir "$out/mpe_speed" ;;
         fused-forward)  # the rollout's networks as one Triton kernel: its GPU tests, then its time against eager's
             step fused-forward-tests 240 python3 -m pytest -m gpu -q -p no:cacheprovider -n 0 \
                 tests/test_fused_forward.py tests/test_compiled.py
