@@ -23,6 +23,10 @@ def two(env: warpsim.Environment) -> None:
 
 def three(trainer: Trainer) -> None:
     trainer.state_dict()
+
+
+def four(trainer: Trainer) -> None:
+    print(trainer.policies.head.size)
 '''
 
 
@@ -32,7 +36,7 @@ def test_mypy_flags_every_use_of_a_removed_api(tmp_path):
     out, _, status = mypy_api.run(["--config-file", str(CONFIG), "--no-incremental", str(script)])
     assert status == 1
     flagged = {line.split(":")[1] for line in out.splitlines() if ": error:" in line}
-    assert flagged == {"7", "11", "15"}, out
+    assert flagged == {"7", "11", "15", "19"}, out
     assert "Trainer.generator is deprecated: removed in 0.2.0: use trainer.generators[run]" in out
     assert "RemovedEnvironmentMethods.launch is deprecated: removed in 0.2.0: write self.run" in out
 
@@ -46,3 +50,17 @@ def test_a_moved_module_names_its_new_place(module):
     with pytest.raises(RemovedError, match=rf"^the module warpsim\.train\.{module} was removed in warpsim 0\.2\.0: "
                                            rf"import warpsim\.analysis\.{module} instead$"):
         importlib.import_module(f"warpsim.train.{module}")
+
+
+def test_one_head_for_every_role_names_the_roles_own():
+    from warpsim.registry import make
+    from warpsim.removed import RemovedError
+    from warpsim.train.policy import RolePolicies, RunPolicies
+
+    env = make("simple_speaker_listener", 1, backend="numpy")
+    policies = RolePolicies(env.spec, ["speaker", "listener"], 1, 8, 1)
+    assert [policies.heads[role].size for role in ("speaker", "listener")] == [3, 5]
+    for owner in (policies, RunPolicies([policies])):
+        with pytest.raises(RemovedError, match=r"\.head was removed in warpsim 0\.2\.0: each role has its own: "
+                                               r"policies\.heads\[role_name\]$"):
+            owner.head  # type: ignore[deprecated]  # the stub itself, on purpose

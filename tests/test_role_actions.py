@@ -2,6 +2,8 @@
 random play, the trainer's heads and stored actions, evaluation, load_policy, checked mode and the
 adapters each take a role's own levels or bounds, in the first components of its rows."""
 
+from typing import Any
+
 import numpy as np
 import pytest
 import torch
@@ -43,7 +45,7 @@ class Declared(Signallers):
     def describe(self) -> EnvSpec:
         fields = dict(num_agents=2, observation_size=2, role_names=("speaker", "listener"), agent_roles=(0, 1),
                       state=(StateArray("t", np.int32, ("E",)),), action_levels=(5, 2))
-        return EnvSpec(**{**fields, **self.declared})  # type: ignore[arg-type]
+        return EnvSpec(**{**fields, **self.declared})
 
 
 @pytest.mark.parametrize("declared, message", [
@@ -136,7 +138,7 @@ def test_the_pettingzoo_adapter_gives_each_agent_its_roles_action_space(continuo
     from pettingzoo.test import parallel_api_test
 
     env = parallel_env(SIGNALLERS, continuous_actions=continuous)
-    spaces = {name: env.action_space(name) for name in env.possible_agents}
+    spaces: dict[str, Any] = {name: env.action_space(name) for name in env.possible_agents}
     if continuous:
         assert spaces["speaker_0"].shape == (1,) and spaces["listener_0"].shape == (2,)
         assert list(spaces["listener_0"].low) == [-2.0, 0.0] and list(spaces["speaker_0"].high) == [2.0]

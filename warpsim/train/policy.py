@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import NamedTuple, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 import torch
 from torch import nn
@@ -107,7 +107,28 @@ def _orthogonal(layer: nn.Linear, gain: float) -> nn.Linear:
     return layer
 
 
-class RolePolicies(nn.Module):
+class HeadsByRole(nn.Module):
+    """Networks whose roles each have their own action head (``heads``); ``head``, one for all, was removed."""
+
+    heads: dict[str, ActionHead]
+
+    @property
+    @deprecated("removed in 0.2.0: use policies.heads[role_name]", category=None)
+    def head(self) -> NoReturn:
+        """Removed in 0.2.0 (see ``heads``)."""
+        _removed_head(self)
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "head":  # nn.Module answers the property's AttributeError with a lookup of its own
+            _removed_head(self)
+        return super().__getattr__(name)
+
+
+def _removed_head(owner: nn.Module) -> NoReturn:
+    raise removed(f"{type(owner).__name__}.head", "0.2.0", "each role has its own: policies.heads[role_name]")
+
+
+class RolePolicies(HeadsByRole):
     """The networks of every role; forward runs each on its role's observations.
 
     forward(list of float[B_r, D], role_names) -> list of (logits, value), one per named
@@ -142,12 +163,6 @@ class RolePolicies(nn.Module):
         network = self.networks[self.role_names.index(role_name)]
         assert isinstance(network, ActorCritic)
         return network
-
-    @property
-    @deprecated("removed in 0.2.0: use policies.heads[role_name]", category=None)
-    def head(self) -> NoReturn:
-        """Removed in 0.2.0 (see ``heads``)."""
-        raise removed("RolePolicies.head", "0.2.0", "each role has its own: policies.heads[role_name]")
 
     def act(self, inputs: list[torch.Tensor], role_names: list[str], generator: torch.Generator, *,
             greedy: bool = False,
@@ -263,7 +278,7 @@ def _packed(trunk: nn.Module) -> tuple[torch.Tensor, ...]:
             torch.stack([layer.bias for layer in further], 1))
 
 
-class RunPolicies(nn.Module):
+class RunPolicies(HeadsByRole):
     """Every role's networks for R training runs, stacked (``StackedActorCritic``), made from
     each run's ``RolePolicies`` (so each run starts from the networks it would alone).
 
@@ -282,12 +297,6 @@ class RunPolicies(nn.Module):
         the trainer's fused path does under bf16."""
 
     forward = RolePolicies.forward
-
-    @property
-    @deprecated("removed in 0.2.0: use policies.heads[role_name]", category=None)
-    def head(self) -> NoReturn:
-        """Removed in 0.2.0 (see ``heads``)."""
-        raise removed("RunPolicies.head", "0.2.0", "each role has its own: policies.heads[role_name]")
 
     def network(self, role_name: str) -> StackedActorCritic:
         """The stacked networks of one role."""
