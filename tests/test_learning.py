@@ -6,7 +6,9 @@ at least 1.5x sooner. Continuous actions: tag-small-continuous's taggers at leas
 tags of random play, beacon-continuous's walkers at least 90% of the obvious heuristic's return.
 MPE: simple-spread-small's agents cover the landmarks closer than random play does (a return at most
 0.8x random play's, returns being negative); simple-tag-small's adversaries, against good agents at
-random, earn at least 3x the return of random adversaries.
+random, earn at least 3x the return of random adversaries; simple-speaker-listener-small's pair
+brings the listener nearer the goal than random play (at most 0.5x its return), and the listener
+heeds the words (a speaker at random costs it at least 1 per episode).
 Each test trains for seconds to half a minute on two cores, with no progress output: the test log
 keeps pytest's own lines (``warpsim train --config PRESET`` shows the progress)."""
 
@@ -92,3 +94,15 @@ def test_simple_tag_adversaries_catch_random_prey_far_more_often_than_random_one
     trained, random = play(config, trainer.run_policies()), play(config, None)
     assert random.returns["adversary"] > 0, "random adversaries catch now and then"
     assert trained.returns["adversary"] >= 3 * random.returns["adversary"], f"trained: {trained}\nrandom: {random}"
+
+
+def test_the_speaker_and_the_listener_learn_to_talk_and_to_reach_the_goal(tmp_path):
+    """Roles with actions of their own (3 words, 5 moves) trained together."""
+    config = build_config(PRESETS["simple-speaker-listener-small"], {"backend": "numpy"})
+    trainer = train(config, tmp_path, progress=None)
+    trained, random = play(config, trainer.run_policies()), play(config, None)
+    assert trained.returns["listener"] >= 0.5 * random.returns["listener"], f"trained: {trained}\nrandom: {random}"
+    env = warpsim.make(config.env, 64, backend="numpy", seed=1234, **config.env_params)
+    babbling = evaluate(Player(env, trainer.run_policies(), random_roles=("speaker",), seed=99), episodes=400)
+    assert trained.returns["listener"] >= babbling.returns["listener"] + 1.0, f"trained: {trained}\n" \
+                                                                              f"random speaker: {babbling}"

@@ -54,6 +54,8 @@ PRESETS = {
                                 iterations=200),
     "simple-tag-small": dict(env="simple_tag", env_params={}, num_envs=64, rollout_steps=25, iterations=150,
                              opponents={"agent": "random"}),
+    "simple-speaker-listener-small": dict(env="simple_speaker_listener", env_params={}, num_envs=64,
+                                          rollout_steps=25, iterations=600),
     "tag-chase": _reference("train-ref", OWN_STATE, iterations=1200, stagger_steps=500,
                             opponents={"runner": "random"}, **CHASE),
     "tag-chase-continuous": _reference("train-ref", dict(OWN_STATE, continuous_actions=True), iterations=1200,
