@@ -6,7 +6,9 @@ listener (agent 1) sees the last signal and its position, and acts with two comp
 of 5 levels (action - 2) and a brake of 2 (1 halves the move). Both earn -|position - goal|
 (``EnvSpec.role_action_levels``: (3,) and (5, 2), in a row of (5, 2)). With
 ``continuous_actions`` the speaker signals in [0, 2] and the listener moves in [-2, 2] and brakes
-in [0, 1] (``role_action_bounds``, in a row of ((-2, 2), (0, 1))).
+in [0, 1] (``role_action_bounds``, in a row of ((-2, 2), (0, 1))); with ``mixed_actions`` the
+speaker signals with its 3 levels and the listener moves and brakes continuously (both fields, in
+a row of ((-2, 2), (0, 1)), the word a whole float32 value).
 """
 
 from dataclasses import dataclass
@@ -23,6 +25,7 @@ BOUNDS = (((0.0, 2.0),), ((-2.0, 2.0), (0.0, 1.0)))
 class SignallersParams:
     episode_length: int = 6
     continuous_actions: bool = False
+    mixed_actions: bool = False
 
 
 class Signallers(Environment):
@@ -33,8 +36,11 @@ class Signallers(Environment):
         common = dict(num_agents=2, observation_size=2, role_names=("speaker", "listener"), agent_roles=(0, 1),
                       state=(StateArray("t", np.int32, ("E",)), StateArray("goal", np.int32, ("E",)),
                              StateArray("pos", np.float32, ("E",))))
+        if self.params.mixed_actions:
+            return EnvSpec(action_levels=(), action_bounds=BOUNDS[1], role_action_levels=(LEVELS[0], ()),
+                           role_action_bounds=((), BOUNDS[1]), **common)  # type: ignore[arg-type]
         if self.params.continuous_actions:
-            return EnvSpec(action_levels=(), action_bounds=((-2.0, 2.0), (0.0, 1.0)), role_action_bounds=BOUNDS,
+            return EnvSpec(action_levels=(), action_bounds=BOUNDS[1], role_action_bounds=BOUNDS,
                            **common)  # type: ignore[arg-type]
         return EnvSpec(action_levels=(5, 2), role_action_levels=LEVELS, **common)  # type: ignore[arg-type]
 
@@ -51,7 +57,7 @@ class Signallers(Environment):
         v = self.views
         signal = v.actions[:, 0, 0].astype(np.float32)
         move, brake = v.actions[:, 1, 0].astype(np.float32), v.actions[:, 1, 1].astype(np.float32)
-        if not self.params.continuous_actions:
+        if not (self.params.continuous_actions or self.params.mixed_actions):
             move = move - 2
         v.t[:] += 1
         v.pos[:] = np.clip(v.pos + move * (1 - 0.5 * brake), -3, 3)

@@ -12,39 +12,47 @@ from warpsim.spec import EnvSpec
 class RandomActions:
     """``random_actions(shape, generator, role)`` -> actions ``[*shape, A]`` as the environment of ``spec``
     takes them: of one role's agents, or of every agent (``shape`` ending with N) when ``role`` is None.
-    A role's components past its own (``EnvSpec.action_size_of``) are zero."""
+    A role's components past its own (``EnvSpec.action_size_of``) are zero; a discrete role's indices in a
+    row of bounds are whole float32 values."""
 
     def __init__(self, spec: EnvSpec, device: torch.device):
-        self.continuous = spec.continuous
+        self.dtype = torch.float32 if spec.continuous else torch.int32
+        """The row's dtype, env.actions'."""
         self.device = device
         self.width = spec.action_size
-        self.of_role = {role: self._scale_and_low(spec.action_bounds_of(role) if spec.continuous
-                                                  else spec.action_levels_of(role)) for role in spec.role_names}
+        self.of_role = {role: self._table(spec, role) for role in spec.role_names}
+        """Each role's (scale, low, whole), [A] each: a component's width (its levels), its low end, and
+        whether it holds an index."""
         agent_roles = torch.tensor(spec.agent_roles, device=device)
-        per_role = [self.of_role[role] for role in spec.role_names]
-        self.of_agents = (torch.stack([scale for scale, _ in per_role])[agent_roles],
-                          torch.stack([low for _, low in per_role])[agent_roles])
-        """Every agent's scale and low, [N, A]; for a spec without roles' own actions each row is the row's."""
+        self.of_agents = tuple(torch.stack([self.of_role[role][part] for role in spec.role_names])[agent_roles]
+                               for part in range(3))
+        """Every agent's (scale, low, whole), [N, A] each."""
         self.uniform_rows = not (spec.role_action_levels or spec.role_action_bounds)
+        """Whether every role acts with the whole row alike."""
 
-    def _scale_and_low(self, declared) -> tuple[torch.Tensor, torch.Tensor]:
-        """[A] each: a component's width (levels) and low end, zero past the declared components."""
+    def _table(self, spec: EnvSpec, role: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         scale = torch.zeros(self.width, device=self.device)
         low = torch.zeros(self.width, device=self.device)
-        if self.continuous:
-            bounds = torch.tensor(declared, dtype=torch.float32, device=self.device)
-            scale[:len(declared)] = bounds[:, 1] - bounds[:, 0]
-            low[:len(declared)] = bounds[:, 0]
+        whole = torch.zeros(self.width, dtype=torch.bool, device=self.device)
+        if spec.continuous_of(role):
+            bounds = torch.tensor(spec.action_bounds_of(role), dtype=torch.float32, device=self.device)
+            scale[:len(bounds)] = bounds[:, 1] - bounds[:, 0]
+            low[:len(bounds)] = bounds[:, 0]
         else:
-            scale[:len(declared)] = torch.tensor(declared, dtype=torch.float32, device=self.device)
-        return scale, low
+            levels = spec.action_levels_of(role)
+            scale[:len(levels)] = torch.tensor(levels, dtype=torch.float32, device=self.device)
+            whole[:len(levels)] = True
+        return scale, low, whole
 
     def __call__(self, shape: tuple[int, ...], generator: torch.Generator | None = None,
                  role: str | None = None) -> torch.Tensor:
         """int32 indices, each component uniform over its levels; or float32 values uniform in its bounds."""
         uniform = torch.rand((*shape, self.width), device=self.device, generator=generator)
-        scale, low = self.of_agents if role is None and not self.uniform_rows else self.of_role[
-            role or next(iter(self.of_role))]
-        if self.continuous:
-            return low + uniform * scale
-        return (uniform * scale).to(torch.int32)
+        if role is None and not self.uniform_rows:
+            scale, low, whole = self.of_agents
+        else:
+            scale, low, whole = self.of_role[role or next(iter(self.of_role))]
+        if self.dtype == torch.int32:
+            return (uniform * scale).to(torch.int32)
+        values = low + uniform * scale
+        return torch.where(whole, values.floor(), values)

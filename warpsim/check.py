@@ -34,7 +34,7 @@ import numpy as np
 import torch
 
 from warpsim.device import device_name, gpu_available, simulator_enabled
-from warpsim.environment import Environment, action_limits
+from warpsim.environment import Environment, action_limits, indexed_components
 from warpsim.errors import InvalidTypeError, InvalidValueError, UnavailableError
 from warpsim.registry import RUNTIME_OPTIONS, env_class, make
 from warpsim.validation import require_int
@@ -180,13 +180,15 @@ def check(env: str | type[Environment], num_envs: int = 2, steps: int | None = N
     rng = np.random.default_rng(seed)
     spec = kernels.spec
     low, high = action_limits(spec).numpy()  # [N, A] each: every agent's own, by its role
+    indexed = indexed_components(spec).numpy()
     roles = [spec.role_names[role] for role in spec.agent_roles]
 
     def random_actions() -> np.ndarray:
         """Indices uniform over each component's levels, or values uniform in its bounds (zero past a role's own)."""
         shape = tuple(kernels.actions.shape)
-        if spec.continuous:
-            return rng.uniform(low, high, size=shape).astype(np.float32)
+        if spec.continuous:  # a discrete role's indices as whole values
+            values = rng.uniform(low, high, size=shape)
+            return np.where(indexed, np.floor(values), values).astype(np.float32)
         return rng.integers(0, high, size=shape, dtype=np.int32)
 
     values_per_step = sum(_arrays(kernels)[name].size for name in names)

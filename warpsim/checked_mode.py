@@ -16,7 +16,6 @@ the device, the flag and the state read at intervals and by ``check()``).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -39,6 +38,7 @@ class CheckedMode:
     observations: torch.Tensor
     checked: bool
     _action_limits: torch.Tensor
+    _action_indices: torch.Tensor
     display_name: str
     _bad_actions_seen: torch.Tensor
     _steps_since_check: int
@@ -86,9 +86,12 @@ class CheckedMode:
     def _bad_actions(self, actions: torch.Tensor) -> torch.Tensor:
         # .to: actions given from the host are checked on the host, before they are copied over
         low, high = self._action_limits.to(actions.device)
-        if self.spec.continuous:
-            return ~((actions >= low) & (actions <= high))  # NaN fails both comparisons
-        return (actions < low) | (actions >= high)
+        if not self.spec.continuous:
+            return (actions < low) | (actions >= high)
+        outside = ~((actions >= low) & (actions <= high))  # NaN fails both comparisons
+        # a discrete role's index in a row of float32: a whole value below its levels
+        not_an_index = (actions < low) | (actions >= high) | (actions != actions.floor())
+        return torch.where(self._action_indices.to(actions.device), not_an_index, outside)
 
     def _check_host_actions(self, actions: torch.Tensor) -> None:
         """Checked mode, actions on the host: refused at once, naming the first bad value."""
@@ -102,16 +105,17 @@ class CheckedMode:
                 raise InvalidValueError(
                     f"{self.display_name}: action component {component} {where} holds {value.item()!r}, past role "
                     f"{role!r}'s {self.spec.action_size_of(role)} component(s); allowed: 0 there")
-            if self.spec.continuous:
+            if self.spec.continuous_of(role):
                 low, high = self.spec.action_bounds_of(role)[component]
                 # NumPy's shortest text of the value in its own precision: -1.0001, not -1.000100016593933
                 shown = value.to(torch.float64 if value.dtype == torch.float64 else torch.float32).numpy()
                 raise InvalidValueError(
                     f"{self.display_name}: action {shown!s} of component {component} {where} is "
                     f"not allowed; allowed: a finite value in [{low:g}, {high:g}]")
+            problem = "out of range" if float(value) == float(value.floor()) else "not a whole number"
             raise InvalidValueError(
-                f"action index {int(value)} of component {component} {where} is out "
-                f"of range; allowed: 0..{self.spec.action_levels_of(role)[component] - 1}")
+                f"action index {value.item()!r} of component {component} {where} is {problem}; allowed: "
+                f"0..{self.spec.action_levels_of(role)[component] - 1}")
 
     def _check_device_actions(self, actions: torch.Tensor) -> None:
         """Checked mode, actions in the environment's memory: refused at once with ``check_every``
@@ -128,14 +132,17 @@ class CheckedMode:
     def _roles_act_apart(self) -> bool:
         return bool(self.spec.role_action_levels or self.spec.role_action_bounds)
 
-    def _allowed_actions(self, component: Callable[[int, Any], str]) -> str:
-        """What actions may hold, component by component (``component(k, levels or bounds)``), role by role
-        where roles act apart (0 past a role's own components)."""
+    def _allowed_actions(self) -> str:
+        """What actions may hold, component by component, role by role where roles act apart (0 past a
+        role's own components)."""
         spec = self.spec
 
         def of(role: str) -> str:
-            declared = spec.action_bounds_of(role) if spec.continuous else spec.action_levels_of(role)
-            return ", ".join(component(k, value) for k, value in enumerate(declared))
+            if spec.continuous_of(role):
+                return ", ".join(f"component {k}: [{low:g}, {high:g}]"
+                                 for k, (low, high) in enumerate(spec.action_bounds_of(role)))
+            levels = spec.action_levels_of(role)
+            return ", ".join(f"component {k}: 0..{level - 1}" for k, level in enumerate(levels))
 
         if not self._roles_act_apart:
             return of(spec.role_names[0])
@@ -167,16 +174,14 @@ class CheckedMode:
             return
         if bool(flags[0]):
             self._bad_actions_seen.zero_()
-            if self.spec.continuous:
-                allowed = self._allowed_actions(lambda k, bound: f"component {k}: [{bound[0]:g}, {bound[1]:g}]")
-                what = "an action outside its bounds, NaN or inf"
-            else:
-                allowed = self._allowed_actions(lambda k, levels: f"component {k}: 0..{levels - 1}")
-                what = "an action index out of range"
+            kinds = {self.spec.continuous_of(role) for role in self.spec.role_names}
+            what = ("an action outside its bounds, NaN or inf" if kinds == {True} else
+                    "an action index out of range" if kinds == {False} else
+                    "an action outside its role's bounds (NaN or inf included) or levels")
             raise InvalidValueError(
                 f"{what} reached env.actions on the device within the last {steps} step(s) (the step clamped it "
-                f"to the nearest valid value); allowed: {allowed}. Actions given from the host to step(actions) are "
-                f"checked at once; set env.check_every = 1 to find the step")
+                f"to the nearest valid value); allowed: {self._allowed_actions()}. Actions given from the host to "
+                f"step(actions) are checked at once; set env.check_every = 1 to find the step")
         if written_past and bool(flags[1]):
             self._refuse_observations_past_roles()
         self.validate_state()

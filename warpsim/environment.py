@@ -144,6 +144,8 @@ class Environment(CheckedMode, RemovedEnvironmentMethods):
         self._action_limits = action_limits(self.spec).to(device_)
         """[2, N, A]: each agent's components' low and high bound (continuous), or 0 and their number of
         levels; past its role's own components, 0 and 0 (continuous) or 0 and 1: zero alone."""
+        self._action_indices = indexed_components(self.spec).to(device_)
+        """bool[N, A]: the components that hold an index, a whole value (those of discrete roles)."""
         self._every_env = torch.ones(self.num_envs, dtype=torch.bool, device=device_)
         self.every_env = kernel_view(self._every_env)
         """bool[E], all True: the mask for kernels that concern every environment."""
@@ -441,10 +443,11 @@ class Environment(CheckedMode, RemovedEnvironmentMethods):
 
 
 def action_limits(spec: EnvSpec) -> torch.Tensor:
-    """float32 or int32[2, N, A]: what each agent's action components may hold (``Environment._action_limits``)."""
+    """float32 or int32[2, N, A]: what each agent's action components may hold (``Environment._action_limits``):
+    a value from low to high, or an index from low to high - 1 where ``indexed_components`` says so."""
     rows: list[list] = []
     for role in spec.role_names:
-        if spec.continuous:
+        if spec.continuous_of(role):
             bounds = list(spec.action_bounds_of(role))
             rows.append([[low for low, _ in bounds] + [0.0] * (spec.action_size - len(bounds)),
                          [high for _, high in bounds] + [0.0] * (spec.action_size - len(bounds))])
@@ -453,3 +456,9 @@ def action_limits(spec: EnvSpec) -> torch.Tensor:
             rows.append([[0] * spec.action_size, levels + [1] * (spec.action_size - len(levels))])
     by_role = torch.tensor(rows, dtype=torch.float32 if spec.continuous else torch.int32)
     return by_role[list(spec.agent_roles)].transpose(0, 1)
+
+
+def indexed_components(spec: EnvSpec) -> torch.Tensor:
+    """bool[N, A]: the action components that hold an index (every component of a discrete role's row)."""
+    discrete = torch.tensor([not spec.continuous_of(role) for role in spec.role_names])
+    return discrete[list(spec.agent_roles)][:, None].expand(spec.num_agents, spec.action_size)

@@ -105,40 +105,55 @@ def check_actions(owner: str, spec: EnvSpec) -> None:
 
 
 def check_role_actions(owner: str, spec: EnvSpec) -> None:
-    """None, or each role's actions of the declared kind: 1 to the row's components, each within the
-    row's levels (bounds)."""
+    """None, or each role's actions: 1 to the row's components, each within the row's levels (bounds);
+    roles of both kinds (both fields given, each role in one) in a row of bounds."""
     for name in ("role_action_levels", "role_action_bounds"):
-        if not isinstance(getattr(spec, name), (tuple, list)):
-            raise InvalidValueError(f"{owner} declares {name} as a {type(getattr(spec, name)).__name__}; give a "
-                                    f"tuple of one tuple per role")
-    continuous = spec.continuous
-    name, row_name = ("role_action_bounds", "action_bounds") if continuous else ("role_action_levels", "action_levels")
-    other = "role_action_levels" if continuous else "role_action_bounds"
-    if getattr(spec, other):
-        raise InvalidValueError(f"{owner} declares {row_name} and {other}; give each role's actions as {name}")
-    given, row = getattr(spec, name), getattr(spec, row_name)
-    if not given:
-        return
-    if len(given) != len(spec.role_names):
-        raise InvalidValueError(f"{owner} declares {len(given)} {name} for {len(spec.role_names)} roles "
-                                f"({', '.join(spec.role_names)}); give one per role")
-    for role, actions in zip(spec.role_names, given):
-        if not isinstance(actions, (tuple, list)) or not 1 <= len(actions) <= len(row):
-            raise InvalidValueError(f"{owner} declares role {role!r}'s actions as {actions!r} in {name}; give a "
-                                    f"tuple of 1 to {len(row)} components, as many as {row_name} has at most")
-        for k, value in enumerate(actions):
-            if continuous:
-                fits = (isinstance(value, (tuple, list)) and len(value) == 2
-                        and all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
-                                for v in value)
-                        and row[k][0] <= float(value[0]) < float(value[1]) <= row[k][1])
-                allowed = f"a pair (low, high) with low < high within {row_name}[{k}] = {row[k]!r}"
-            else:
-                fits = not isinstance(value, bool) and isinstance(value, (int, np.integer)) and 1 <= value <= row[k]
-                allowed = f"an integer from 1 to {row_name}[{k}] = {row[k]}"
-            if not fits:
-                raise InvalidValueError(f"{owner} declares component {k} of role {role!r}'s actions as {value!r}; "
-                                        f"give {allowed}")
+        declared = getattr(spec, name)
+        if not isinstance(declared, (tuple, list)):
+            raise InvalidValueError(f"{owner} declares {name} as a {type(declared).__name__}; give a tuple of one "
+                                    f"tuple per role")
+        if declared and len(declared) != len(spec.role_names):
+            raise InvalidValueError(f"{owner} declares {len(declared)} {name} for {len(spec.role_names)} roles "
+                                    f"({', '.join(spec.role_names)}); give one per role")
+    levels, bounds = spec.role_action_levels, spec.role_action_bounds
+    if bounds and not spec.continuous:
+        raise InvalidValueError(f"{owner} declares action_levels and role_action_bounds; give each role's actions "
+                                f"as role_action_levels, or declare the row as action_bounds (float32)")
+    if levels and spec.continuous and not bounds:
+        raise InvalidValueError(f"{owner} declares action_bounds and role_action_levels alone; give each role's "
+                                f"actions as role_action_bounds, and both for roles of both kinds")
+    row = spec.action_bounds if spec.continuous else spec.action_levels
+    for r, role in enumerate(spec.role_names):
+        given = [(name, declared[r]) for name, declared in (("role_action_levels", levels),
+                                                            ("role_action_bounds", bounds)) if declared]
+        if len(given) == 2 and bool(given[0][1]) == bool(given[1][1]):
+            raise InvalidValueError(f"{owner} declares role {role!r}'s actions as {given[0][1]!r} in "
+                                    f"role_action_levels and {given[1][1]!r} in role_action_bounds; give them in one "
+                                    f"and () in the other")
+        for name, actions in given:
+            other_kind = len(given) == 2 and isinstance(actions, (tuple, list)) and not actions  # the other kind
+            if not isinstance(actions, (tuple, list)) or not (other_kind or 1 <= len(actions) <= len(row)):
+                raise InvalidValueError(f"{owner} declares role {role!r}'s actions as {actions!r} in {name}; give a "
+                                        f"tuple of 1 to {len(row)} components, as many as the row has at most")
+            for k, value in enumerate(actions):
+                _check_role_component(owner, spec, role, k, value, continuous=name == "role_action_bounds")
+
+
+def _check_role_component(owner: str, spec: EnvSpec, role: str, k: int, value, continuous: bool) -> None:
+    """Component k of a role's actions: a pair within the row's bounds, or levels within the row's (any number
+    of levels in a row of bounds)."""
+    if continuous:
+        fits = (isinstance(value, (tuple, list)) and len(value) == 2
+                and all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) for v in value)
+                and spec.action_bounds[k][0] <= float(value[0]) < float(value[1]) <= spec.action_bounds[k][1])
+        allowed = f"a pair (low, high) with low < high within action_bounds[{k}] = {spec.action_bounds[k]!r}"
+    else:
+        most = 2**24 if spec.continuous else spec.action_levels[k]  # a row of bounds holds whole float32 values
+        fits = bool(not isinstance(value, bool) and isinstance(value, (int, np.integer)) and 1 <= value <= most)
+        allowed = f"an integer from 1 to {most}" + ("" if spec.continuous else f" (action_levels[{k}])")
+    if not fits:
+        raise InvalidValueError(f"{owner} declares component {k} of role {role!r}'s actions as {value!r}; "
+                                f"give {allowed}")
 
 
 def scratch_shapes(owner: str, spec: EnvSpec, num_envs: int, taken: Shapes) -> Shapes:

@@ -51,6 +51,7 @@ class Role:
         (a role's own actions, ``EnvSpec.action_size_of``) into their first components."""
         if values.dim() == per_agent.dim() == 3 and values.shape[-1] < per_agent.shape[-1]:
             per_agent = per_agent[..., :values.shape[-1]]
+        values = values.to(per_agent.dtype)  # a discrete role's indices into a row of float32
         if isinstance(self.agents, slice):
             per_agent[:, self.agents] = values
         else:

@@ -72,7 +72,9 @@ class EnvSpec:
     ``len(role_action_levels[r])`` components of its row of ``env.actions``, each of its own levels
     (or bounds), and leaves the rest at zero. ``action_levels`` (``action_bounds``) then declares the
     row: as many components as the widest role's, each holding every role's levels (bounds). Left
-    empty, every role acts with the whole row.
+    empty, every role acts with the whole row. Roles of both kinds give both, each role its actions
+    in one and () in the other, in a row of ``action_bounds`` (float32): a discrete role's indices
+    are stored as whole float32 values, whatever the row's bounds (``continuous_of``).
     ``observation_dtype`` is the dtype of ``env.observations``, one of OBSERVATION_DTYPES. NumPy
     and Numba have no bfloat16: the reference and the kernels see a bfloat16 buffer as int16 and
     store the rounded bits (``warpsim.kernels.bfloat16``).
@@ -113,9 +115,13 @@ class EnvSpec:
             return tuple(tuple(pair) for pair in self.role_action_bounds[self.role_names.index(role)])  # type: ignore[misc]
         return self.action_bounds
 
+    def continuous_of(self, role: str) -> bool:
+        """Whether an agent of ``role`` acts with continuous values (``action_bounds_of``) rather than indices."""
+        return bool(self.action_bounds_of(role))
+
     def action_size_of(self, role: str) -> int:
         """The action components an agent of ``role`` acts with."""
-        return len(self.action_bounds_of(role)) if self.continuous else len(self.action_levels_of(role))
+        return len(self.action_bounds_of(role)) if self.continuous_of(role) else len(self.action_levels_of(role))
 
     @property
     def continuous(self) -> bool:

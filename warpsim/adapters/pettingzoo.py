@@ -70,7 +70,7 @@ def observation_sizes(spec: EnvSpec) -> list[int]:
 def _action_space(spec: EnvSpec, role: str) -> spaces.Discrete | spaces.MultiDiscrete | spaces.Box:
     """The action space of an agent of ``role``: Discrete (one component) or MultiDiscrete, or a float32 Box
     of the bounds; the role's own components (``EnvSpec.action_size_of``)."""
-    if spec.continuous:
+    if spec.continuous_of(role):
         bounds = np.array(spec.action_bounds_of(role), np.float32)
         return spaces.Box(bounds[:, 0], bounds[:, 1], (len(bounds),), np.float32)
     levels = spec.action_levels_of(role)

@@ -69,7 +69,7 @@ class TorchRLEnv(EnvBase):
 
         def action(role: str, n: int):
             """The role's own action components (``EnvSpec.action_size_of``)."""
-            if spec.continuous:
+            if spec.continuous_of(role):
                 low, high = torch.tensor(spec.action_bounds_of(role), dtype=torch.float32).T
                 return Bounded(low.expand(e, n, -1), high.expand(e, n, -1), shape=(e, n, len(low)),
                                dtype=torch.float32, device=device)
@@ -96,7 +96,7 @@ class TorchRLEnv(EnvBase):
         for role in self.roles:
             action = tensordict.get((role.name, "action"))
             # Categorical drops the component
-            one_index = not env.spec.continuous and env.spec.action_size_of(role.name) == 1
+            one_index = not env.spec.continuous_of(role.name) and env.spec.action_size_of(role.name) == 1
             role.write(env.actions, action.unsqueeze(-1) if one_index else action)
         env.step(auto_reset=False)
         done = env.done.unsqueeze(-1)

@@ -165,7 +165,7 @@ CONTINUOUS_HEADS: dict[str, type[GaussianHead]] = {"gaussian": GaussianHead, "ta
 def action_head(spec: EnvSpec, role: str, continuous_head: str = "gaussian") -> ActionHead:
     """The distribution of the actions of an agent of ``role``; ``continuous_head``
     (``TrainConfig.policy_head``) picks the one of continuous actions."""
-    if not spec.continuous:
+    if not spec.continuous_of(role):
         return CategoricalHeads(spec.action_levels_of(role))
     return CONTINUOUS_HEADS[continuous_head](spec.action_bounds_of(role))
 

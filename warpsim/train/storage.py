@@ -47,7 +47,7 @@ def training_bytes(config: TrainConfig, spec: EnvSpec, env_bytes_per_env: int, p
     n, d = spec.num_agents, spec.observation_size * config.stack_observations
     # continuous actions: a mean and a log standard deviation per component (the widest role's, an upper bound)
     a = spec.action_size
-    outputs = max(2 * spec.action_size_of(role) if spec.continuous else sum(spec.action_levels_of(role))
+    outputs = max(2 * spec.action_size_of(role) if spec.continuous_of(role) else sum(spec.action_levels_of(role))
                   for role in spec.role_names)
     width = max(d, config.hidden_size * config.hidden_layers, outputs)
     samples = t * e * n
