@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 
 import warpsim
-from warpsim.analysis.evaluate import Player, evaluate
 from warpsim.analysis.evaluate_experiment import evaluate_experiment
+from warpsim.analysis.play import Player, evaluate
 from warpsim.analysis.statistics import aggregate
 from warpsim.envs.template.heuristic import walk_to_beacon
 from warpsim.train.config import build_config

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from warpsim.analysis import evaluate as evaluate_module
-from warpsim.analysis.evaluate import BatchedPlayer, Play, Player, evaluate, evaluate_plays, evaluate_runs
+from warpsim.analysis.evaluate import evaluate_runs
+from warpsim.analysis.play import BatchedPlayer, Play, Player, evaluate, evaluate_plays
 from warpsim.cli import main
 from warpsim.errors import InvalidValueError
 from warpsim.registry import make

@@ -11,7 +11,7 @@ from numba import cuda
 from tag_continuous_helpers import random_state, twin_envs
 
 import warpsim
-from warpsim.analysis.evaluate import Player, evaluate
+from warpsim.analysis.play import Player, evaluate
 from warpsim.check import check
 from warpsim.cli import main
 from warpsim.envs.tag_continuous import TagContinuousParams

@@ -13,7 +13,7 @@ from test_run_faults import records
 
 import warpsim
 from warpsim.actions import RandomActions
-from warpsim.analysis.evaluate import Player, evaluate
+from warpsim.analysis.play import Player, evaluate
 from warpsim.check import check
 from warpsim.cli import main
 from warpsim.envs.tag_continuous import TagContinuous

@@ -6,7 +6,7 @@ import pytest
 import torch
 from ticks_env import Ticks
 
-from warpsim.analysis.evaluate import Player, evaluate
+from warpsim.analysis.play import Player, evaluate
 from warpsim.environment import Environment
 from warpsim.roles import roles_of
 from warpsim.train.episodes import EpisodeStats

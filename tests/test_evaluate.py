@@ -8,7 +8,8 @@ import pytest
 
 from warpsim import commands
 from warpsim import source_commit as commit_module
-from warpsim.analysis.evaluate import article, evaluate_run
+from warpsim.analysis.evaluate import evaluate_run
+from warpsim.analysis.play import article
 from warpsim.cli import main
 from warpsim.errors import InvalidValueError
 from warpsim.source_commit import source_commit

@@ -12,8 +12,9 @@ import torch
 from test_run_faults import cli_error, records
 
 from warpsim.analysis import evaluate as evaluate_module
-from warpsim.analysis.evaluate import Player, evaluate_run
+from warpsim.analysis.evaluate import evaluate_run
 from warpsim.analysis.evaluate_experiment import SettingSummary, _comparisons, _verdict, evaluate_experiment
+from warpsim.analysis.play import Player, evaluate
 from warpsim.analysis.statistics import Estimate, aggregate, compare
 from warpsim.cli import main
 from warpsim.device import Placement
@@ -425,8 +426,8 @@ def test_an_experiment_plays_its_runs_side_by_side_random_play_once_and_each_as_
         assert run["evaluation"].record()["random"] == alone.record()["random"]
     for play in ("sampled", "greedy"):  # in an environment of its own, made as evaluate makes it
         env, policies, config = evaluate_module.load_run(experiment / "seed=2", 4, backend="numpy")
-        own = evaluate_module.evaluate(Player(env, policies, greedy=play == "greedy", seed=1,
-                                              stack_observations=config.stack_observations), 8)
+        own = evaluate(Player(env, policies, greedy=play == "greedy", seed=1,
+                              stack_observations=config.stack_observations), 8)
         batched = together.runs[2]["evaluation"].plays[play]
         assert dataclasses.replace(batched, baseline=None).record() == own.record()
     random = evaluate_module.random_play(config, 8, num_envs=4, backend="numpy")

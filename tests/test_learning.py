@@ -15,7 +15,7 @@ keeps pytest's own lines (``warpsim train --config PRESET`` shows the progress).
 import pytest
 
 import warpsim
-from warpsim.analysis.evaluate import Evaluation, Player, evaluate
+from warpsim.analysis.play import Evaluation, Player, evaluate
 from warpsim.envs.template.heuristic import walk_to_beacon
 from warpsim.roles import roles_of
 from warpsim.train.config import build_config

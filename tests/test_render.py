@@ -36,7 +36,7 @@ def test_the_legend_hides_no_part_of_the_arena():
 
 def test_a_frame_shows_headings_trails_marks_where_agents_leave_and_the_events_so_far():
     pytest.importorskip("matplotlib")
-    from warpsim.analysis.evaluate import Player
+    from warpsim.analysis.play import Player
     from warpsim.analysis.render import play_episode
 
     env = warpsim.make("tag_continuous", 1, backend="numpy", seed=3, num_taggers=2, num_runners=6, grid_length=2.0,

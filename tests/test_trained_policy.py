@@ -8,7 +8,8 @@ import pytest
 import torch
 
 import warpsim
-from warpsim.analysis.evaluate import Player, load_run
+from warpsim.analysis.evaluate import load_run
+from warpsim.analysis.play import Player
 from warpsim.errors import InvalidTypeError, InvalidValueError, UnavailableError
 from warpsim.roles import roles_of
 from warpsim.train import TrainConfig

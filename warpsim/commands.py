@@ -7,8 +7,9 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from warpsim.analysis.evaluate import EPISODES, NUM_ENVS, PLAYS, SEED, Player, RunEvaluation, evaluate_run, load_run
+from warpsim.analysis.evaluate import EPISODES, NUM_ENVS, PLAYS, SEED, RunEvaluation, evaluate_run, load_run
 from warpsim.analysis.evaluate_experiment import ExperimentEvaluation, evaluate_experiment
+from warpsim.analysis.play import Player
 from warpsim.analysis.plot import plot_experiment, plot_runs
 from warpsim.analysis.render import EPISODE_FILE, play_episode, write_gif
 from warpsim.errors import InvalidValueError

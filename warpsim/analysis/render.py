@@ -6,7 +6,7 @@ import dataclasses
 import tempfile
 from pathlib import Path
 
-from warpsim.analysis.evaluate import Player
+from warpsim.analysis.play import Player
 from warpsim.environment import Environment, Frame
 from warpsim.errors import InvalidValueError
 from warpsim.files import write_output
