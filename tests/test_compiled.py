@@ -134,3 +134,34 @@ def test_bench_compile_loss_names_its_replacement(capsys):
         main(["bench", "--tier", "train", "--compile-loss"])
     assert "--compile-loss was removed in warpsim 0.2.0: --compile on compiles the whole minibatch step" in \
         capsys.readouterr().err
+
+
+def test_the_fused_path_runs_both_first_layers_as_one_product():
+    """The actor's and the critic's first layers as one product (the observations read once, forward and
+    backward): the same outputs and gradients, up to the order of float32 sums; eagerly, two products."""
+    from warpsim.registry import make
+    from warpsim.train.policy import RolePolicies, RunPolicies
+
+    env = make("tag_continuous", 1, backend="numpy", num_taggers=1, num_runners=2)
+    runs = []
+    for seed in (0, 1):
+        torch.manual_seed(seed)
+        runs.append(RolePolicies(env.spec, ["tagger", "runner"], 1, 16, 3))
+    network = RunPolicies(runs).network("tagger")
+    observations = torch.randn(2, 9, env.spec.observation_size, generator=torch.Generator().manual_seed(2))
+    outputs = []
+    for joint in (False, True):
+        network.joint_first_layers = joint
+        network.zero_grad()
+        policy, value = network(observations)
+        (policy.square().sum() + value.sum()).backward()
+        outputs.append((policy.detach(), value.detach(), [torch.zeros(()) if p.grad is None else p.grad.clone()
+                                                          for p in network.parameters()]))
+    (policy, value, grads), (joint_policy, joint_value, joint_grads) = outputs
+    torch.testing.assert_close(joint_policy, policy, rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(joint_value, value, rtol=1e-6, atol=1e-6)
+    for grad, joint_grad in zip(grads, joint_grads, strict=True):
+        torch.testing.assert_close(joint_grad, grad, rtol=1e-5, atol=1e-6)
+    eager, fused = (Trainer(TrainConfig(**TAG, backend="numpy", compile=setting)) for setting in ("off", "on"))
+    assert not eager.policies.network("tagger").joint_first_layers
+    assert fused.policies.network("tagger").joint_first_layers

@@ -237,10 +237,26 @@ class StackedActorCritic(ActorCriticBase):
                         nn.Parameter(torch.stack([network.log_std.detach() for network in networks
                                                   if network.log_std is not None])))
         self.value_head = _stacked([network.value_head for network in networks])
+        self.joint_first_layers = False
+        """Whether ``forward`` runs the actor's and the critic's first layers as one product, as the trainer's
+        fused path does (the same sums, in another order)."""
         self.value_normalizer = None if first.value_normalizer is None else ValueNormalizer(runs=len(networks))
         if self.value_normalizer is not None:
             for name, buffer in self.value_normalizer.named_buffers():
                 buffer.copy_(torch.stack([network.get_buffer(f"value_normalizer.{name}") for network in networks]))
+
+    def forward(self, observations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        if not self.joint_first_layers or self.value_trunk is None:
+            return super().forward(observations)
+        # Both trunks' first layers as one product: the observations read once, forward and backward.
+        trunk, value_trunk = self.trunk, self.value_trunk
+        assert isinstance(trunk, nn.Sequential) and isinstance(value_trunk, nn.Sequential)
+        actor_first, critic_first = trunk[0], value_trunk[0]
+        assert isinstance(actor_first, StackedLinear) and isinstance(critic_first, StackedLinear)
+        both = torch.baddbmm(torch.cat([actor_first.bias, critic_first.bias], 1).unsqueeze(1), observations,
+                             torch.cat([actor_first.weight, critic_first.weight], 1).transpose(1, 2))
+        actor, critic = torch.tanh(both).split(actor_first.weight.shape[1], dim=-1)
+        return self._policy(trunk[2:](actor)), self.value_head(value_trunk[2:](critic)).squeeze(-1)
 
     def fusable(self) -> bool:
         """Whether ``fused`` takes these networks: hidden layers at most ``fused_forward.MAX_HIDDEN`` wide."""

@@ -215,6 +215,8 @@ class Trainer:
         # The fused path plays every role's networks as one kernel each: what bf16 autocast computes.
         self.policies.fused = self.compiled and self.precision == "bf16" and all(
             self.policies.network(name).fusable() for name in role_names)
+        for name in role_names:
+            self.policies.network(name).joint_first_layers = self.compiled
         self.model: torch.nn.Module = self.policies
         if self.world.size > 1:
             self.model = DistributedDataParallel(self.policies)
