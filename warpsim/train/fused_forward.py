@@ -5,7 +5,8 @@ layer, each writing its activations to memory for the next one to read: for 64-w
 about 1.3 KB per agent-step in bf16, against the 142 B of a 71-entry observation. The
 Triton kernel here keeps them in registers: each program takes one run's block of rows,
 reads their observations once for both trunks, and writes only the policy's outputs (in
-bfloat16, as autocast gives them) and the value. Weights are read per block, from the cache after the first.
+bfloat16, as autocast gives them) and the value. Weights are read per block, from the cache
+after the first.
 
 It computes what bf16 autocast computes: inputs, weights and biases rounded to bfloat16,
 products summed in float32 (bfloat16 values are exact in TF32, so the tensor cores' TF32
@@ -15,7 +16,8 @@ of the sums differs, hence last bits. The CPU implementation is the eager comput
 so the fused path matches the eager one there and the kernel is checked against it (the
 tests run it on the CPU through Triton's interpreter).
 
-It serves playing only (no gradient): the update keeps the compiled eager networks.
+It serves playing only (no gradient): the update keeps the compiled eager networks, which need
+their activations for the gradients.
 """
 
 from __future__ import annotations
