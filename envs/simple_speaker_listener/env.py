@@ -57,7 +57,7 @@ class SimpleSpeakerListener(Environment):
                          "episode"),
             observation_label="full",
             distance_evaluations_per_step=2 * (LANDMARKS + 1),
-            **actions,  # type: ignore[arg-type]
+            **actions,
         )
 
     def setup(self) -> None:
