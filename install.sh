@@ -16,7 +16,7 @@ if .venv/bin/python -c "import torch" 2>/dev/null; then
   step 2 "torch is already in .venv"
 else
   step 2 "looking for a torch build already on this machine"
-  "${pip[@]}" install --no-index --no-deps "torch>=2.1" 2>/dev/null || echo "      none found: pip will download torch next"
+  "${pip[@]}" install --no-index --no-deps "torch>=2.4" 2>/dev/null || echo "      none found: pip will download torch next"
 fi
 extras=("$@")
 if command -v nvidia-smi >/dev/null 2>&1; then
