@@ -76,7 +76,7 @@ def fused_actor_critic(
     observations_ptr += run.to(tl.int64) * run_stride
     for start in range(0, inputs, BLOCK_INPUTS):  # the first layers of both trunks, each block read once
         column = start + tl.arange(0, BLOCK_INPUTS)
-        bits = tl.load(observations_ptr + row[:, None] * inputs + column[None, :],
+        bits = tl.load(observations_ptr + row[:, None].to(tl.int64) * inputs + column[None, :],
                        mask=(row[:, None] < rows) & (column[None, :] < inputs), other=0)
         block = (bits.to(tl.int32) << 16).to(tl.float32, bitcast=True)
         at = run * HIDDEN * inputs + unit[None, :] * inputs + column[:, None]
