@@ -1,11 +1,13 @@
 """Uniformly random actions of an environment's kind: an index of each discrete component, or a
-value within the bounds of each continuous one, drawn on the device with no host synchronisation
-and reproducible from a generator (random players, random opponents, benchmarks)."""
+value within the bounds of each continuous one (``layout.role_action_limits``), drawn on the device
+with no host synchronisation and reproducible from a generator (random players, random opponents,
+benchmarks)."""
 
 from __future__ import annotations
 
 import torch
 
+from warpsim.layout import role_action_limits
 from warpsim.spec import EnvSpec
 
 
@@ -20,29 +22,17 @@ class RandomActions:
         """The row's dtype, env.actions'."""
         self.device = device
         self.width = spec.action_size
-        self.of_role = {role: self._table(spec, role) for role in spec.role_names}
+        limits, indexed = role_action_limits(spec)
+        low, high = limits.to(device, torch.float32).unbind(1)
+        tables = (high - low, low, indexed.to(device))
+        self.of_role = {role: tuple(table[r] for table in tables) for r, role in enumerate(spec.role_names)}
         """Each role's (scale, low, whole), [A] each: a component's width (its levels), its low end, and
         whether it holds an index."""
         agent_roles = torch.tensor(spec.agent_roles, device=device)
-        self.of_agents = tuple(torch.stack([self.of_role[role][part] for role in spec.role_names])[agent_roles]
-                               for part in range(3))
+        self.of_agents = tuple(table[agent_roles] for table in tables)
         """Every agent's (scale, low, whole), [N, A] each."""
         self.uniform_rows = not (spec.role_action_levels or spec.role_action_bounds)
         """Whether every role acts with the whole row alike."""
-
-    def _table(self, spec: EnvSpec, role: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        scale = torch.zeros(self.width, device=self.device)
-        low = torch.zeros(self.width, device=self.device)
-        whole = torch.zeros(self.width, dtype=torch.bool, device=self.device)
-        if spec.continuous_of(role):
-            bounds = torch.tensor(spec.action_bounds_of(role), dtype=torch.float32, device=self.device)
-            scale[:len(bounds)] = bounds[:, 1] - bounds[:, 0]
-            low[:len(bounds)] = bounds[:, 0]
-        else:
-            levels = spec.action_levels_of(role)
-            scale[:len(levels)] = torch.tensor(levels, dtype=torch.float32, device=self.device)
-            whole[:len(levels)] = True
-        return scale, low, whole
 
     def __call__(self, shape: tuple[int, ...], generator: torch.Generator | None = None,
                  role: str | None = None) -> torch.Tensor:

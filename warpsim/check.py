@@ -34,8 +34,9 @@ import numpy as np
 import torch
 
 from warpsim.device import device_name, gpu_available, simulator_enabled
-from warpsim.environment import Environment, action_limits, indexed_components
+from warpsim.environment import Environment
 from warpsim.errors import InvalidTypeError, InvalidValueError, UnavailableError
+from warpsim.layout import action_limits, indexed_components
 from warpsim.registry import RUNTIME_OPTIONS, env_class, make
 from warpsim.validation import require_int
 

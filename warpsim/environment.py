@@ -34,7 +34,7 @@ from warpsim.graph import StepGraph
 from warpsim.inputs import as_input_tensor
 from warpsim.kernels.random import random_key, streams_of
 from warpsim.kernels.reset import count_resets
-from warpsim.layout import Layout, array_shapes, scratch_shapes, shapes_bytes
+from warpsim.layout import Layout, action_limits, array_shapes, indexed_components, scratch_shapes, shapes_bytes
 from warpsim.removed import RemovedEnvironmentMethods
 from warpsim.spec import ArrayNamespace, EnvSpec, Frame, StateArray
 from warpsim.validation import require_int
@@ -440,25 +440,3 @@ class Environment(CheckedMode, RemovedEnvironmentMethods):
                 f"{needed / 2**30:.4g} GiB for {what}, but only {free / 2**30:.2f} GiB is free on "
                 f"{self.device} (at most 90% may be used); lower num_envs or the number of agents, "
                 f"or observe fewer agents")
-
-
-def action_limits(spec: EnvSpec) -> torch.Tensor:
-    """float32 or int32[2, N, A]: what each agent's action components may hold (``Environment._action_limits``):
-    a value from low to high, or an index from low to high - 1 where ``indexed_components`` says so."""
-    rows: list[list] = []
-    for role in spec.role_names:
-        if spec.continuous_of(role):
-            bounds = list(spec.action_bounds_of(role))
-            rows.append([[low for low, _ in bounds] + [0.0] * (spec.action_size - len(bounds)),
-                         [high for _, high in bounds] + [0.0] * (spec.action_size - len(bounds))])
-        else:
-            levels = list(spec.action_levels_of(role))
-            rows.append([[0] * spec.action_size, levels + [1] * (spec.action_size - len(levels))])
-    by_role = torch.tensor(rows, dtype=torch.float32 if spec.continuous else torch.int32)
-    return by_role[list(spec.agent_roles)].transpose(0, 1)
-
-
-def indexed_components(spec: EnvSpec) -> torch.Tensor:
-    """bool[N, A]: the action components that hold an index (every component of a discrete role's row)."""
-    discrete = torch.tensor([not spec.continuous_of(role) for role in spec.role_names])
-    return discrete[list(spec.agent_roles)][:, None].expand(spec.num_agents, spec.action_size)

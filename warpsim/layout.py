@@ -1,5 +1,6 @@
 """What an environment's declarations allocate: the shape and dtype of every array, checked,
-and their bytes, worked out from the ``EnvSpec`` and E alone (before anything is made)."""
+and their bytes, worked out from the ``EnvSpec`` and E alone (before anything is made); and what
+its actions may hold, by role (``role_action_limits``)."""
 
 from __future__ import annotations
 
@@ -154,6 +155,35 @@ def _check_role_component(owner: str, spec: EnvSpec, role: str, k: int, value, c
     if not fits:
         raise InvalidValueError(f"{owner} declares component {k} of role {role!r}'s actions as {value!r}; "
                                 f"give {allowed}")
+
+
+def role_action_limits(spec: EnvSpec) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per role, in ``role_names`` order: (float32 or int32[R, 2, A], each component's low and high: a value
+    from low to high, or an index from low to high - 1; bool[R, A], whether it holds an index). Past a
+    role's own components: 0 and 0 (a value), or 0 and 1 (an index): zero alone."""
+    limits: list[list] = []
+    indexed: list[list[bool]] = []
+    for role in spec.role_names:
+        if spec.continuous_of(role):
+            bounds = list(spec.action_bounds_of(role))
+            pad = [0.0] * (spec.action_size - len(bounds))
+            limits.append([[low for low, _ in bounds] + pad, [high for _, high in bounds] + pad])
+        else:
+            levels = list(spec.action_levels_of(role))
+            limits.append([[0] * spec.action_size, levels + [1] * (spec.action_size - len(levels))])
+        indexed.append([not spec.continuous_of(role)] * spec.action_size)
+    return (torch.tensor(limits, dtype=torch.float32 if spec.continuous else torch.int32),
+            torch.tensor(indexed, dtype=torch.bool))
+
+
+def action_limits(spec: EnvSpec) -> torch.Tensor:
+    """float32 or int32[2, N, A]: each agent's components' low and high, by its role (``role_action_limits``)."""
+    return role_action_limits(spec)[0][list(spec.agent_roles)].transpose(0, 1)
+
+
+def indexed_components(spec: EnvSpec) -> torch.Tensor:
+    """bool[N, A]: the action components that hold an index (every component of a discrete role's row)."""
+    return role_action_limits(spec)[1][list(spec.agent_roles)]
 
 
 def scratch_shapes(owner: str, spec: EnvSpec, num_envs: int, taken: Shapes) -> Shapes:

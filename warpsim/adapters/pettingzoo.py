@@ -34,10 +34,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from warpsim.environment import EnvSpec, Environment, action_limits
+from warpsim.environment import EnvSpec, Environment
 from warpsim.errors import InvalidTypeError, InvalidValueError
 from warpsim.extras import install_hint
 from warpsim.kernels.random import random_key
+from warpsim.layout import action_limits
 from warpsim.registry import make
 from warpsim.render import FrameCanvas
 
