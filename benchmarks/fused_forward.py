@@ -1,7 +1,7 @@
 """The rollout's networks at a config's real size: the fused kernel (``fused_forward.actor_critic``)
 against the eager forward under bf16 autocast, per environment step, with what each moves.
 
-    python benchmarks/fused_forward.py [--config train-ref] [--repeats 50] [--results-dir DIR]
+    python benchmarks/fused_forward.py [--config train-ref] [--hidden-size 64] [--repeats 50] [--results-dir DIR]
 
 Every role's networks of one run, initialised as training initialises them, play their role's
 agents of the config's ``num_envs`` environments on random bfloat16 observations: the eager
@@ -9,7 +9,8 @@ forward (two MLPs as batched products, each layer's activations written and read
 kernel (each block of rows read once, only the outputs written). Times are the median of
 ``--repeats`` steps, each timed alone, on a GPU by CUDA events; on a CPU the kernel's form is the
 eager computation, so only the Python path is exercised. The kernel's bytes are its operands
-(observations, weights, outputs); its bandwidth is those over its time. The record (device,
+(observations, weights, outputs); its bandwidth is those over its time. On a GPU the kernel is
+also timed alone at each launch shape (rows and warps per program). The record (device,
 config, commit) is appended to <results-dir>/<device>.json and summarised on one line.
 """
 
@@ -31,7 +32,11 @@ from warpsim.registry import make
 from warpsim.roles import roles_of
 from warpsim.source_commit import source_commit
 from warpsim.train.config import TrainConfig
+from warpsim.train import fused_forward
 from warpsim.train.policy import RolePolicies, RunPolicies
+
+LAUNCH_SHAPES = [(16, 4), (32, 4), (64, 4), (64, 8), (128, 4), (128, 8)]
+"""(rows, warps) per program at which a GPU times the kernel alone, those up to twice the default's rows."""
 
 
 def timed(step, repeats: int, device: torch.device) -> float:
@@ -53,13 +58,14 @@ def timed(step, repeats: int, device: torch.device) -> float:
     return statistics.median(seconds)
 
 
-def measure(config_name: str, num_envs: int, repeats: int, device: torch.device) -> dict:
+def measure(config_name: str, num_envs: int, repeats: int, device: torch.device, hidden_size: int) -> dict:
     named = NAMED_CONFIGS[config_name]
     env = make(named.env, 1, backend="numpy", **named.params)
     roles = roles_of(env.spec, torch.device("cpu"))
     names = [role.name for role in roles]
     torch.manual_seed(0)
-    policies = RunPolicies([RolePolicies.for_config(TrainConfig(env=named.env), env.spec, names)]).to(device)
+    settings = TrainConfig(env=named.env, hidden_size=hidden_size)
+    policies = RunPolicies([RolePolicies.for_config(settings, env.spec, names)]).to(device)
     generator = torch.Generator(device).manual_seed(0)
     inputs = [torch.randn((1, num_envs * role.count, env.spec.observation_size_of(role.name)), device=device,
                           generator=generator).to(torch.bfloat16) for role in roles]
@@ -76,15 +82,24 @@ def measure(config_name: str, num_envs: int, repeats: int, device: torch.device)
                 network.fused(batch)
 
     with torch.no_grad():
+        operands = [network.fused_operands(batch) for network, batch in zip(networks, inputs)]
         outputs = [network.fused(batch) for network, batch in zip(networks, inputs)]
-    moved = sum(batch.numel() * batch.element_size() for batch in inputs) + sum(
-        parameter.numel() * 4 for network in networks for parameter in network.parameters()) + sum(
+    moved = sum(tensor.numel() * tensor.element_size() for arguments in operands for tensor in arguments
+                if isinstance(tensor, torch.Tensor)) + sum(
         tensor.numel() * tensor.element_size() for pair in outputs for tensor in pair)
     eager_seconds, fused_seconds = timed(eager, repeats, device), timed(fused, repeats, device)
     agents = sum(batch.shape[1] for batch in inputs)
-    return {"config": config_name, "num_envs": num_envs, "agents": agents, "eager_ms": 1e3 * eager_seconds,
-            "fused_ms": 1e3 * fused_seconds, "speedup": eager_seconds / fused_seconds,
-            "fused_bytes_per_agent": moved / agents, "fused_bytes_per_second": moved / fused_seconds}
+    shapes = []
+    if device.type == "cuda":  # the kernel alone at each launch shape: the default's choice, measured
+        for block_rows, warps in LAUNCH_SHAPES:
+            if block_rows <= fused_forward.block_rows_for(hidden_size) * 2:
+                seconds = timed(lambda: [fused_forward.launch(*arguments, block_rows=block_rows, warps=warps)
+                                         for arguments in operands], repeats, device)
+                shapes.append({"block_rows": block_rows, "warps": warps, "ms": 1e3 * seconds})
+    return {"config": config_name, "num_envs": num_envs, "hidden_size": hidden_size, "agents": agents,
+            "eager_ms": 1e3 * eager_seconds, "fused_ms": 1e3 * fused_seconds, "speedup": eager_seconds / fused_seconds,
+            "fused_bytes_per_agent": moved / agents, "fused_bytes_per_second": moved / fused_seconds,
+            "default_block_rows": fused_forward.block_rows_for(hidden_size), "launch_shapes": shapes}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -92,11 +107,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", choices=sorted(NAMED_CONFIGS), default="train-ref")
     parser.add_argument("--num-envs", type=int, help="default: the config's own")
     parser.add_argument("--repeats", type=int, default=50)
+    parser.add_argument("--hidden-size", type=int, default=TrainConfig.hidden_size,
+                        help="the networks' width (tag-chase's presets: 128)")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR / "fused_forward")
     args = parser.parse_args(argv)
     device = torch.device(args.device)
-    result = measure(args.config, args.num_envs or NAMED_CONFIGS[args.config].num_envs, args.repeats, device)
+    result = measure(args.config, args.num_envs or NAMED_CONFIGS[args.config].num_envs, args.repeats, device,
+                     args.hidden_size)
     backend = "cuda" if device.type == "cuda" else "numpy"
     name = device_name(resolve_placement(backend, device.index if device.type == "cuda" else None))
     record = {"tool": "warpsim", "benchmark": "fused_forward", "date": datetime.date.today().isoformat(),
@@ -105,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{args.config} on {name}, {result['agents']} agents a step: eager {result['eager_ms']:.3f} ms, fused "
           f"{result['fused_ms']:.3f} ms ({result['speedup']:.1f}x), the kernel moving "
           f"{result['fused_bytes_per_agent']:.0f} B per agent at {result['fused_bytes_per_second'] / 1e9:.0f} GB/s")
+    for shape in result["launch_shapes"]:
+        print(f"  the kernel alone, {shape['block_rows']} rows by {shape['warps']} warps a program: {shape['ms']:.3f} ms")
     return 0
 
 

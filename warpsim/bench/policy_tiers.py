@@ -108,6 +108,9 @@ def run_policy_tier(config: BenchConfig, tier: str, backend: str = "auto", preci
     run_once(trainer)
     _wait(trainer)
     startup = time.perf_counter() - started
+    if progress and trainer.compiled:
+        progress(f"{tier} start-up {startup:.1f} s, of which {trainer.compile_seconds():.1f} s the fused path's "
+                 f"first calls (compiling)")
     for _ in range(warmup_steps):  # with graphs, the start-up's rollout was the eager warm-up; this one captures
         run_once(trainer)
     _wait(trainer)

@@ -1,8 +1,12 @@
 """The Triton kernel of ``fused_forward.actor_critic``: R runs' actor-critic networks, one block
 of rows per program, activations kept in registers.
 
-Triton's interpreter runs it on a CPU, with ``TRITON_INTERPRET=1`` set before Triton is
-imported (tests/interpret_actor_critic.py).
+The trunks run one after the other, so that only one trunk's activations and one weight
+matrix are live at a time: the critic reads the block's observations again, from the cache.
+Products take bfloat16 operands on a GPU (``DOT``); Triton's interpreter, which gets bfloat16
+products wrong, takes them in float32, where the products of bfloat16 values are as exact.
+The interpreter runs it on a CPU with ``TRITON_INTERPRET=1`` set before Triton is imported
+(tests/interpret_actor_critic.py).
 """
 
 import triton
@@ -10,11 +14,21 @@ import triton.language as tl
 
 
 @triton.jit
-def _round(values):
+def _bfloat16(bits):
+    """bfloat16 bits (int16) as the float32 they stand for."""
+    return (bits.to(tl.int32) << 16).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def _round(values, DOT: tl.constexpr):
     """float32 rounded to the nearest bfloat16 (ties to even), kept in float32; NaN stays NaN."""
-    bits = values.to(tl.uint32, bitcast=True)
-    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
-    return tl.where(values != values, values, rounded.to(tl.float32, bitcast=True))
+    if DOT == tl.bfloat16:
+        rounded = values.to(tl.bfloat16).to(tl.float32)
+    else:
+        bits = values.to(tl.uint32, bitcast=True)
+        rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000).to(tl.float32, bitcast=True)
+        rounded = tl.where(values != values, values, rounded)
+    return rounded
 
 
 @triton.jit
@@ -24,36 +38,50 @@ def _tanh(values):
 
 
 @triton.jit
-def _layer(features, weight_ptr, bias_ptr, HIDDEN: tl.constexpr, BLOCK_HIDDEN: tl.constexpr):
-    """tanh(features float32[rows, BLOCK_HIDDEN] x weight[H, H]^T + bias[H]), each rounded as bf16."""
-    into = tl.arange(0, BLOCK_HIDDEN)
-    out = tl.arange(0, BLOCK_HIDDEN)
-    weight = tl.load(weight_ptr + out[None, :] * HIDDEN + into[:, None],
-                     mask=(out[None, :] < HIDDEN) & (into[:, None] < HIDDEN), other=0.0)
-    bias = tl.load(bias_ptr + out, mask=out < HIDDEN, other=0.0)
-    summed = tl.dot(features, _round(weight)) + _round(bias)[None, :]
-    return _round(_tanh(_round(summed)))
+def _activated(summed, bias_ptr, unit, HIDDEN: tl.constexpr, DOT: tl.constexpr):
+    """A layer's output as autocast gives it: the product's sum plus the bias, rounded, its tanh
+    rounded; as a product's operand."""
+    bias = _bfloat16(tl.load(bias_ptr + unit, mask=unit < HIDDEN, other=0))
+    return _round(_tanh(_round(summed + bias[None, :], DOT)), DOT).to(DOT)
 
 
 @triton.jit
-def _head(features, weight_ptr, bias_ptr, HIDDEN: tl.constexpr, OUTPUTS: tl.constexpr,
-          BLOCK_HIDDEN: tl.constexpr, BLOCK_OUTPUTS: tl.constexpr):
-    """features float32[rows, BLOCK_HIDDEN] x weight[P, H]^T + bias[P], rounded as bf16."""
-    into = tl.arange(0, BLOCK_HIDDEN)
-    out = tl.arange(0, BLOCK_OUTPUTS)
-    weight = tl.load(weight_ptr + out[None, :] * HIDDEN + into[:, None],
-                     mask=(out[None, :] < OUTPUTS) & (into[:, None] < HIDDEN), other=0.0)
-    bias = tl.load(bias_ptr + out, mask=out < OUTPUTS, other=0.0)
-    return _round(tl.dot(features, _round(weight)) + _round(bias)[None, :])
+def _matrix(weight_ptr, into, out, INTO: tl.constexpr, OUT: tl.constexpr, DOT: tl.constexpr):
+    """weight bfloat16 bits [OUT, INTO] at (out, into), transposed: an operand [into, out]."""
+    bits = tl.load(weight_ptr + out[None, :] * INTO + into[:, None], mask=(out[None, :] < OUT) & (into[:, None] < INTO),
+                   other=0)
+    return _bfloat16(bits).to(DOT)
+
+
+@triton.jit
+def _trunk(observations_ptr, row, rows, inputs, weight_ptr, bias_ptr, hidden_weights_ptr, hidden_biases_ptr,
+           HIDDEN: tl.constexpr, LAYERS: tl.constexpr, BLOCK_ROWS: tl.constexpr, BLOCK_INPUTS: tl.constexpr,
+           BLOCK_HIDDEN: tl.constexpr, DOT: tl.constexpr):
+    """One run's trunk on its block of rows: features [BLOCK_ROWS, BLOCK_HIDDEN] as an operand
+    (padded units are tanh(0) = 0)."""
+    unit = tl.arange(0, BLOCK_HIDDEN)
+    summed = tl.zeros((BLOCK_ROWS, BLOCK_HIDDEN), tl.float32)
+    for start in range(0, inputs, BLOCK_INPUTS):
+        column = start + tl.arange(0, BLOCK_INPUTS)
+        bits = tl.load(observations_ptr + row[:, None].to(tl.int64) * inputs + column[None, :],
+                       mask=(row[:, None] < rows) & (column[None, :] < inputs), other=0)
+        weight = tl.load(weight_ptr + unit[None, :] * inputs + column[:, None],
+                         mask=(unit[None, :] < HIDDEN) & (column[:, None] < inputs), other=0)
+        summed = tl.dot(_bfloat16(bits).to(DOT), _bfloat16(weight).to(DOT), summed)
+    features = _activated(summed, bias_ptr, unit, HIDDEN, DOT)
+    for layer in tl.static_range(LAYERS - 1):
+        weight = _matrix(hidden_weights_ptr + layer * HIDDEN * HIDDEN, unit, unit, HIDDEN, HIDDEN, DOT)
+        features = _activated(tl.dot(features, weight), hidden_biases_ptr + layer * HIDDEN, unit, HIDDEN, DOT)
+    return features
 
 
 @triton.jit
 def _column(features, weight_ptr, bias_ptr, HIDDEN: tl.constexpr, BLOCK_HIDDEN: tl.constexpr):
-    """float32[rows]: features x weight[1, H]^T + bias[1] in float32, as ``StackedLinear``'s one
-    column (a product and a sum)."""
+    """float32[rows]: features x weight float32[1, H]^T + bias float32[1], as ``StackedLinear``'s one
+    column computes it (a product and a sum, in float32)."""
     into = tl.arange(0, BLOCK_HIDDEN)
     weight = tl.load(weight_ptr + into, mask=into < HIDDEN, other=0.0)
-    return tl.sum(features * weight[None, :], axis=1) + tl.load(bias_ptr)
+    return tl.sum(features.to(tl.float32) * weight[None, :], axis=1) + tl.load(bias_ptr)
 
 
 @triton.jit
@@ -63,53 +91,39 @@ def fused_actor_critic(
         critic_hidden_biases_ptr, policy_weight_ptr, policy_bias_ptr, value_weight_ptr, value_bias_ptr,
         policy_ptr, values_ptr, rows, inputs, HIDDEN: tl.constexpr, LAYERS: tl.constexpr,
         OUTPUTS: tl.constexpr, SHARED: tl.constexpr, BLOCK_ROWS: tl.constexpr, BLOCK_INPUTS: tl.constexpr,
-        BLOCK_HIDDEN: tl.constexpr, BLOCK_OUTPUTS: tl.constexpr):
-    """observations int16[R, B, D] (bfloat16 bits, rows ``run_stride`` apart by run); the
-    weights as ``actor_critic`` takes them; writes policy int16[R, B, P] (bfloat16 bits; float32 for
-    one column) and values float32[R, B].
+        BLOCK_HIDDEN: tl.constexpr, BLOCK_OUTPUTS: tl.constexpr, DOT: tl.constexpr):
+    """observations int16[R, B, D] (bfloat16 bits, rows ``run_stride`` apart by run); the trunks'
+    and a multi-column policy head's weights and biases as bfloat16 bits, a one-column head's as
+    float32, laid out as ``actor_critic`` takes them; writes policy int16[R, B, P] (bfloat16 bits;
+    float32 for one column) and values float32[R, B].
     Program (i, r) computes rows i * BLOCK_ROWS.. of run r."""
     run = tl.program_id(1)
     row = tl.program_id(0) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)
-    unit = tl.arange(0, BLOCK_HIDDEN)
-    actor = tl.zeros((BLOCK_ROWS, BLOCK_HIDDEN), tl.float32)
-    critic = tl.zeros((BLOCK_ROWS, BLOCK_HIDDEN), tl.float32)
     observations_ptr += run.to(tl.int64) * run_stride
-    for start in range(0, inputs, BLOCK_INPUTS):  # the first layers of both trunks, each block read once
-        column = start + tl.arange(0, BLOCK_INPUTS)
-        bits = tl.load(observations_ptr + row[:, None].to(tl.int64) * inputs + column[None, :],
-                       mask=(row[:, None] < rows) & (column[None, :] < inputs), other=0)
-        block = (bits.to(tl.int32) << 16).to(tl.float32, bitcast=True)
-        at = run * HIDDEN * inputs + unit[None, :] * inputs + column[:, None]
-        kept = (unit[None, :] < HIDDEN) & (column[:, None] < inputs)
-        actor += tl.dot(block, _round(tl.load(actor_weight_ptr + at, mask=kept, other=0.0)))
-        if not SHARED:
-            critic += tl.dot(block, _round(tl.load(critic_weight_ptr + at, mask=kept, other=0.0)))
-    biases = run * HIDDEN + unit
-    actor = _round(_tanh(_round(actor + _round(tl.load(actor_bias_ptr + biases, mask=unit < HIDDEN,
-                                                           other=0.0))[None, :])))
-    if not SHARED:
-        critic = _round(_tanh(_round(critic + _round(tl.load(critic_bias_ptr + biases, mask=unit < HIDDEN,
-                                                                 other=0.0))[None, :])))
-    for layer in tl.static_range(LAYERS - 1):
-        at = (run * (LAYERS - 1) + layer)
-        actor = _layer(actor, actor_hidden_weights_ptr + at * HIDDEN * HIDDEN, actor_hidden_biases_ptr
-                       + at * HIDDEN, HIDDEN, BLOCK_HIDDEN)
-        if not SHARED:
-            critic = _layer(critic, critic_hidden_weights_ptr + at * HIDDEN * HIDDEN,
-                            critic_hidden_biases_ptr + at * HIDDEN, HIDDEN, BLOCK_HIDDEN)
-    if SHARED:
-        critic = actor
+    first, biases = run * HIDDEN * inputs, run * HIDDEN
+    hidden, hidden_biases = run * (LAYERS - 1) * HIDDEN * HIDDEN, run * (LAYERS - 1) * HIDDEN
+    actor = _trunk(observations_ptr, row, rows, inputs, actor_weight_ptr + first, actor_bias_ptr + biases,
+                   actor_hidden_weights_ptr + hidden, actor_hidden_biases_ptr + hidden_biases, HIDDEN, LAYERS,
+                   BLOCK_ROWS, BLOCK_INPUTS, BLOCK_HIDDEN, DOT)
     output = tl.arange(0, BLOCK_OUTPUTS)
+    stored = run.to(tl.int64) * rows + row
     if OUTPUTS == 1:
         column = _column(actor, policy_weight_ptr + run * HIDDEN, policy_bias_ptr + run, HIDDEN, BLOCK_HIDDEN)
         policy = tl.where(output[None, :] == 0, column[:, None], 0.0)  # stored as float32
     else:
-        policy = _head(actor, policy_weight_ptr + run * OUTPUTS * HIDDEN, policy_bias_ptr + run * OUTPUTS,
-                       HIDDEN, OUTPUTS, BLOCK_HIDDEN, BLOCK_OUTPUTS)
+        weight = _matrix(policy_weight_ptr + run * OUTPUTS * HIDDEN, tl.arange(0, BLOCK_HIDDEN), output, HIDDEN,
+                         OUTPUTS, DOT)
+        bias = _bfloat16(tl.load(policy_bias_ptr + run * OUTPUTS + output, mask=output < OUTPUTS, other=0))
+        policy = _round(tl.dot(actor, weight) + bias[None, :], DOT)
         # rounded already: its high half is its bfloat16
         policy = (policy.to(tl.uint32, bitcast=True) >> 16).to(tl.uint16).to(tl.int16, bitcast=True)
-    value = _column(critic, value_weight_ptr + run * HIDDEN, value_bias_ptr + run, HIDDEN, BLOCK_HIDDEN)
-    stored = run.to(tl.int64) * rows + row
     tl.store(policy_ptr + stored[:, None] * OUTPUTS + output[None, :], policy,
              mask=(row[:, None] < rows) & (output[None, :] < OUTPUTS))
+    if SHARED:
+        critic = actor
+    else:
+        critic = _trunk(observations_ptr, row, rows, inputs, critic_weight_ptr + first, critic_bias_ptr + biases,
+                        critic_hidden_weights_ptr + hidden, critic_hidden_biases_ptr + hidden_biases, HIDDEN,
+                        LAYERS, BLOCK_ROWS, BLOCK_INPUTS, BLOCK_HIDDEN, DOT)
+    value = _column(critic, value_weight_ptr + run * HIDDEN, value_bias_ptr + run, HIDDEN, BLOCK_HIDDEN)
     tl.store(values_ptr + stored, value, mask=row < rows)

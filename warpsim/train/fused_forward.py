@@ -26,12 +26,25 @@ import torch
 
 BLOCK_ROWS = 64
 """Rows of one program at hidden widths up to 64; fewer at wider ones, to stay in registers."""
-MAX_HIDDEN = 256
-"""The widest hidden layer the kernel holds; wider networks keep the eager forward."""
+BLOCK_INPUTS = 16
+"""Observation entries per product of the first layer: fewer keep the block in registers (ptxas: 126
+registers at train-ref's widths, against 255 and spills at 64), and 71 inputs pad to 80."""
+MAX_HIDDEN = 128
+"""The widest hidden layer the kernel holds; wider networks keep the eager forward (at 256 a block's
+weights no longer fit: ptxas spills)."""
 
 
 def _bfloat16(values: torch.Tensor) -> torch.Tensor:
     return values.to(torch.bfloat16)
+
+
+def autocast_operands(weight: torch.Tensor, bias: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """A ``StackedLinear``'s weight float[R, out, in] and bias float[R, out] (or stacked layers') as
+    ``actor_critic`` takes them: in bfloat16, as bf16 autocast multiplies them, but float32 for one
+    output column, which ``StackedLinear`` computes as a float32 product and sum."""
+    if weight.shape[-2] == 1:
+        return weight.float(), bias.float()
+    return _bfloat16(weight), _bfloat16(bias)
 
 
 def _linear(inputs: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
@@ -59,10 +72,11 @@ def actor_critic(observations: torch.Tensor, actor_weight: torch.Tensor, actor_b
     returns (policy outputs bfloat16[R, B, P] (float32 for P = 1, as ``StackedLinear`` computes one
     column), values float32[R, B]).
 
-    Each trunk is its first layer (weight float32[R, H, D], bias float32[R, H]) and its further
-    layers stacked (float32[R, L - 1, H, H] and float32[R, L - 1, H]), all with tanh; with
-    ``shared_trunk`` the critic's are ignored and the value reads the actor's trunk. The heads'
-    weights are float32[R, P, H] and float32[R, 1, H], their biases float32[R, P] and float32[R, 1].
+    Each trunk is its first layer (weight [R, H, D], bias [R, H]) and its further layers stacked
+    ([R, L - 1, H, H] and [R, L - 1, H]), all with tanh; with ``shared_trunk`` the critic's are
+    ignored and the value reads the actor's trunk. The heads' weights are [R, P, H] and [R, 1, H],
+    their biases [R, P] and [R, 1]. Each layer's weight and bias come as ``autocast_operands`` gives
+    them: bfloat16, float32 for a one-column head.
     """
     actor = _trunk(observations, (actor_weight, actor_bias), actor_hidden_weights, actor_hidden_biases)
     critic = actor if shared_trunk else _trunk(observations, (critic_weight, critic_bias), critic_hidden_weights,
@@ -93,30 +107,44 @@ def launch(observations: torch.Tensor, actor_weight: torch.Tensor, actor_bias: t
            actor_hidden_weights: torch.Tensor, actor_hidden_biases: torch.Tensor, critic_weight: torch.Tensor,
            critic_bias: torch.Tensor, critic_hidden_weights: torch.Tensor, critic_hidden_biases: torch.Tensor,
            policy_weight: torch.Tensor, policy_bias: torch.Tensor, value_weight: torch.Tensor,
-           value_bias: torch.Tensor, shared_trunk: bool) -> tuple[torch.Tensor, torch.Tensor]:
+           value_bias: torch.Tensor, shared_trunk: bool, block_rows: int | None = None,
+           warps: int = 4) -> tuple[torch.Tensor, torch.Tensor]:
     """``actor_critic`` by the Triton kernel (``actor_critic_kernel``, imported here: a CPU-only install
-    may lack Triton), on the observations' device."""
+    may lack Triton), on the observations' device; on a CPU (``TRITON_INTERPRET=1``) through Triton's
+    interpreter. ``block_rows`` (rows per program; by default ``block_rows_for`` the hidden width)
+    and ``warps`` (per program) are the launch's shape, which benchmarks/fused_forward.py compares."""
+    import triton.language as tl
+
     from warpsim.train.actor_critic_kernel import fused_actor_critic
 
     runs, rows, inputs = observations.shape
     hidden, outputs = actor_weight.shape[1], policy_weight.shape[1]
+    products = [actor_weight, actor_bias, actor_hidden_weights, actor_hidden_biases, critic_weight, critic_bias,
+                critic_hidden_weights, critic_hidden_biases] + ([] if outputs == 1 else [policy_weight, policy_bias])
+    if any(tensor.dtype != torch.bfloat16 for tensor in [observations, *products]):
+        raise TypeError("actor_critic takes bfloat16 observations, trunks and multi-column policy heads")
     if observations.stride(2) != 1 or observations.stride(1) != inputs:
         observations = observations.contiguous()
     weights = [tensor.contiguous() for tensor in (
         actor_weight, actor_bias, actor_hidden_weights, actor_hidden_biases, critic_weight, critic_bias,
         critic_hidden_weights, critic_hidden_biases, policy_weight, policy_bias, value_weight, value_bias)]
+    bits = [tensor.view(torch.int16) if tensor.dtype == torch.bfloat16 else tensor for tensor in weights]
     policy = torch.empty((runs, rows, outputs), dtype=policy_dtype(policy_weight), device=observations.device)
     values = torch.empty((runs, rows), dtype=torch.float32, device=observations.device)
-    block_hidden = _power_of_two(hidden)
-    block_rows = max(16, min(BLOCK_ROWS, BLOCK_ROWS * 64 // block_hidden))
-    grid = (-(-rows // block_rows), runs)
-    fused_actor_critic[grid](
-        observations.view(torch.int16), observations.stride(0), *weights,
+    block_rows = block_rows or block_rows_for(hidden)
+    fused_actor_critic[(-(-rows // block_rows), runs)](
+        observations.view(torch.int16), observations.stride(0), *bits,
         policy if outputs == 1 else policy.view(torch.int16), values, rows, inputs,
         HIDDEN=hidden, LAYERS=actor_hidden_weights.shape[1] + 1, OUTPUTS=outputs, SHARED=shared_trunk,
-        BLOCK_ROWS=block_rows, BLOCK_INPUTS=min(64, _power_of_two(inputs)), BLOCK_HIDDEN=block_hidden,
-        BLOCK_OUTPUTS=_power_of_two(outputs))
+        BLOCK_ROWS=block_rows, BLOCK_INPUTS=min(BLOCK_INPUTS, _power_of_two(inputs)),
+        BLOCK_HIDDEN=_power_of_two(hidden), BLOCK_OUTPUTS=_power_of_two(outputs),
+        DOT=tl.float32 if observations.device.type == "cpu" else tl.bfloat16, num_warps=warps, num_stages=1)
     return policy, values
+
+
+def block_rows_for(hidden: int) -> int:
+    """Rows per program: ``BLOCK_ROWS`` at hidden widths up to 64, fewer at wider ones, to stay in registers."""
+    return max(16, min(BLOCK_ROWS, BLOCK_ROWS * 64 // _power_of_two(hidden)))
 
 
 @actor_critic.register_kernel("cuda")

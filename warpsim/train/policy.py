@@ -259,23 +259,28 @@ class StackedActorCritic(ActorCriticBase):
         return self._policy(trunk[2:](actor)), self.value_head(value_trunk[2:](critic)).squeeze(-1)
 
     def fusable(self) -> bool:
-        """Whether ``fused`` takes these networks: hidden layers at most ``fused_forward.MAX_HIDDEN`` wide."""
-        return _linears(self.trunk)[0].weight.shape[1] <= fused_forward.MAX_HIDDEN
+        """Whether ``fused`` takes these networks: hidden layers at least 2 (a one-column layer is no
+        product) and at most ``fused_forward.MAX_HIDDEN`` wide."""
+        return 2 <= _linears(self.trunk)[0].weight.shape[1] <= fused_forward.MAX_HIDDEN
 
     def fused(self, observations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``forward`` under bf16 autocast, without gradients, as one kernel (``fused_forward.actor_critic``):
         float[R, B, D] in, rounded to bfloat16 as autocast rounds it."""
-        actor = _packed(self.trunk)
-        critic = actor if self.value_trunk is None else _packed(self.value_trunk)
-        policy_head, value_head = self.policy_head, self.value_head
-        assert isinstance(policy_head, StackedLinear) and isinstance(value_head, StackedLinear)
-        policy, value = fused_forward.actor_critic(
-            observations.to(torch.bfloat16), *actor, *critic, policy_head.weight, policy_head.bias,
-            value_head.weight, value_head.bias, self.value_trunk is None)
+        policy, value = fused_forward.actor_critic(*self.fused_operands(observations))
         # Converted before the heads split it: compiled on a CPU, split bfloat16 outputs of the kernel's op
         # were read wrongly (NaN log-probabilities, tests/test_compiled.py); on a GPU the conversion fuses
         # into the sampling's kernel either way.
         return self._with_log_std(policy.float()), value
+
+    def fused_operands(self, observations: torch.Tensor) -> tuple:
+        """The arguments of ``fused_forward.actor_critic`` for these networks on float[R, B, D]."""
+        actor = _packed(self.trunk)
+        critic = actor if self.value_trunk is None else _packed(self.value_trunk)
+        policy_head, value_head = self.policy_head, self.value_head
+        assert isinstance(policy_head, StackedLinear) and isinstance(value_head, StackedLinear)
+        return (observations.to(torch.bfloat16), *actor, *critic,
+                *fused_forward.autocast_operands(policy_head.weight, policy_head.bias),
+                *fused_forward.autocast_operands(value_head.weight, value_head.bias), self.value_trunk is None)
 
 
 def _linears(trunk: nn.Module) -> list[StackedLinear]:
@@ -284,14 +289,14 @@ def _linears(trunk: nn.Module) -> list[StackedLinear]:
 
 def _packed(trunk: nn.Module) -> tuple[torch.Tensor, ...]:
     """A stacked trunk's weights as ``fused_forward.actor_critic`` takes them: its first layer's weight
-    and bias, and its further layers' stacked (float32[R, L - 1, H, H] and float32[R, L - 1, H])."""
+    and bias, and its further layers' stacked ([R, L - 1, H, H] and [R, L - 1, H])."""
     first, *further = _linears(trunk)
     runs, hidden = first.weight.shape[:2]
     if not further:
-        return first.weight, first.bias, first.weight.new_empty((runs, 0, hidden, hidden)), first.bias.new_empty(
-            (runs, 0, hidden))
-    return (first.weight, first.bias, torch.stack([layer.weight for layer in further], 1),
-            torch.stack([layer.bias for layer in further], 1))
+        stacked = first.weight.new_empty((runs, 0, hidden, hidden)), first.bias.new_empty((runs, 0, hidden))
+    else:
+        stacked = torch.stack([layer.weight for layer in further], 1), torch.stack([layer.bias for layer in further], 1)
+    return *fused_forward.autocast_operands(first.weight, first.bias), *fused_forward.autocast_operands(*stacked)
 
 
 class RunPolicies(HeadsByRole):

@@ -12,6 +12,8 @@ import math
 
 import torch
 
+from warpsim.train.discounted_scan import discounted_scan
+
 
 def gae(rewards: torch.Tensor, values: torch.Tensor, terminated: torch.Tensor, truncated: torch.Tensor,
         next_value: torch.Tensor, gamma: float | torch.Tensor,
@@ -33,14 +35,7 @@ run). Returns (advantages, returns), float32[T, ...].
     following = torch.cat([values[1:], next_value[None]])  # the value of the observation after each step
     delta = rewards + gamma * (following * continues + values * cut) - values
     decay = gamma * lam * continues
-    # The one sequential part, two operations a step: A[t] = delta[t] + decay[t] * A[t+1]. Each step a new
-    # tensor, not a write into the result: compiled, the whole chain is then one elementwise kernel.
-    running = torch.zeros_like(next_value)
-    steps = []
-    for step_decay, step_delta in zip(decay.unbind(0)[::-1], delta.unbind(0)[::-1]):
-        running = step_decay * running + step_delta
-        steps.append(running)
-    advantages = torch.stack(steps[::-1])
+    advantages = discounted_scan(*torch.broadcast_tensors(delta, decay))  # the one sequential part: one kernel
     return advantages, advantages + values
 
 
