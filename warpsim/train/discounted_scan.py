@@ -12,6 +12,8 @@ CPU the loop itself runs, and Triton's interpreter checks the kernel against it
 
 from __future__ import annotations
 
+import importlib.util
+
 import torch
 
 BLOCK_COLUMNS = 1024
@@ -22,6 +24,10 @@ BLOCK_COLUMNS = 1024
 def discounted_scan(delta: torch.Tensor, decay: torch.Tensor) -> torch.Tensor:
     """float32[T, ...] advantages: A[T-1] = delta[T-1] and A[t] = delta[t] + decay[t] * A[t+1], for
     delta and decay float32[T, ...] of one shape."""
+    return _loop(delta, decay)
+
+
+def _loop(delta: torch.Tensor, decay: torch.Tensor) -> torch.Tensor:
     running = torch.zeros_like(delta[0])
     steps = []
     for step_decay, step_delta in zip(decay.unbind(0)[::-1], delta.unbind(0)[::-1]):
@@ -52,4 +58,5 @@ def launch(delta: torch.Tensor, decay: torch.Tensor) -> torch.Tensor:
 
 @discounted_scan.register_kernel("cuda")
 def _(delta, decay):
-    return launch(delta, decay)
+    # Without Triton (a CUDA build of torch without it) the eager trainer still runs: the loop's values are the same.
+    return launch(delta, decay) if importlib.util.find_spec("triton") else _loop(delta, decay)
