@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import statistics
 import sys
 import time
@@ -31,12 +32,12 @@ from warpsim.device import device_name, resolve_placement
 from warpsim.registry import make
 from warpsim.roles import roles_of
 from warpsim.source_commit import source_commit
-from warpsim.train.config import TrainConfig
 from warpsim.train import fused_forward
+from warpsim.train.config import TrainConfig
 from warpsim.train.policy import RolePolicies, RunPolicies
 
 LAUNCH_SHAPES = [(16, 4), (32, 4), (64, 4), (64, 8), (128, 4), (128, 8)]
-"""(rows, warps) per program at which a GPU times the kernel alone, those up to twice the default's rows."""
+"""(rows, warps) per program at which a GPU times the kernel alone."""
 
 
 def timed(step, repeats: int, device: torch.device) -> float:
@@ -89,17 +90,19 @@ def measure(config_name: str, num_envs: int, repeats: int, device: torch.device,
         tensor.numel() * tensor.element_size() for pair in outputs for tensor in pair)
     eager_seconds, fused_seconds = timed(eager, repeats, device), timed(fused, repeats, device)
     agents = sum(batch.shape[1] for batch in inputs)
+    def alone(block_rows: int, warps: int) -> None:
+        for arguments in operands:
+            fused_forward.launch(*arguments, block_rows=block_rows, warps=warps)
+
     shapes = []
     if device.type == "cuda":  # the kernel alone at each launch shape: the default's choice, measured
         for block_rows, warps in LAUNCH_SHAPES:
-            if block_rows <= fused_forward.block_rows_for(hidden_size) * 2:
-                seconds = timed(lambda: [fused_forward.launch(*arguments, block_rows=block_rows, warps=warps)
-                                         for arguments in operands], repeats, device)
-                shapes.append({"block_rows": block_rows, "warps": warps, "ms": 1e3 * seconds})
+            seconds = timed(functools.partial(alone, block_rows, warps), repeats, device)
+            shapes.append({"block_rows": block_rows, "warps": warps, "ms": 1e3 * seconds})
     return {"config": config_name, "num_envs": num_envs, "hidden_size": hidden_size, "agents": agents,
             "eager_ms": 1e3 * eager_seconds, "fused_ms": 1e3 * fused_seconds, "speedup": eager_seconds / fused_seconds,
             "fused_bytes_per_agent": moved / agents, "fused_bytes_per_second": moved / fused_seconds,
-            "default_block_rows": fused_forward.block_rows_for(hidden_size), "launch_shapes": shapes}
+            "default_block_rows": fused_forward.BLOCK_ROWS, "launch_shapes": shapes}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -124,7 +127,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{result['fused_ms']:.3f} ms ({result['speedup']:.1f}x), the kernel moving "
           f"{result['fused_bytes_per_agent']:.0f} B per agent at {result['fused_bytes_per_second'] / 1e9:.0f} GB/s")
     for shape in result["launch_shapes"]:
-        print(f"  the kernel alone, {shape['block_rows']} rows by {shape['warps']} warps a program: {shape['ms']:.3f} ms")
+        print(f"  the kernel alone, {shape['block_rows']} rows by {shape['warps']} warps a program: "
+              f"{shape['ms']:.3f} ms")
     return 0
 
 

@@ -45,9 +45,12 @@ from warpsim.train import TrainConfig, Trainer, compiled
 H200 = {"copy_bytes_per_second": 4.3e12, "seconds_per_kernel": 0.95e-6}
 """One NVIDIA H200: a device-to-device copy's bytes read and written per second (4.3 TB/s), and the
 cost of one small kernel in a replayed CUDA graph (benchmarks/iteration_profile.py, 0.95-0.98 us)."""
-MEASURED = {"train-ref": {"rollout_ms": 149.0, "update_ms": 697.0}}
-"""The H200 records of warpsim 9c79ab3 (benchmarks/results/nvidia-h200.json): one iteration of 100
-steps at train-ref, the rollout and the update in milliseconds, eager networks in CUDA graphs."""
+MEASURED = {("train-ref", "off"): {"rollout_ms": 149.0, "update_ms": 697.0, "commit": "9c79ab3"},
+            ("train-ref", "on"): {"rollout_ms": 65.6, "update_ms": 405.0, "commit": "37f6da5"},
+            ("grid", "on"): {"rollout_ms": 17.0, "update_ms": 20.1, "commit": "37f6da5"}}
+"""The H200 records (benchmarks/results/nvidia-h200.json and train-speed/nvidia-h200.json) of one
+100-step iteration, eager networks or the fused path, in CUDA graphs: the rollout and the update
+in milliseconds, and the commit measured."""
 ROLLOUT_STEPS = 100
 """The train tier's rollout (warpsim bench --steps)."""
 SMALL_BATCHES = (2, 4)
@@ -252,7 +255,7 @@ def model(name: str, compile_setting: str, device: str) -> dict:
         "update": {"kernels_per_step": large["update_kernels"], "bytes_per_sample": update_bytes,
                    "samples_per_optimizer_step": real_samples, "ops": dict(large["update_ops"].most_common(12)),
                    "predicted_ms": 1e3 * update_seconds},
-        "measured_h200_ms": MEASURED.get(name),
+        "measured_h200_ms": MEASURED.get((name, compile_setting)),
     }
 
 
@@ -271,7 +274,7 @@ def report(result: dict) -> str:
              f"{update['bytes_per_sample']:,.0f} B per sample; predicted {update['predicted_ms']:.0f} ms per update"]
     if result["measured_h200_ms"]:
         measured = result["measured_h200_ms"]
-        lines.append(f"  measured on an H200 (eager, 9c79ab3): rollout {measured['rollout_ms']:.0f} ms, update "
+        lines.append(f"  measured on an H200 ({measured['commit']}): rollout {measured['rollout_ms']:.0f} ms, update "
                      f"{measured['update_ms']:.0f} ms")
     if result["config"] == "train-ref":
         met = {"update <= 3 KB per sample": update["bytes_per_sample"] <= TARGETS["update_bytes_per_sample"],

@@ -25,7 +25,8 @@ from __future__ import annotations
 import torch
 
 BLOCK_ROWS = 64
-"""Rows of one program at hidden widths up to 64; fewer at wider ones, to stay in registers."""
+"""Rows of one program. The fastest of the shapes measured on an H200 at widths 64 and 128, with 4
+warps (benchmarks/results/fused_forward/)."""
 BLOCK_INPUTS = 16
 """Observation entries per product of the first layer: fewer keep the block in registers (ptxas: 126
 registers at train-ref's widths, against 255 and spills at 64), and 71 inputs pad to 80."""
@@ -107,12 +108,12 @@ def launch(observations: torch.Tensor, actor_weight: torch.Tensor, actor_bias: t
            actor_hidden_weights: torch.Tensor, actor_hidden_biases: torch.Tensor, critic_weight: torch.Tensor,
            critic_bias: torch.Tensor, critic_hidden_weights: torch.Tensor, critic_hidden_biases: torch.Tensor,
            policy_weight: torch.Tensor, policy_bias: torch.Tensor, value_weight: torch.Tensor,
-           value_bias: torch.Tensor, shared_trunk: bool, block_rows: int | None = None,
+           value_bias: torch.Tensor, shared_trunk: bool, block_rows: int = BLOCK_ROWS,
            warps: int = 4) -> tuple[torch.Tensor, torch.Tensor]:
     """``actor_critic`` by the Triton kernel (``actor_critic_kernel``, imported here: a CPU-only install
     may lack Triton), on the observations' device; on a CPU (``TRITON_INTERPRET=1``) through Triton's
-    interpreter. ``block_rows`` (rows per program; by default ``block_rows_for`` the hidden width)
-    and ``warps`` (per program) are the launch's shape, which benchmarks/fused_forward.py compares."""
+    interpreter. ``block_rows`` (rows per program) and ``warps`` (per program) are the launch's shape,
+    which benchmarks/fused_forward.py compares."""
     import triton.language as tl
 
     from warpsim.train.actor_critic_kernel import fused_actor_critic
@@ -131,7 +132,6 @@ def launch(observations: torch.Tensor, actor_weight: torch.Tensor, actor_bias: t
     bits = [tensor.view(torch.int16) if tensor.dtype == torch.bfloat16 else tensor for tensor in weights]
     policy = torch.empty((runs, rows, outputs), dtype=policy_dtype(policy_weight), device=observations.device)
     values = torch.empty((runs, rows), dtype=torch.float32, device=observations.device)
-    block_rows = block_rows or block_rows_for(hidden)
     fused_actor_critic[(-(-rows // block_rows), runs)](
         observations.view(torch.int16), observations.stride(0), *bits,
         policy if outputs == 1 else policy.view(torch.int16), values, rows, inputs,
@@ -140,11 +140,6 @@ def launch(observations: torch.Tensor, actor_weight: torch.Tensor, actor_bias: t
         BLOCK_HIDDEN=_power_of_two(hidden), BLOCK_OUTPUTS=_power_of_two(outputs),
         DOT=tl.float32 if observations.device.type == "cpu" else tl.bfloat16, num_warps=warps, num_stages=1)
     return policy, values
-
-
-def block_rows_for(hidden: int) -> int:
-    """Rows per program: ``BLOCK_ROWS`` at hidden widths up to 64, fewer at wider ones, to stay in registers."""
-    return max(16, min(BLOCK_ROWS, BLOCK_ROWS * 64 // _power_of_two(hidden)))
 
 
 @actor_critic.register_kernel("cuda")
