@@ -81,7 +81,7 @@ for stage in "$@"; do
             bench headline-fused 100 --config headline --tier train --graphs on --compile on --repeats 3
             step iteration-cost 100 python3 benchmarks/iteration_cost.py --config train-ref \
                 --json "$out/iteration-cost.json"
-            step profile-fused 60 python3 benchmarks/iteration_profile.py --config train-ref --compile on \
+            step profile-fused 90 python3 benchmarks/iteration_profile.py --config train-ref --compile on \
                 --json "$out/profile-fused.json" ;;
         grid-chase)
             learn grid-chase 300 episode_length ;;
