@@ -108,3 +108,14 @@ def test_its_benchmark_runs_its_python_path_on_the_cpu(tmp_path):
     (record,) = json.loads(next(tmp_path.glob("*.json")).read_text())
     assert record["agents"] == 2 * 110 and record["eager_ms"] > 0 and record["fused_ms"] > 0
     assert record["fused_bytes_per_agent"] > 71 * 2 + 4
+
+
+def test_the_kernel_refuses_weights_that_are_not_bfloat16():
+    """Their bits are read as bfloat16: float32 weights would be read as garbage, not refused later."""
+    pytest.importorskip("triton")
+    sys.path.insert(0, str(INTERPRETER.parent))
+    from interpret_actor_critic import weights
+    arguments = list(weights(CASES[0]))
+    arguments[1] = arguments[1].float()
+    with pytest.raises(TypeError, match="bfloat16"):
+        fused_forward.launch(*arguments)

@@ -5,14 +5,19 @@ the CPU-sized versions of the reference learning tasks tag-chase and grid-chase:
 at least 1.5x sooner. Continuous actions: tag-small-continuous's taggers at least twice the
 tags of random play, beacon-continuous's walkers at least 90% of the obvious heuristic's return.
 MPE: simple-spread-small's agents cover the landmarks closer than random play does (a return at most
-0.8x random play's, returns being negative); simple-tag-small's adversaries, against good agents at
-random, earn at least 3x the return of random adversaries; simple-speaker-listener-small's pair
-brings the listener nearer the goal than random play (at most 0.5x its return), and the listener
-heeds the words (a speaker at random costs it at least 1 per episode).
-Each test trains for seconds to half a minute on two cores, with no progress output: the test log
+0.8x random play's, returns being negative), and over five seeds each closes at least a third of
+the distance between random play's coverage and the scripted team's; simple-tag-small's
+adversaries, against good agents at random, earn at least 3x the return of random adversaries;
+simple-speaker-listener-small's pair brings the listener nearer the goal than random play (at most
+0.5x its return), and the listener heeds the words (a speaker at random costs it at least 1 per
+episode). Each test trains for seconds to a minute on two cores, with no progress output: the test log
 keeps pytest's own lines (``warpsim train --config PRESET`` shows the progress)."""
 
+import json
+from pathlib import Path
+
 import pytest
+from helpers import load_script
 
 import warpsim
 from warpsim.analysis.play import Evaluation, Player, evaluate
@@ -20,7 +25,7 @@ from warpsim.envs.template.heuristic import walk_to_beacon
 from warpsim.roles import roles_of
 from warpsim.train.config import build_config
 from warpsim.train.episodes import EpisodeStats
-from warpsim.train.loop import train
+from warpsim.train.loop import train, train_experiment
 from warpsim.train.presets import PRESETS
 
 pytestmark = pytest.mark.slow
@@ -86,6 +91,18 @@ def test_simple_spread_agents_cover_the_landmarks_closer_than_random_play(tmp_pa
     trained, random = play(config, trainer.run_policies()), play(config, None)
     assert random.returns["agent"] < 0
     assert trained.returns["agent"] >= 0.8 * random.returns["agent"], f"trained: {trained}\nrandom: {random}"
+
+
+def test_five_seeds_of_simple_spread_each_close_a_third_of_random_plays_gap_to_the_scripted_team(tmp_path):
+    """As docs/mpe.md reports it (benchmarks/mpe_spread_learning.py): the coverage at an episode's end."""
+    config = build_config(PRESETS["simple-spread-small"], {"backend": "numpy"})
+    train_experiment(config, tmp_path / "spread", seeds=(0, 1, 2, 3, 4), progress=None)
+    script = load_script(Path(__file__).resolve().parent.parent / "benchmarks" / "mpe_spread_learning.py")
+    assert script.main([str(tmp_path / "spread"), "--episodes", "256", "--json", str(tmp_path / "spread.json")]) == 0
+    result = json.loads((tmp_path / "spread.json").read_text())
+    random, scripted = result["random"]["coverage"], result["scripted"]["coverage"]
+    closed = {name: (random - seed["coverage"]) / (random - scripted) for name, seed in result["seeds"].items()}
+    assert scripted < random and min(closed.values()) >= 1 / 3, f"{closed}\n{result}"
 
 
 def test_simple_tag_adversaries_catch_random_prey_far_more_often_than_random_ones(tmp_path):
