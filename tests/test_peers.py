@@ -7,6 +7,7 @@ missing, which must come back as a status, not a crash.
 
 import importlib.util
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -282,3 +283,15 @@ def test_gpu_peers_refuses_a_config_peers_do_not_run(capsys):
     assert "argument --config: invalid choice: 'grid'" in error and "train-ref" in error and "headline" in error
     assert gpu_peers.main(["--peer", "jax", "--config", "headline"]) == 2
     assert "gpu_peers: error: --peer 'jax' is not allowed; give NAME=PYTHON" in capsys.readouterr().err
+
+
+def test_the_vmas_spread_script_reports_a_missing_vmas_as_its_status():
+    """benchmarks/peers/vmas_spread.py, run where VMAS is not installed: one JSON line, the reason in it."""
+    if importlib.util.find_spec("vmas") is not None:
+        pytest.skip("vmas is installed in this environment")
+    script = ROOT / "benchmarks" / "peers" / "vmas_spread.py"
+    result = subprocess.run([sys.executable, str(script), "--num-agents", "3", "--num-envs", "1,2"], capture_output=True,
+                            text=True, timeout=120, cwd=script.parent)
+    output = json.loads(result.stdout)
+    assert result.returncode == 0 and output["status"] == "missing tool: No module named 'vmas'", result.stderr[-500:]
+    assert output["num_agents"] == 3 and output["requested_num_envs"] == 2

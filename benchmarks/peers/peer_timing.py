@@ -30,7 +30,8 @@ def taggers_and_runners(num_agents: int) -> tuple[int, int]:
 
 def parse_args(description: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--num-agents", type=int, required=True, help="agents per environment (taggers 1:10 runners)")
+    parser.add_argument("--num-agents", type=int, required=True,
+                        help="agents per environment (the tag scripts split them 1:10, taggers to runners)")
     parser.add_argument("--num-envs", default="1",
                         help="environments stepped together; a comma list is swept and the fastest reported")
     parser.add_argument("--steps", type=int, default=20, help="steps per timed repeat")
@@ -120,13 +121,13 @@ def failure_status(error: BaseException) -> str:
     return f"error: {type(error).__name__}: {error}"
 
 
-def main(tool: str, measure) -> None:
-    """Runs ``measure(args, result)`` and prints ``result`` as one JSON line.
+def main(tool: str, measure, env: str = "tag environment") -> None:
+    """Runs ``measure(args, result)`` and prints ``result`` as one JSON line; ``env`` names what it times.
 
     ``measure`` fills in ``result`` (tool_version, env, params, ... and the rates) and
     may raise; the error then becomes ``status``.
     """
-    args = parse_args(f"Times the sim step of {tool}'s tag environment (one JSON object on stdout).")
+    args = parse_args(f"Times the sim step of {tool}'s {env} (one JSON object on stdout).")
     result = {"tool": tool, "device": cpu_name(), "num_agents": args.num_agents,
               "requested_num_envs": max(args.num_envs), "steps": args.steps, "repeats": args.repeats,
               "warmup_steps": args.warmup_steps, "max_seconds": args.max_seconds,
