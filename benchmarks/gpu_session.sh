@@ -4,7 +4,8 @@
 # Stages: tests (pytest -m gpu over 4 pytest-xdist workers; it includes `warpsim check` at
 # scale), bench (the targets of docs/benchmarks.md), bf16 (headline with bfloat16 observations, to
 # set beside bench's headline), train-speed (the train tier, fused and eager, the cost model of
-# benchmarks/iteration_cost.py and the fused iteration's kernels from the profiler), neighbour-search (each search forced: sweep-N, and the headline with each grid search),
+# benchmarks/iteration_cost.py and the fused iteration's kernels from the profiler), train-speed-autotune
+# (train-ref's fused train tier with inductor's autotuned matrix products), neighbour-search (each search forced: sweep-N, and the headline with each grid search),
 # placement, fused-forward (the rollout's networks as one kernel: its GPU tests and its time against the
 # eager forward's), many-runs (an experiment of 16 runs batched against the 16 in turn), evaluation-speed (10 runs evaluated
 # side by side against one alone), mpe and mpe-roles (the MPE scenarios against MPE2), profile (Nsight Compute),
@@ -83,6 +84,9 @@ for stage in "$@"; do
                 --json "$out/iteration-cost.json"
             step profile-fused 90 python3 benchmarks/iteration_profile.py --config train-ref --compile on \
                 --json "$out/profile-fused.json" ;;
+        train-speed-autotune)  # the fused update's matrix products chosen by inductor's autotuning, against train-speed's
+            TORCHINDUCTOR_MAX_AUTOTUNE_GEMM=1 bench train-ref-fused-autotune 420 --config train-ref --tier train \
+                --precision bf16 --graphs on --compile on --repeats 3 ;;
         grid-chase)
             learn grid-chase 300 episode_length ;;
         tag-chase)
@@ -157,8 +161,10 @@ for stage in "$@"; do
                     --warmup 1 --no-baseline
             done ;;
         *)
-            echo "unknown stage $stage (tests, bench, bf16, train-speed, grid-chase, tag-chase, tag-evade, self-play," \
-                "learning, neighbour-search, placement, peers-jaxmarl, peers-jaxmarl-headline, profile)" >&2; exit 2 ;;
+            echo "unknown stage $stage (tests, bench, bf16, train-speed, train-speed-autotune, grid-chase," \
+                "tag-chase, tag-chase-continuous, tag-evade, self-play, learning, many-runs, mpe, mpe-roles," \
+                "fused-forward, evaluation-speed, neighbour-search, placement, peers-jaxmarl," \
+                "peers-jaxmarl-headline, profile)" >&2; exit 2 ;;
     esac
 done
 cat "$out/summary.txt"
