@@ -15,6 +15,7 @@ from scipy.optimize import linear_sum_assignment
 
 from warpsim.errors import InvalidValueError
 from warpsim.kernels.mpe import DT, KEPT_VELOCITY, MOVES_X, MOVES_Y, SENSITIVITY
+
 LOOKAHEAD = 3
 """Steps ahead a move is judged by: one step alone overshoots, as the velocity carries on."""
 
