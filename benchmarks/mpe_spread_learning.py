@@ -27,7 +27,7 @@ import torch
 import warpsim
 from warpsim.analysis import statistics
 from warpsim.envs.simple_spread.heuristic import ScriptedTeam, coverage
-from warpsim.train.experiment import ExperimentDirectory
+from warpsim.train.experiment import ExperimentDirectory, is_experiment
 
 SEED = 1234
 """The environments' seed: every team plays the same starts."""
@@ -68,6 +68,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--num-envs", type=int, default=64)
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args(argv)
+    if not is_experiment(args.experiment):
+        parser.error(f"{args.experiment} holds no experiment; make one with warpsim train --config "
+                     f"simple-spread-small --seeds 5 --run-dir {args.experiment}")
+    for flag, value in (("--episodes", args.episodes), ("--num-envs", args.num_envs)):
+        if value < 1:
+            parser.error(f"{flag}={value} is not allowed; give an integer >= 1")
     runs = ExperimentDirectory(args.experiment, resume=True).planned_runs()
     env_params = dict(runs[0].config.env_params)
     if runs[0].config.env != "simple_spread" or any(run.config.env_params != env_params for run in runs):

@@ -1,13 +1,18 @@
 """The scripted simple_spread team (envs/simple_spread/heuristic.py), the bar a trained team is
 held to: the least-distance assignment, moves towards the landmark, and landmarks covered."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
+from helpers import load_script
 
 import warpsim
 from warpsim.envs.simple_spread.heuristic import ScriptedTeam, assignment, coverage, moves
 from warpsim.errors import InvalidValueError
+from warpsim.train.config import build_config
+from warpsim.train.experiment import ExperimentDirectory, plan_runs
 
 
 def test_the_assignment_has_the_least_total_distance_where_the_greedy_one_does_not():
@@ -55,3 +60,19 @@ def test_it_plays_simple_spread_with_discrete_actions_alone(params, message):
     env = warpsim.make("simple_spread" if params else "simple_tag", 2, backend="numpy", **params)
     with pytest.raises(InvalidValueError, match=message):
         ScriptedTeam(env)
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["{missing}"], "holds no experiment; make one with warpsim train"),
+    (["{experiment}", "--episodes", "0"], "--episodes=0 is not allowed"),
+    (["{tag_experiment}"], "is not an experiment of simple_spread runs")])
+def test_the_learning_script_refuses_what_it_cannot_measure_in_one_line(tmp_path, capsys, arguments, message):
+    """benchmarks/mpe_spread_learning.py: checked before anything is played."""
+    for name, env in (("experiment", "simple_spread"), ("tag_experiment", "simple_tag")):
+        base = build_config({"env": env, "num_envs": 2, "iterations": 1})
+        ExperimentDirectory(tmp_path / name, resume=False).create(base, (0,), {}, plan_runs(base, (0,), {}))
+    script = load_script(Path(__file__).resolve().parent.parent / "benchmarks" / "mpe_spread_learning.py")
+    paths = {name: str(tmp_path / name) for name in ("missing", "experiment", "tag_experiment")}
+    with pytest.raises(SystemExit) as exit_:
+        script.main([argument.format(**paths) for argument in arguments])
+    assert exit_.value.code == 2 and message in capsys.readouterr().err
