@@ -6,7 +6,7 @@ against the eager forward under bf16 autocast, per environment step, with what e
 Every role's networks of one run, initialised as training initialises them, play their role's
 agents of the config's ``num_envs`` environments on random bfloat16 observations: the eager
 forward (two MLPs as batched products, each layer's activations written and read back) and the
-kernel (each block of rows read once, only the outputs written). Times are the median of
+kernel (each block of rows read from memory once, only the outputs written). Times are the median of
 ``--repeats`` steps, each timed alone, on a GPU by CUDA events; on a CPU the kernel's form is the
 eager computation, so only the Python path is exercised. The kernel's bytes are its operands
 (observations, weights, outputs); its bandwidth is those over its time. On a GPU the kernel is

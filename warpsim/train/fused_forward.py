@@ -4,13 +4,13 @@ Run as PyTorch runs it, a forward pass of R runs' networks is a batched matrix p
 layer, each writing its activations to memory for the next one to read: for 64-wide layers
 about 1.3 KB per agent-step in bf16, against the 142 B of a 71-entry observation. The
 Triton kernel here keeps them in registers: each program takes one run's block of rows,
-reads their observations once for both trunks, and writes only the policy's outputs (in
-bfloat16, as autocast gives them) and the value. Weights are read per block, from the cache
-after the first.
+runs the actor's trunk and head and then the critic's on them (the critic reads the block's
+observations again, from the cache), and writes only the policy's outputs (in bfloat16, as
+autocast gives them) and the value. Weights are read per block, from the cache after the first.
 
 It computes what bf16 autocast computes: inputs, weights and biases rounded to bfloat16,
-products summed in float32 (bfloat16 values are exact in TF32, so the tensor cores' TF32
-products are exact), each layer's output rounded to bfloat16 before and after its tanh, and
+products summed in float32 (the products of bfloat16 values are exact on the tensor cores),
+each layer's output rounded to bfloat16 before and after its tanh, and
 a one-column head (the value's) in float32, as ``StackedLinear`` computes it. Only the order
 of the sums differs, hence last bits. The CPU implementation is the eager computation itself,
 so the fused path matches the eager one there and the kernel is checked against it (the
