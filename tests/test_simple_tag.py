@@ -46,3 +46,22 @@ def test_an_adversary_touching_the_good_agent_earns_ten_and_the_good_agent_pays_
         env.state.pos_x[0, i], env.state.pos_y[0, i] = x, y
     env.step(torch.zeros(1, 4, 1, dtype=torch.int32))
     np.testing.assert_array_equal(env.rewards[0].numpy(), [10, 10, 10, -10])
+
+
+def test_the_tags_counter_counts_every_touch_an_adversary_is_paid_for():
+    """``tags`` (the counter evaluate reports per episode) grows by an adversary's reward / 10 every step."""
+    env = warpsim.make("simple_tag", 64, backend="numpy", seed=3)
+    generator = torch.Generator().manual_seed(0)
+    paid, before = torch.zeros(64), env.state.tags.clone()
+    for _ in range(25):
+        env.step(torch.randint(0, 5, env.actions.shape, generator=generator, dtype=torch.int32))
+        paid += env.rewards[:, 0] / 10
+    assert env.spec.counters == ("tags",) and paid.sum() > 0
+    np.testing.assert_array_equal((env.state.tags - before).numpy(), paid.numpy())
+
+
+def test_the_kernels_count_tags_as_the_reference_does():
+    """16 environments touch within the check's first steps (a count off by one is found at step 2)."""
+    from warpsim.check import check
+    report = check("simple_tag", num_envs=16, steps=8)
+    assert report.consistent, str(report)

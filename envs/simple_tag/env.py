@@ -17,6 +17,7 @@ class SimpleTag(Environment):
     Observations, MPE2's: own velocity and position, each obstacle's offset, each other agent's offset, each
     other good agent's velocity; an adversary sees one good agent more than a good agent does, so the roles'
     sizes differ (``role_observation_sizes``) unless num_agent_neighbors fixes both. Episodes last max_cycles steps.
+    Counter ``tags``: the touches of an adversary and a good agent (an adversary's reward is 10 for each).
     """
 
     name = "simple_tag"
@@ -39,11 +40,15 @@ class SimpleTag(Environment):
                 StateArray("obstacle_x", np.float32, per_obstacle, "obstacle x"),
                 StateArray("obstacle_y", np.float32, per_obstacle, "obstacle y"),
                 StateArray("t", np.int32, ("E",), "steps since the reset", (0, p.max_cycles)),
+                StateArray("tags", np.int32, ("E",), "touches of an adversary and a good agent, summed over the "
+                           "steps since the environment was made"),
             ),
             role_names=("adversary", "agent"),
+            counters=("tags",),
             agent_roles=(0,) * p.num_adversaries + (1,) * p.num_good,
             role_observation_sizes=sizes,
-            write_order=("t", "done", "pos_x", "pos_y", "vel_x", "vel_y", "rewards", "observations", "episode"),
+            write_order=("t", "done", "pos_x", "pos_y", "vel_x", "vel_y", "tags", "rewards", "observations",
+                         "episode"),
             observation_label=("full" if p.num_agent_neighbors is None and p.num_landmark_neighbors is None else
                                f"partial: {p.num_agent_neighbors} agents, {p.obstacle_slots} obstacles"),
             distance_evaluations_per_step=p.num_agents * (p.num_agents + p.num_obstacles),

@@ -101,10 +101,10 @@ def move_agents(max_speed, force_x, force_y, pos_x, pos_y, vel_x, vel_y):
 
 
 @cuda.jit
-def count_catches(num_adversaries, size, pos_x, pos_y, caught):
-    """Each good agent's adversaries touching it (0 for an adversary).
+def count_catches(num_adversaries, size, pos_x, pos_y, caught, tags):
+    """Each good agent's adversaries touching it (0 for an adversary), added to its environment's tags.
 
-    num_adversaries int32; size float32[N]; pos_x, pos_y float32[E, N]; caught int32[E, N].
+    num_adversaries int32; size float32[N]; pos_x, pos_y float32[E, N]; caught int32[E, N]; tags int32[E].
     """
     num_envs, n = pos_x.shape
     e, i = agent_of_thread(n)
@@ -117,6 +117,8 @@ def count_catches(num_adversaries, size, pos_x, pos_y, caught):
             if distance < add(size[a], size[i]):
                 count += 1
     caught[e, i] = count
+    if count:
+        cuda.atomic.add(tags, e, count)
 
 
 @cuda.jit(device=True)

@@ -84,6 +84,7 @@ def step(v, p: SimpleTagParams) -> None:
     dx = v.pos_x[:, :a, None] - v.pos_x[:, None, a:]
     dy = v.pos_y[:, :a, None] - v.pos_y[:, None, a:]
     caught = (np.sqrt(dx * dx + dy * dy) < body["size"][:a, None] + body["size"][None, a:]).sum(axis=1)
+    v.tags[:] += caught.sum(axis=1, dtype=np.int32)
     v.rewards[:, :a] = (CATCH_REWARD * caught.sum(axis=1).astype(np.float32))[:, None]
     good = -CATCH_REWARD * caught.astype(np.float32)
     v.rewards[:, a:n] = good - boundary(np.abs(v.pos_x[:, a:])) - boundary(np.abs(v.pos_y[:, a:]))
