@@ -27,7 +27,10 @@ import torch
 import warpsim
 from warpsim.analysis import statistics
 from warpsim.envs.simple_spread.heuristic import ScriptedTeam, coverage
+from warpsim.errors import WarpsimError
+from warpsim.files import write_output
 from warpsim.train.experiment import ExperimentDirectory, is_experiment
+from warpsim.train.run_dir import output_file
 
 SEED = 1234
 """The environments' seed: every team plays the same starts."""
@@ -74,6 +77,11 @@ def main(argv: list[str] | None = None) -> int:
     for flag, value in (("--episodes", args.episodes), ("--num-envs", args.num_envs)):
         if value < 1:
             parser.error(f"{flag}={value} is not allowed; give an integer >= 1")
+    if args.json:  # checked before anything is played: never a file of a run or an experiment
+        try:
+            output_file(args.json, "learning figures", ".json")
+        except WarpsimError as error:
+            parser.error(str(error))
     runs = ExperimentDirectory(args.experiment, resume=True).planned_runs()
     env_params = dict(runs[0].config.env_params)
     if runs[0].config.env != "simple_spread" or any(run.config.env_params != env_params for run in runs):
@@ -93,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"trained, IQM of {len(seeds)} seeds: {measure} {estimate['value']:.3f} [{estimate['low']:.3f}, "
               f"{estimate['high']:.3f}]")
     if args.json:
-        args.json.write_text(json.dumps(result, indent=1))
+        write_output(args.json, json.dumps(result, indent=1).encode(), "learning figures")
     return 0
 
 
