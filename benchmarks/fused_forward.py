@@ -1,5 +1,6 @@
-"""The rollout's networks at a config's real size: the fused kernel (``fused_forward.actor_critic``)
-against the eager forward under bf16 autocast, per environment step, with what each moves.
+"""The networks at a config's real size: the fused kernels (``fused_forward.actor_critic`` and its
+gradients) against the eager forward and autograd under bf16 autocast, per environment step, with
+what the forward kernel moves.
 
     python benchmarks/fused_forward.py [--config train-ref] [--hidden-size 64] [--repeats 50] [--results-dir DIR]
 
@@ -10,8 +11,11 @@ kernel (each block of rows read from memory once, only the outputs written). Tim
 ``--repeats`` steps, each timed alone, on a GPU by CUDA events; on a CPU the kernel's form is the
 eager computation, so only the Python path is exercised. The kernel's bytes are its operands
 (observations, weights, outputs); its bandwidth is those over its time. On a GPU the kernel is
-also timed alone at each launch shape (rows and warps per program). The record (device,
-config, commit) is appended to <results-dir>/<device>.json and summarised on one line.
+also timed alone at each launch shape (rows and warps per program). The update's side is timed
+as a forward pass with gradients and a backward pass from random gradients of the outputs, the
+eager networks' (autograd) against the kernels' (``launch_backward``, also at each of its launch
+shapes on a GPU). The record (device, config, commit) is appended to <results-dir>/<device>.json
+and summarised on a few lines.
 """
 
 from __future__ import annotations
@@ -38,6 +42,8 @@ from warpsim.train.policy import RolePolicies, RunPolicies
 
 LAUNCH_SHAPES = [(16, 4), (32, 4), (64, 4), (64, 8), (128, 4), (128, 8)]
 """(rows, warps) per program at which a GPU times the kernel alone."""
+BACKWARD_LAUNCH_SHAPES = [(16, 4), (32, 4), (32, 8), (64, 8)]
+"""(rows, warps) per program at which a GPU times the gradients' kernels alone."""
 
 
 def timed(step, repeats: int, device: torch.device) -> float:
@@ -57,6 +63,26 @@ def timed(step, repeats: int, device: torch.device) -> float:
             step()
             seconds.append(time.perf_counter() - started)
     return statistics.median(seconds)
+
+
+def launch_shape_times(operands: list[tuple], backward_operands: list[tuple], repeats: int,
+                       device: torch.device) -> tuple[list[dict], list[dict]]:
+    """The forward kernel's time at each of ``LAUNCH_SHAPES`` on every role's ``operands`` (``actor_critic``'s
+    arguments), and the gradients' kernels' at each of ``BACKWARD_LAUNCH_SHAPES`` on ``backward_operands``."""
+    def forward(block_rows: int, warps: int) -> None:
+        for arguments in operands:
+            fused_forward.launch(*arguments, block_rows=block_rows, warps=warps)
+
+    def backward(block_rows: int, warps: int) -> None:
+        for arguments in backward_operands:
+            fused_forward.launch_backward(*arguments, block_rows=block_rows, warps=warps)
+
+    def times(launched, launch_shapes: list[tuple[int, int]]) -> list[dict]:
+        return [{"block_rows": block_rows, "warps": warps,
+                 "ms": 1e3 * timed(functools.partial(launched, block_rows, warps), repeats, device)}
+                for block_rows, warps in launch_shapes]
+
+    return times(forward, LAUNCH_SHAPES), times(backward, BACKWARD_LAUNCH_SHAPES)
 
 
 def measure(config_name: str, num_envs: int, repeats: int, device: torch.device, hidden_size: int) -> dict:
@@ -90,19 +116,38 @@ def measure(config_name: str, num_envs: int, repeats: int, device: torch.device,
         tensor.numel() * tensor.element_size() for pair in outputs for tensor in pair)
     eager_seconds, fused_seconds = timed(eager, repeats, device), timed(fused, repeats, device)
     agents = sum(batch.shape[1] for batch in inputs)
-    def alone(block_rows: int, warps: int) -> None:
-        for arguments in operands:
-            fused_forward.launch(*arguments, block_rows=block_rows, warps=warps)
+    parameters = [list(network.parameters()) for network in networks]
+    gradients = [tuple(torch.randn(output.shape, device=device, generator=generator) for output in pair)
+                 for pair in outputs]
 
-    shapes = []
-    if device.type == "cuda":  # the kernel alone at each launch shape: the default's choice, measured
-        for block_rows, warps in LAUNCH_SHAPES:
-            seconds = timed(functools.partial(alone, block_rows, warps), repeats, device)
-            shapes.append({"block_rows": block_rows, "warps": warps, "ms": 1e3 * seconds})
+    def eager_learning() -> None:
+        for network, batch, weights, (policy_gradient, value_gradient) in zip(networks, inputs, parameters, gradients):
+            with torch.autocast(device.type, dtype=torch.bfloat16, cache_enabled=False):
+                policy, value = network(batch)
+            torch.autograd.grad((policy.float(), value), weights, (policy_gradient, value_gradient))
+
+    def fused_learning() -> None:
+        for network, batch, weights, output_gradients in zip(networks, inputs, parameters, gradients):
+            torch.autograd.grad(network.fused(batch), weights, output_gradients)
+
+    eager_learning_seconds, fused_learning_seconds = (timed(eager_learning, repeats, device),
+                                                      timed(fused_learning, repeats, device))
+    with torch.no_grad():
+        # the kernel's own outputs' gradients: without a Gaussian's log standard deviations, in its dtype
+        backward_operands = [(gradient[0][..., :arguments[9].shape[1]].to(fused_forward.policy_dtype(arguments[9]))
+                              .contiguous(), gradient[1], *arguments) for gradient, arguments in zip(gradients, operands)]
+
+    # the kernels alone at each launch shape, on a GPU: the defaults' choice, measured
+    shapes, backward_shapes = launch_shape_times(operands, backward_operands, repeats, device) \
+        if device.type == "cuda" else ([], [])
     return {"config": config_name, "num_envs": num_envs, "hidden_size": hidden_size, "agents": agents,
             "eager_ms": 1e3 * eager_seconds, "fused_ms": 1e3 * fused_seconds, "speedup": eager_seconds / fused_seconds,
             "fused_bytes_per_agent": moved / agents, "fused_bytes_per_second": moved / fused_seconds,
-            "default_block_rows": fused_forward.BLOCK_ROWS, "launch_shapes": shapes}
+            "default_block_rows": fused_forward.BLOCK_ROWS, "launch_shapes": shapes,
+            "eager_learning_ms": 1e3 * eager_learning_seconds, "fused_learning_ms": 1e3 * fused_learning_seconds,
+            "learning_speedup": eager_learning_seconds / fused_learning_seconds,
+            "default_backward_block_rows": fused_forward.BACKWARD_BLOCK_ROWS,
+            "backward_launch_shapes": backward_shapes}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -128,6 +173,11 @@ def main(argv: list[str] | None = None) -> int:
           f"{result['fused_bytes_per_agent']:.0f} B per agent at {result['fused_bytes_per_second'] / 1e9:.0f} GB/s")
     for shape in result["launch_shapes"]:
         print(f"  the kernel alone, {shape['block_rows']} rows by {shape['warps']} warps a program: "
+              f"{shape['ms']:.3f} ms")
+    print(f"  forward and backward: eager {result['eager_learning_ms']:.3f} ms, fused {result['fused_learning_ms']:.3f} "
+          f"ms ({result['learning_speedup']:.1f}x)")
+    for shape in result["backward_launch_shapes"]:
+        print(f"  the gradients' kernels alone, {shape['block_rows']} rows by {shape['warps']} warps a program: "
               f"{shape['ms']:.3f} ms")
     return 0
 

@@ -5,9 +5,11 @@
 # scale), bench (the targets of docs/benchmarks.md), bf16 (headline with bfloat16 observations, to
 # set beside bench's headline), train-speed (the train tier, fused and eager, the cost model of
 # benchmarks/iteration_cost.py and the fused iteration's kernels from the profiler), train-speed-autotune
-# (train-ref's fused train tier with inductor's autotuned matrix products), neighbour-search (each search forced: sweep-N, and the headline with each grid search),
-# placement, fused-forward (the rollout's networks as one kernel: its GPU tests and its time against the
-# eager forward's), many-runs (an experiment of 16 runs batched against the 16 in turn), evaluation-speed (10 runs evaluated
+# (train-ref's fused train tier with inductor's autotuned matrix products), gradient-kernels (the update's networks
+# and gradients as warpsim's kernels: their GPU tests, their time against autograd's, the train tier with them),
+# neighbour-search (each search forced: sweep-N, and the headline with each grid search),
+# placement, fused-forward (the networks as kernels: their GPU tests and their times against the
+# eager forward's and autograd's), many-runs (an experiment of 16 runs batched against the 16 in turn), evaluation-speed (10 runs evaluated
 # side by side against one alone), mpe and mpe-roles (the MPE scenarios against MPE2), profile (Nsight Compute),
 # and the reference learning tasks: grid-chase, tag-chase, tag-chase-continuous, tag-evade (needs tag-chase's run, in the same
 # OUT_DIR) and self-play (train-ref, both roles learn), each one call of at most 10 minutes;
@@ -87,6 +89,15 @@ for stage in "$@"; do
         train-speed-autotune)  # the fused update's matrix products chosen by inductor's autotuning, against train-speed's
             TORCHINDUCTOR_MAX_AUTOTUNE_GEMM=1 bench train-ref-fused-autotune 420 --config train-ref --tier train \
                 --precision bf16 --graphs on --compile on --repeats 3 ;;
+        gradient-kernels)  # the update's networks and gradients as kernels: checked, timed alone, then in training
+            step gradient-kernels-tests 150 python3 -m pytest -m gpu -q -p no:cacheprovider -n 0 \
+                tests/test_fused_forward.py -k gradients
+            step gradient-kernels-train-ref 90 python3 benchmarks/fused_forward.py --config train-ref \
+                --results-dir "$out/fused_forward"
+            bench train-ref-gradient-kernels 150 --config train-ref --tier train --precision bf16 --graphs on \
+                --compile on --gradient-kernels --repeats 3
+            bench grid-gradient-kernels 80 --config grid --tier train --graphs on --compile on --gradient-kernels \
+                --repeats 3 ;;
         grid-chase)
             learn grid-chase 300 episode_length ;;
         tag-chase)
@@ -161,7 +172,8 @@ for stage in "$@"; do
                     --warmup 1 --no-baseline
             done ;;
         *)
-            echo "unknown stage $stage (tests, bench, bf16, train-speed, train-speed-autotune, grid-chase," \
+            echo "unknown stage $stage (tests, bench, bf16, train-speed, train-speed-autotune, gradient-kernels," \
+                "grid-chase," \
                 "tag-chase, tag-chase-continuous, tag-evade, self-play, learning, many-runs, mpe, mpe-roles," \
                 "fused-forward, evaluation-speed, neighbour-search, placement, peers-jaxmarl," \
                 "peers-jaxmarl-headline, profile)" >&2; exit 2 ;;

@@ -1,7 +1,7 @@
 """A cost model of one training iteration that needs no GPU: the kernels and the bytes of the
 rollout's policy step and of one optimizer step of the update, counted on the device at hand.
 
-    python benchmarks/iteration_cost.py [--config train-ref] [--compile off|on|both] [--json FILE]
+    python benchmarks/iteration_cost.py [--config train-ref] [--path off|on|kernels|all] [--json FILE]
 
 What is counted:
 
@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -61,10 +62,14 @@ FREE = {"view", "_unsafe_view", "reshape", "transpose", "t", "permute", "expand"
         "is_nonzero", "sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "unfold", "view_as_real",
         "_reshape_alias", "diagonal", "movedim", "flatten", "unflatten", "expand_as", "view_as", "tensor_split"}
 """Operations that launch no kernel: views, allocations and reads of metadata."""
-EXTERN_KERNELS = {"mm", "bmm", "addmm", "baddbmm", "matmul", "linear", "actor_critic"}
+EXTERN_KERNELS = {"mm", "bmm", "addmm", "baddbmm", "matmul", "linear", "actor_critic", "actor_critic_backward"}
 """Operations a compiled region calls as they are, inductor fusing nothing into them: the matrix products
-and warpsim's own kernel of the rollout's networks (``fused_forward.actor_critic``). Each moves its
-operands: its inputs and its outputs."""
+and warpsim's own kernels of the networks (``fused_forward.actor_critic`` and its gradients). Each moves
+its operands, its inputs and its outputs; but see ``OWN_LAUNCHERS``."""
+OWN_LAUNCHERS = {"actor_critic_backward"}
+"""warpsim's operations that launch several kernels on a GPU (``fused_forward.launch_backward``): counted
+as that launcher runs them, its Triton kernel's launches recorded (``RecordedKernel``) and its torch
+operations counted, rather than as one kernel of its operands."""
 GATHERS = {"index", "index_select", "gather", "take", "embedding"}
 """Operations that read of their first input only the rows they gather (a minibatch of the rollout)."""
 LAUNCH = re.compile(r"^\s+(?:\w+ = )?(extern_kernels\.\w+|\w+\.run|cpp_fused_\w+|torch\.ops\.\w+\.\w+\.default)\(",
@@ -98,13 +103,45 @@ class Tally:
     kernels: int = 0
     bytes: int = 0
     extern_bytes: int = 0
+    launched_within: int = 0
+    """Kernels that operations called as they are launch beyond one each (``OWN_LAUNCHERS``)."""
     by_op: collections.Counter = field(default_factory=collections.Counter)
 
     def add(self, other: Tally) -> None:
         self.kernels += other.kernels
         self.bytes += other.bytes
         self.extern_bytes += other.extern_bytes
+        self.launched_within += other.launched_within
         self.by_op.update(other.by_op)
+
+
+class RecordedKernel:
+    """Stands for one of the gradients' Triton kernels (``actor_critic_backward_kernel``) while their
+    launcher runs on the CPU: each launch counts one kernel, whose programs of each block of inputs read
+    the observations, the head's gradients and the trunk's and head's weights once, and which writes its
+    partial sums: of one layer's weight and bias (``fused_actor_critic_backward``) or of the whole
+    trunk's and its head's (``fused_trunk_backward``)."""
+
+    def __init__(self, kernel, tally: Tally):
+        self.arg_names, self.tally = kernel.arg_names, tally
+
+    def __getitem__(self, grid: tuple[int, int, int]):
+        def launch(*args, **constants) -> None:
+            named = dict(zip(self.arg_names, args))
+            value = ["value_weight_ptr", "value_gradient_ptr"] if constants["WITH_VALUE"] else []
+            read = ["observations_ptr", "weight_ptr", "bias_ptr", "hidden_weights_ptr", "hidden_biases_ptr",
+                    "head_weight_ptr", "head_gradient_ptr", *value]
+            programs, runs, input_blocks = grid
+            if "target_out" in named:
+                summed = named["target_out"] * named["target_in"] + named["target_out"]
+            else:
+                summed = sum(named[name].numel() for name in read[1:6] + value[:1]) // runs + constants["OUTPUTS"] \
+                    + len(value) // 2
+            self.tally.kernels += 1
+            self.tally.bytes += input_blocks * sum(touched_bytes(named[name]) for name in read) \
+                + runs * programs * summed * 4
+            self.tally.by_op["actor_critic_backward_kernel"] += 1
+        return launch
 
 
 def storage_of(tensor: torch.Tensor) -> int:
@@ -124,7 +161,12 @@ class Counter(TorchDispatchMode):
         kwargs = kwargs or {}
         result = func(*args, **kwargs)
         name = func.overloadpacket.__name__
-        if name not in FREE:
+        if name in OWN_LAUNCHERS:
+            launched = launcher_tally(args)
+            self.tally.add(launched)
+            self.tally.extern_bytes += launched.bytes
+            self.tally.launched_within += launched.kernels - 1
+        elif name not in FREE:
             inputs = tensors(args) + tensors(kwargs)
             read = [touched_bytes(t) for t in inputs]
             if name in GATHERS and inputs:  # the rows gathered, not the whole source
@@ -138,6 +180,26 @@ class Counter(TorchDispatchMode):
             if name in EXTERN_KERNELS:
                 self.tally.extern_bytes += moved
         return result
+
+
+def launcher_tally(args: tuple) -> Tally:
+    """The kernels and bytes of ``fused_forward.launch_backward`` on these arguments on a GPU: its Triton
+    kernel's launches recorded, its torch operations counted. Its partial sums are as many as at a real
+    size, where every run has more blocks of rows than programs: a fixed part, not one per block."""
+    from unittest import mock
+
+    from warpsim.train import actor_critic_backward_kernel, fused_forward
+
+    counter = Counter()
+    with contextlib.ExitStack() as patched:
+        for name in ("fused_actor_critic_backward", "fused_trunk_backward"):
+            kernel = getattr(actor_critic_backward_kernel, name)
+            patched.enter_context(mock.patch.object(actor_critic_backward_kernel, name,
+                                                    RecordedKernel(kernel, counter.tally)))
+        with counter:
+            runs = args[2].shape[0]
+            fused_forward.launch_backward(*args, programs=max(1, fused_forward.PARTIAL_SUMS // runs))
+    return counter.tally
 
 
 class CountedRegions:
@@ -181,7 +243,7 @@ def analyse(wrapper: compiled.Compiled, args: tuple) -> Tally:
     metrics.reset()
     _, codes = run_and_get_code(wrapper.compiled, *args)
     launches = [launch for code in codes for launch in LAUNCH.findall(code)]
-    tally = Tally(kernels=len(launches), extern_bytes=eager.tally.extern_bytes)
+    tally = Tally(kernels=len(launches) + eager.tally.launched_within, extern_bytes=eager.tally.extern_bytes)
     tally.by_op.update("fused" if launch.endswith(".run") or launch.startswith("cpp_fused") else "extern"
                        for launch in launches)
     if metrics.num_bytes_accessed:
@@ -200,19 +262,24 @@ def uncounted(function):
     return run
 
 
-def trainer_for(name: str, num_envs: int, compile_setting: str, device: str) -> Trainer:
+PATHS = {"off": dict(compile="off"), "on": dict(compile="on"), "kernels": dict(compile="on", gradient_kernels=True)}
+"""The trainer's paths counted, by name: eager (the baseline), fused, and fused with the update's networks
+and gradients as warpsim's kernels (``TrainConfig.gradient_kernels``)."""
+
+
+def trainer_for(name: str, num_envs: int, path: str, device: str) -> Trainer:
     named = NAMED_CONFIGS[name]
     backend = "cuda" if device == "cuda" else "numpy"
     return Trainer(TrainConfig(env=named.env, env_params=dict(named.params), num_envs=num_envs,
                                rollout_steps=ROLLOUT_STEPS,
-                               backend=backend, precision="bf16", graphs="off", compile=compile_setting,
+                               backend=backend, precision="bf16", graphs="off", **PATHS[path],
                                seed=0, **FIXED_UPDATE))
 
 
-def count(name: str, num_envs: int, compile_setting: str, device: str) -> dict:
+def count(name: str, num_envs: int, path: str, device: str) -> dict:
     """One rollout and one update of the config at ``num_envs``, counted after a first iteration (which
     compiles): kernels per environment step and per optimizer step, and the bytes of each."""
-    trainer = trainer_for(name, num_envs, compile_setting, device)
+    trainer = trainer_for(name, num_envs, path, device)
     trainer.iterate()
     for env in trainer.envs:  # the environments' own work is not the policy step's
         env.step = uncounted(env.step)  # type: ignore[method-assign]
@@ -235,10 +302,10 @@ def at_size(small: dict, large: dict, key: str, units: str, real_units: float) -
     return slope + (small[key] - slope * small[units]) / real_units
 
 
-def model(name: str, compile_setting: str, device: str) -> dict:
+def model(name: str, path: str, device: str) -> dict:
     """The config's figures at its own size, from counts at two small ones, and the predicted GPU time."""
     named = NAMED_CONFIGS[name]
-    small, large = (count(name, num_envs, compile_setting, device) for num_envs in SMALL_BATCHES)
+    small, large = (count(name, num_envs, path, device) for num_envs in SMALL_BATCHES)
     real_agents = large["agents"] * named.num_envs / SMALL_BATCHES[1]
     real_samples = large["samples"] * named.num_envs / SMALL_BATCHES[1]
     rollout_bytes = at_size(small, large, "rollout_bytes", "agents", real_agents)
@@ -249,13 +316,13 @@ def model(name: str, compile_setting: str, device: str) -> dict:
     update_seconds = optimizer_steps * (large["update_kernels"] * H200["seconds_per_kernel"]
                                         + update_bytes * real_samples / H200["copy_bytes_per_second"])
     return {
-        "config": name, "compile": compile_setting, "device": device, "precision": "bf16",
+        "config": name, "path": path, **PATHS[path], "device": device, "precision": "bf16",
         "rollout": {"kernels_per_step": large["rollout_kernels"], "bytes_per_agent_step": rollout_bytes,
                     "ops": dict(large["rollout_ops"].most_common(12)), "predicted_ms": 1e3 * rollout_seconds},
         "update": {"kernels_per_step": large["update_kernels"], "bytes_per_sample": update_bytes,
                    "samples_per_optimizer_step": real_samples, "ops": dict(large["update_ops"].most_common(12)),
                    "predicted_ms": 1e3 * update_seconds},
-        "measured_h200_ms": MEASURED.get((name, compile_setting)),
+        "measured_h200_ms": MEASURED.get((name, path)),
     }
 
 
@@ -266,7 +333,8 @@ TARGETS = {"update_bytes_per_sample": 3000, "update_kernels_per_step": 60, "roll
 
 def report(result: dict) -> str:
     rollout, update = result["rollout"], result["update"]
-    lines = [f"{result['config']}, compile={result['compile']} ({result['device']}):",
+    path = {"off": "eager", "on": "fused", "kernels": "fused, gradient kernels"}[result["path"]]
+    lines = [f"{result['config']}, {path} ({result['device']}):",
              f"  rollout policy step: {rollout['kernels_per_step']:.1f} kernels per step, "
              f"{rollout['bytes_per_agent_step']:,.0f} B per agent-step; predicted {rollout['predicted_ms']:.0f} ms "
              f"per 100-step rollout on an H200",
@@ -290,20 +358,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", action="append", choices=["train-ref", "headline", "grid"],
                         help="repeatable; default train-ref")
-    parser.add_argument("--compile", choices=["off", "on", "both"], default="both",
-                        help="the eager path (the baseline), the fused one, or both (default)")
+    parser.add_argument("--path", choices=[*PATHS, "all"], default="all",
+                        help="the eager path (off, the baseline), the fused one (on), the fused one with gradient "
+                             "kernels (kernels), or all three (default)")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--json", help="also write every figure to this file")
     args = parser.parse_args()
-    settings = ["off", "on"] if args.compile == "both" else [args.compile]
+    paths = list(PATHS) if args.path == "all" else [args.path]
     records = {}
     for name in args.config or ["train-ref"]:
         results = {}
-        for setting in settings:
-            results[setting] = model(name, setting, args.device)
-            print(report(results[setting]), flush=True)
-        # The current figures (the fused path's when both were counted), with the eager baseline beside them.
-        records[name] = {**results[settings[-1]], "baseline": results["off"] if "off" in results else None}
+        for path in paths:
+            results[path] = model(name, path, args.device)
+            print(report(results[path]), flush=True)
+        # The last path's figures (with gradient kernels when all were counted), the others beside them.
+        records[name] = {**results[paths[-1]], "baseline": results.get("off"), "fused": results.get("on")}
     if args.json:
         with open(args.json, "w") as file:
             json.dump(next(iter(records.values())) if len(records) == 1 else records, file, indent=1)

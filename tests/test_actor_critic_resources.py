@@ -1,6 +1,6 @@
-"""The rollout's networks kernel compiled for an sm_90 GPU by Triton and ptxas, with no GPU: at
-train-ref's shapes it stays in registers. Its first form took all 255 registers, spilled, and ran
-no faster than the eager forward on an H200 (benchmarks/results/train-speed/README.md)."""
+"""The networks' kernels compiled for an sm_90 GPU by Triton and ptxas, with no GPU: at train-ref's
+shapes they stay in registers. The forward kernel's first form took all 255 registers, spilled, and
+ran no faster than the eager forward on an H200 (benchmarks/results/train-speed/README.md)."""
 
 import re
 import subprocess
@@ -13,22 +13,18 @@ from warpsim.train import fused_forward
 triton = pytest.importorskip("triton")
 
 
-def resources(hidden: int, outputs: int, shared: bool) -> dict[str, int]:
-    """ptxas's registers and spill bytes of the kernel at train-ref's 71 inputs, as ``launch`` shapes it."""
-    import triton.language as tl
+def resources(kernel, constants: dict, float32: set[str], warps: int) -> dict[str, int]:
+    """ptxas's registers and spill bytes of ``kernel`` at these constants, pointers named in ``float32``
+    to float32 and the others to int16 (bfloat16 bits)."""
     from triton.backends.compiler import GPUTarget
     from triton.backends.nvidia.compiler import get_ptxas
     from triton.compiler import ASTSource
 
-    from warpsim.train.actor_critic_kernel import fused_actor_critic as kernel
-    constants = dict(HIDDEN=hidden, LAYERS=2, OUTPUTS=outputs, SHARED=shared, BLOCK_ROWS=fused_forward.BLOCK_ROWS,
-                     BLOCK_INPUTS=fused_forward.BLOCK_INPUTS, BLOCK_HIDDEN=hidden, BLOCK_OUTPUTS=64, DOT=tl.bfloat16)
-    float32 = {"values_ptr", "value_weight_ptr", "value_bias_ptr"}
     signature = {name: "constexpr" if name in constants else ("*fp32" if name in float32 else "*i16")
                  if name.endswith("_ptr") else "i32" for name in kernel.arg_names}
     source = ASTSource(kernel, signature, constexprs={(kernel.arg_names.index(name),): value
                                                       for name, value in constants.items()})
-    compiled = triton.compile(source, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=4, num_stages=1))
+    compiled = triton.compile(source, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=warps, num_stages=1))
     with tempfile.NamedTemporaryFile("w", suffix=".ptx") as ptx:
         ptx.write(compiled.asm["ptx"])
         ptx.flush()
@@ -45,6 +41,53 @@ def resources(hidden: int, outputs: int, shared: bool) -> dict[str, int]:
     (64, 2, True, 128),  # a shared trunk, a Gaussian's two means
     (128, 42, False, 255),  # tag-chase's width: no spills is the bar
 ], ids=["train-ref", "shared", "width 128"])
-def test_the_kernel_stays_in_registers(hidden, outputs, shared, most_registers):
-    used = resources(hidden, outputs, shared)
+def test_the_forward_kernel_stays_in_registers(hidden, outputs, shared, most_registers):
+    import triton.language as tl
+
+    from warpsim.train.actor_critic_kernel import fused_actor_critic
+    constants = dict(HIDDEN=hidden, LAYERS=2, OUTPUTS=outputs, SHARED=shared, BLOCK_ROWS=fused_forward.BLOCK_ROWS,
+                     BLOCK_INPUTS=fused_forward.BLOCK_INPUTS, BLOCK_HIDDEN=hidden, BLOCK_OUTPUTS=64, DOT=tl.bfloat16)
+    used = resources(fused_actor_critic, constants, {"values_ptr", "value_weight_ptr", "value_bias_ptr"}, 4)
     assert used["spill_stores"] == used["spill_loads"] == 0 and used["registers"] <= most_registers, used
+
+
+@pytest.mark.parametrize("hidden", [64, 128], ids=["train-ref", "width 128"])
+@pytest.mark.parametrize("target, outputs, with_value", [
+    (0, 42, False), (1, 42, False), (2, 42, False),  # the actor's first layer, its second, the policy's head
+    (0, 1, False), (2, 1, False),  # the critic's first layer and the value's column
+    (1, 2, True),  # a shared trunk's second layer, under both heads
+], ids=["first", "second", "policy head", "critic first", "value head", "shared second"])
+def test_the_gradients_kernel_stays_in_registers(hidden, target, outputs, with_value):
+    """At train-ref's 71 inputs and two layers, with ``launch_backward``'s shape of a program."""
+    import triton.language as tl
+
+    from warpsim.train.actor_critic_backward_kernel import fused_actor_critic_backward
+    blocks = [min(128, fused_forward.FIRST_LAYER_INPUTS), max(16, 1 << (outputs - 1).bit_length())]
+    out, into = {0: (hidden, blocks[0]), 1: (hidden, hidden), 2: (blocks[1], hidden)}[target]
+    constants = dict(HIDDEN=hidden, LAYERS=2, OUTPUTS=outputs, TARGET=target, WITH_VALUE=with_value,
+                     BLOCK_ROWS=fused_forward.BACKWARD_BLOCK_ROWS, BLOCK_INPUTS=fused_forward.BLOCK_INPUTS,
+                     BLOCK_HIDDEN=hidden, BLOCK_OUTPUTS=blocks[1], BLOCK_OUT=out, BLOCK_IN=into, DOT=tl.bfloat16)
+    float32 = {"value_weight_ptr", "value_gradient_ptr", "weight_sums_ptr", "bias_sums_ptr"}
+    float32 |= {"head_weight_ptr", "head_gradient_ptr"} if outputs == 1 else set()
+    used = resources(fused_actor_critic_backward, constants, float32, fused_forward.backward_warps(hidden, False))
+    assert used["spill_stores"] == used["spill_loads"] == 0, used
+
+
+@pytest.mark.parametrize("outputs, with_value", [(42, False), (1, False), (2, True)],
+                         ids=["actor", "critic", "shared trunk"])
+def test_a_whole_trunks_gradients_kernel_stays_in_registers(outputs, with_value):
+    """At train-ref's shapes (71 inputs, two layers of 64): every gradient of a trunk and its head (and
+    of the value's column, for a shared trunk) summed in one program's registers."""
+    import triton.language as tl
+
+    from warpsim.train.actor_critic_backward_kernel import fused_trunk_backward
+    hidden = fused_forward.WHOLE_TRUNK_HIDDEN
+    constants = dict(HIDDEN=hidden, LAYERS=2, OUTPUTS=outputs, WITH_VALUE=with_value,
+                     BLOCK_ROWS=fused_forward.BACKWARD_BLOCK_ROWS, BLOCK_INPUTS=fused_forward.BLOCK_INPUTS,
+                     BLOCK_HIDDEN=hidden, BLOCK_OUTPUTS=max(16, 1 << (outputs - 1).bit_length()),
+                     BLOCK_IN=min(128, fused_forward.FIRST_LAYER_INPUTS), DOT=tl.bfloat16)
+    float32 = {name for name in fused_trunk_backward.arg_names if name.endswith("sums_ptr")}
+    float32 |= {"value_weight_ptr", "value_gradient_ptr"}
+    float32 |= {"head_weight_ptr", "head_gradient_ptr"} if outputs == 1 else set()
+    used = resources(fused_trunk_backward, constants, float32, fused_forward.backward_warps(hidden, True))
+    assert used["spill_stores"] == used["spill_loads"] == 0, used

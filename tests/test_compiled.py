@@ -2,6 +2,7 @@
 compiled functions, against the eager path, the reference. On the CPU inductor compiles C++
 (tens of seconds a shape on a small machine), on a GPU Triton; the same tests run on both."""
 
+import json
 import shutil
 from typing import Any
 
@@ -24,24 +25,29 @@ ON_THE_CPU = pytest.param("cpu", marks=[needs_compiler, pytest.mark.slow])
 ON_THE_GPU = pytest.param("gpu", marks=pytest.mark.gpu)
 
 
-def twins(device: str, settings: dict, **changes) -> tuple[Trainer, Trainer]:
-    """An eager trainer and a fused one of the same config and seed."""
+def twins(device: str, settings: dict, gradient_kernels: bool = False, **changes) -> tuple[Trainer, Trainer]:
+    """An eager trainer and a fused one of the same config and seed (``gradient_kernels``: the fused one's)."""
     backend = {"backend": "numpy"} if device == "cpu" else {"backend": "cuda", "graphs": "on"}
     config = dict(settings, **backend, **changes)
-    return Trainer(TrainConfig(**config, compile="off")), Trainer(TrainConfig(**config, compile="on"))
+    return (Trainer(TrainConfig(**config, compile="off")),
+            Trainer(TrainConfig(**config, compile="on", gradient_kernels=gradient_kernels)))
 
 
 @pytest.mark.parametrize("device", [ON_THE_CPU, ON_THE_GPU])
-@pytest.mark.parametrize("settings, precision", [(TAG, "fp32"), (BEACON, "fp32"), (TAG, "bf16"), (BEACON, "bf16")],
-                         ids=["discrete", "continuous", "discrete bf16", "continuous bf16"])
-def test_the_fused_path_acts_and_learns_as_the_eager_one(device, settings, precision):
+@pytest.mark.parametrize("settings, precision, gradient_kernels", [
+    (TAG, "fp32", False), (BEACON, "fp32", False), (TAG, "bf16", False), (BEACON, "bf16", False),
+    (TAG, "bf16", True), (BEACON, "bf16", True),
+], ids=["discrete", "continuous", "discrete bf16", "continuous bf16", "discrete, gradient kernels",
+        "continuous, gradient kernels"])
+def test_the_fused_path_acts_and_learns_as_the_eager_one(device, settings, precision, gradient_kernels):
     """Three iterations from one seed: the same discrete actions from the same generators (the draws
     are made outside the compiled step), continuous ones, log-probabilities and values, networks and
     statistics within the rounding of fused arithmetic (bf16 networks: within bf16's, the rollout's
-    networks as one kernel)."""
-    eager, fused = twins(device, settings, precision=precision)
+    networks as one kernel, and with ``gradient_kernels`` the update's networks and gradients too)."""
+    eager, fused = twins(device, settings, gradient_kernels, precision=precision)
     assert fused.compiled and not eager.compiled and fused.learner.fused_step is not None
     assert fused.policies.fused is (precision == "bf16") and not eager.policies.fused
+    assert fused.policies.gradient_kernels is gradient_kernels
     tolerance: dict[str, Any] = dict(rtol=1e-4, atol=1e-5) if precision == "fp32" else dict(rtol=2e-2, atol=2e-2)
     for iteration in range(3):
         eager.iterate()
@@ -120,13 +126,43 @@ def test_the_start_line_says_whether_the_networks_run_fused(tmp_path, capsys):
     assert "epochs, eager" in capsys.readouterr().err
 
 
-def test_bench_compile_needs_a_policy_tier(tmp_path, capsys):
-    code = main(["bench", "--env", "tag_gridworld", "--num-envs", "1", "--backend", "numpy", "--compile", "on",
+@pytest.mark.parametrize("option", [["--compile", "on"], ["--gradient-kernels"]])
+def test_bench_compile_needs_a_policy_tier(option, tmp_path, capsys):
+    code = main(["bench", "--env", "tag_gridworld", "--num-envs", "1", "--backend", "numpy", *option,
                  "--steps", "2", "--repeats", "1", "--results-dir", str(tmp_path)])
     assert code == 2
-    assert "--compile sets how the policy tiers run the networks; give it with --tier sim+policy or --tier train" \
-        in capsys.readouterr().err
+    assert f"{option[0]} sets how the policy tiers run the networks; give it with --tier sim+policy or --tier " \
+           f"train" in capsys.readouterr().err
     assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("changes, message", [
+    (dict(compile="off"), "it needs the fused path under bf16, and this config has compile='off'"),
+    (dict(compile="on", precision="fp32"), "precision='fp32'"),
+])
+def test_gradient_kernels_off_the_fused_bf16_path_are_refused_by_the_config(changes, message):
+    with pytest.raises(InvalidValueError, match=message):
+        TrainConfig(**TAG, gradient_kernels=True, **changes)
+
+
+def test_gradient_kernels_where_the_run_resolves_off_the_fused_path_are_refused_before_any_file(tmp_path, capsys):
+    """compile auto and precision auto on a CPU: eager fp32, known once the trainer resolves them."""
+    code = main(["train", "--env", "tag_gridworld", "--backend", "numpy", "--num-envs", "2", "--iterations", "1",
+                 "--compile", "auto", "--gradient-kernels", "--run-dir", str(tmp_path / "run")])
+    assert code == 2 and not (tmp_path / "run").exists()
+    assert "gradient_kernels=True needs the fused path under bf16 with networks at most 128 wide, and this run " \
+           "resolved to compile=False, precision='fp32'" in capsys.readouterr().err
+
+
+@needs_compiler
+@pytest.mark.slow
+def test_bench_times_the_train_tier_with_gradient_kernels_and_says_so(tmp_path):
+    assert main(["bench", "--env", "tag_gridworld", "--set", "num_taggers=2", "--set", "grid_length=5", "--num-envs",
+                 "2", "--backend", "numpy", "--tier", "train", "--precision", "bf16", "--compile", "on",
+                 "--gradient-kernels", "--steps", "4", "--repeats", "1", "--warmup", "1",
+                 "--results-dir", str(tmp_path)]) == 0
+    (record,) = json.loads(next(tmp_path.glob("*.json")).read_text())
+    assert record["compiled"] and record["update"]["gradient_kernels"]
 
 
 def test_bench_compile_loss_names_its_replacement(capsys):

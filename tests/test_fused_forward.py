@@ -1,13 +1,15 @@
-"""The rollout's networks as one kernel (``fused_forward.actor_critic``): its CPU form is the eager
-forward under bf16 autocast, bit for bit; its Triton kernel computes the same within the order of
-float32 sums, on the CPU through Triton's interpreter and on a GPU; the trainer plays by it on its
-fused path under bf16 alone."""
+"""The networks as kernels (``fused_forward.actor_critic`` and its gradients): their CPU forms are the
+eager forward under bf16 autocast and autograd's gradients of it, bit for bit; the Triton kernels
+compute the same within the order of float32 sums, on the CPU through Triton's interpreter and on
+a GPU; the trainer plays and learns by them on its fused path under bf16 alone."""
 
+import functools
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -20,6 +22,7 @@ from warpsim.train.policy import RolePolicies, RunPolicies, StackedActorCritic
 
 CONTINUOUS = {"num_runners": 3, "continuous_actions": True}
 INTERPRETER = Path(__file__).with_name("interpret_actor_critic.py")
+GRADIENTS_INTERPRETER = Path(__file__).with_name("interpret_actor_critic_backward.py")
 CASES = [
     # train-ref's shapes at a few rows: 71 inputs in two blocks, two trunks, the Gaussian's two means
     dict(runs=2, rows=70, inputs=71, hidden=64, layers=2, outputs=2, shared=False, seed=0, scale=1.0),
@@ -89,6 +92,75 @@ def test_the_kernel_computes_as_the_eager_forward_on_a_gpu(case):
         torch.testing.assert_close(mine.cpu(), theirs, rtol=2 ** -7, atol=2 ** -7 * case["scale"])
 
 
+BACKWARD_CASES = [
+    dict(CASES[0], programs=1),  # whole trunks: three blocks of rows summed by one program
+    dict(CASES[0], programs=2, whole_trunks=False),  # a layer a launch
+    dict(CASES[1], programs=4),  # one block of rows: programs without rows sum to zero
+    dict(CASES[1], inputs=130, programs=1),  # the first layer in two blocks of inputs, whole trunks
+    dict(CASES[2], rows=150, scale=3.0, programs=2),  # three layers (a layer a launch), two blocks of inputs
+    dict(CASES[0], rows=200, outputs=2, shared=True, seed=3, programs=3),  # a shared trunk: both heads' gradients
+    dict(CASES[0], rows=200, outputs=2, shared=True, seed=3, programs=3, whole_trunks=False),
+]
+
+
+@pytest.mark.parametrize("params, policy_head, shape", [
+    ({"num_runners": 3}, "gaussian", {}),
+    (CONTINUOUS, "tanh_normal", {"hidden_layers": 3}),
+    (CONTINUOUS, "gaussian", {"shared_trunk": True, "hidden_layers": 1, "hidden_size": 24}),
+], ids=["discrete", "tanh-normal, 3 layers", "shared trunk, 1 layer"])
+def test_the_gradients_cpu_form_is_autograd_of_the_eager_forward(params, policy_head, shape):
+    """Every parameter's gradient through ``fused``, bit for bit as autograd's through the eager forward
+    under bf16 autocast, from the same gradients of the outputs."""
+    generator = torch.Generator().manual_seed(4)
+    for network in stacked("tag_continuous", params, 2, policy_head, **shape):
+        observations = torch.randn((2, 9, next(network.trunk.parameters()).shape[2]), generator=generator)
+        policy, value = network.fused(observations)
+        policy_gradient = torch.randn(policy.shape, generator=generator)
+        value_gradient = torch.randn(value.shape, generator=generator)
+        fused = torch.autograd.grad((policy, value), list(network.parameters()), (policy_gradient, value_gradient))
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            eager_policy, eager_value = network(observations.to(torch.bfloat16))
+        eager = torch.autograd.grad((eager_policy.float(), eager_value), list(network.parameters()),
+                                    (policy_gradient, value_gradient))
+        for (name, _), mine, theirs in zip(network.named_parameters(), fused, eager):
+            assert torch.equal(mine, theirs), name
+            assert theirs.abs().max() > 0, name
+
+
+def test_the_gradients_kernel_computes_as_autograd_in_tritons_interpreter():
+    """Each weight's and bias's gradient within a bfloat16 rounding of its largest entry, summed over
+    blocks of rows and programs; none of them zero but a shared trunk's unused critic."""
+    pytest.importorskip("triton")
+    result = subprocess.run([sys.executable, str(GRADIENTS_INTERPRETER), json.dumps(BACKWARD_CASES)],
+                            capture_output=True, text=True, env={**os.environ, "TRITON_INTERPRET": "1"}, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    for case, differences in zip(BACKWARD_CASES, json.loads(result.stdout)):
+        assert differences.pop("dtypes_match"), case
+        for name, difference in differences.items():
+            unused = name.startswith("critic") and case["shared"] or name.endswith("hidden_weights") and \
+                case["layers"] == 1 or name.endswith("hidden_biases") and case["layers"] == 1
+            assert (difference["largest"] == 0) is unused, (case, name)
+            assert difference["difference"] <= 2 ** -7, (case, name, difference)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", BACKWARD_CASES, ids=["train-ref", "a layer a launch", "one layer", "130 inputs",
+                                                      "three layers", "shared", "shared, a layer a launch"])
+def test_the_gradients_kernel_computes_as_autograd_on_a_gpu(case):
+    sys.path.insert(0, str(INTERPRETER.parent))
+    from interpret_actor_critic import weights
+    from interpret_actor_critic_backward import output_gradients, relative_difference
+    arguments = weights(case)
+    gradients = output_gradients(arguments, case["seed"])
+    eager = fused_forward.actor_critic_backward(*gradients, *arguments)
+    on_the_gpu: list[Any] = [value.cuda() if isinstance(value, torch.Tensor) else value
+                             for value in (*gradients, *arguments)]
+    kernel = functools.partial(fused_forward.launch_backward, whole_trunks=case.get("whole_trunks"))(*on_the_gpu)
+    for mine, theirs in zip(kernel, eager):
+        assert mine.dtype == theirs.dtype and mine.shape == theirs.shape
+        assert relative_difference(mine.cpu(), theirs) <= 2 ** -7
+
+
 @pytest.mark.parametrize("changes, fused", [
     (dict(compile="on", precision="bf16"), True), (dict(compile="on", precision="fp32"), False),
     (dict(compile="off", precision="bf16"), False),
@@ -101,13 +173,42 @@ def test_the_trainer_plays_by_the_kernel_on_its_fused_path_under_bf16(changes, f
 
 
 def test_its_benchmark_runs_its_python_path_on_the_cpu(tmp_path):
-    """benchmarks/fused_forward.py at train-ref's shapes on 2 environments: a record with both times and
-    the kernel's bytes, at least each agent's observation (71 bfloat16 entries) and its outputs."""
+    """benchmarks/fused_forward.py at train-ref's shapes on 2 environments: a record with the forward's
+    and the learning pass's times and the kernel's bytes, at least each agent's observation (71
+    bfloat16 entries) and its outputs."""
     script = load_script(Path(__file__).resolve().parent.parent / "benchmarks" / "fused_forward.py")
     assert script.main(["--num-envs", "2", "--repeats", "1", "--device", "cpu", "--results-dir", str(tmp_path)]) == 0
     (record,) = json.loads(next(tmp_path.glob("*.json")).read_text())
     assert record["agents"] == 2 * 110 and record["eager_ms"] > 0 and record["fused_ms"] > 0
+    assert record["eager_learning_ms"] > 0 and record["fused_learning_ms"] > 0
     assert record["fused_bytes_per_agent"] > 71 * 2 + 4
+
+
+def test_its_benchmarks_launch_shapes_run_in_tritons_interpreter():
+    """The GPU's sweep of launch shapes (benchmarks/fused_forward.py's ``launch_shape_times``), at one shape
+    each, on the CPU through the interpreter: a time for each kernel."""
+    pytest.importorskip("triton")
+    tests = Path(__file__).resolve().parent
+    program = f"""
+import json, sys
+import torch
+sys.path[:0] = [{str(tests)!r}]
+from helpers import load_script
+from interpret_actor_critic import weights
+from interpret_actor_critic_backward import output_gradients
+from pathlib import Path
+script = load_script(Path({str(tests.parent / "benchmarks" / "fused_forward.py")!r}))
+script.LAUNCH_SHAPES, script.BACKWARD_LAUNCH_SHAPES = [(16, 4)], [(16, 8)]
+arguments = weights({CASES[0]!r})
+print(json.dumps(script.launch_shape_times([arguments], [(*output_gradients(arguments, 0), *arguments)], 1,
+                                           torch.device("cpu"))))
+"""
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                            env={**os.environ, "TRITON_INTERPRET": "1"}, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    (forward,), (backward,) = json.loads(result.stdout)
+    assert (forward["block_rows"], forward["warps"], backward["block_rows"], backward["warps"]) == (16, 4, 16, 8)
+    assert forward["ms"] > 0 and backward["ms"] > 0
 
 
 def test_the_kernel_refuses_weights_that_are_not_bfloat16():

@@ -62,3 +62,34 @@ def test_a_gather_reads_of_its_source_only_the_rows_it_gathers():
     row_bytes = 8 * 4
     assert counter.tally.bytes == 3 * row_bytes + 3 * 8 + 3 * row_bytes and minibatch.shape == (3, 8)
     assert counter.reads[iteration_cost.storage_of(rollout)] == 3 * row_bytes
+
+
+def test_the_gradients_op_is_counted_as_its_launcher_runs_on_a_gpu():
+    """``fused_forward.actor_critic_backward``: one Triton launch per trunk (a whole trunk's gradients, at
+    this width), each reading the observations; then one sum of the partial sums, and one copy per
+    gradient. Its partial sums are as many as at a real size (``PARTIAL_SUMS``), whatever the rows."""
+    import pytest
+    pytest.importorskip("triton")
+    from warpsim.train import fused_forward
+    runs, rows, inputs, hidden, outputs = 1, 8, 6, 16, 3
+
+    def bf16(*shape: int) -> torch.Tensor:
+        return torch.ones(shape, dtype=torch.bfloat16)
+
+    arguments = (bf16(runs, rows, inputs), bf16(runs, hidden, inputs), bf16(runs, hidden),
+                 bf16(runs, 0, hidden, hidden), bf16(runs, 0, hidden), bf16(runs, hidden, inputs), bf16(runs, hidden),
+                 bf16(runs, 0, hidden, hidden),
+                 bf16(runs, 0, hidden), bf16(runs, outputs, hidden), bf16(runs, outputs), torch.ones(runs, 1, hidden),
+                 torch.ones(runs, 1), False)
+    gradients = bf16(runs, rows, outputs), torch.ones(runs, rows)
+    counter = iteration_cost.Counter()
+    with counter:
+        fused_forward.actor_critic_backward(*gradients, *arguments)
+    launches = 2  # two trunks
+    assert dict(counter.tally.by_op) == {"actor_critic_backward_kernel": launches, "sum": 1, "to": 12}
+    assert counter.tally.kernels == launches + 1 + 12 and counter.tally.launched_within == launches + 12
+    parameters = sum(t[0].numel() for t in arguments[1:13])
+    partial_sums = fused_forward.PARTIAL_SUMS * parameters * 4
+    observations = rows * inputs * 2
+    assert counter.tally.bytes == counter.tally.extern_bytes
+    assert counter.tally.bytes > launches * observations + 2 * partial_sums

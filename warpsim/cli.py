@@ -160,6 +160,9 @@ def _add_bench(parser: argparse.ArgumentParser) -> None:
                         help="policy tiers: the trainer's compile setting, as training's (default off, the eager "
                              "path; on: the policy step and the update compiled before the timing, the record "
                              "gives the seconds; auto: on with CUDA)")
+    parser.add_argument("--gradient-kernels", action="store_true",
+                        help="policy tiers with --compile on (or auto on a GPU) under bf16: the update's networks "
+                             "and their gradients as warpsim's kernels, as training's gradient_kernels")
     parser.add_argument("--compile-loss", action=RemovedOption, version="0.2.0",
                         replacement="--compile on compiles the whole minibatch step and the policy step")
     parser.add_argument("--no-baseline", action="store_true",
@@ -187,9 +190,10 @@ def _run_bench(args) -> int:
                          f"them, it is not timed (use a GPU, or --backend numpy)")
     if args.graphs != "off":
         runner.check_graphs(True, args.backend)  # before the eager run of --graphs both
-    if args.compile is not None and not set(args.tier or []) & set(POLICY_TIERS):
-        raise InvalidValueError("--compile sets how the policy tiers run the networks; give it with --tier "
-                                "sim+policy or --tier train")
+    for given, option in ((args.compile is not None, "--compile"), (args.gradient_kernels, "--gradient-kernels")):
+        if given and not set(args.tier or []) & set(POLICY_TIERS):
+            raise InvalidValueError(f"{option} sets how the policy tiers run the networks; give it with --tier "
+                                    f"sim+policy or --tier train")
     results_dir = args.results_dir
     if results_dir is not None:
         usable_directory(results_dir, "results directory")  # before the timing, not after it
@@ -222,7 +226,8 @@ def _run_tiers(config: BenchConfig, args, options: dict):
     for tier in args.tier or ["sim"]:
         for precision in (["fp32"] if tier == "sim" else args.precision or ["auto"]):
             for graphs in _graph_runs(args):
-                record = _run_tier(config, tier, precision, {**options, "graphs": graphs}, args.compile)
+                record = _run_tier(config, tier, precision, {**options, "graphs": graphs}, args.compile,
+                                   args.gradient_kernels)
                 yield record
             if record["backend"] == "cuda" and not args.no_baseline and not simulator_enabled():
                 baseline = _run_tier(config, tier, precision,
@@ -239,12 +244,13 @@ def _graph_runs(args) -> list[bool]:
     return {"off": [False], "on": [True], "both": [False, True]}[args.graphs]
 
 
-def _run_tier(config: BenchConfig, tier: str, precision: str, options: dict, compile: str | None = None) -> dict:
+def _run_tier(config: BenchConfig, tier: str, precision: str, options: dict, compile: str | None = None,
+              gradient_kernels: bool = False) -> dict:
     if tier == "sim":
         return runner.run_sim(config, **options)
     policy_options = {**options, "warmup_steps": 1}
     return run_policy_tier(config, tier, precision=precision, compile=compile or TrainConfig.compile,
-                           **policy_options)
+                           gradient_kernels=gradient_kernels, **policy_options)
 
 
 def _bench_config(args) -> BenchConfig:

@@ -48,13 +48,14 @@ FIXED_UPDATE: dict[str, Any] = dict(lr_schedule="constant", minibatch_size=0)
 def run_policy_tier(config: BenchConfig, tier: str, backend: str = "auto", precision: str = "auto",
                     steps: int = 32, repeats: int = 5, warmup_steps: int = 1, seed: int = 0,
                     max_seconds: float | None = None, progress: Progress | None = None, graphs: bool = False,
-                    hidden_size: int = 64, policy_device: str = "auto", compile: str = TrainConfig.compile) -> dict:
+                    hidden_size: int = 64, policy_device: str = "auto", compile: str = TrainConfig.compile,
+                    gradient_kernels: bool = TrainConfig.gradient_kernels) -> dict:
     """Times ``tier`` of ``config``; returns one result record like ``run_sim``'s.
 
     ``warmup_steps`` counts untimed rollouts (or iterations) after start-up. With ``graphs``
     each rollout replays one captured CUDA graph (the trainer's ``graphs="on"``).
-    ``hidden_size``, ``policy_device`` and ``compile`` are the trainer's settings of those
-    names (the fused path compiles in the start-up's iteration, before any timing).
+    ``hidden_size``, ``policy_device``, ``compile`` and ``gradient_kernels`` are the trainer's settings
+    of those names (the fused path compiles in the start-up's iteration, before any timing).
     """
     check_graphs(graphs, backend)
     if tier not in POLICY_TIERS:
@@ -82,7 +83,8 @@ def run_policy_tier(config: BenchConfig, tier: str, backend: str = "auto", preci
                                    backend=backend, precision=precision, rollout_steps=rollout_steps(num_envs),
                                    iterations=1_000_000, seed=seed, **FIXED_UPDATE,
                                    graphs="on" if graphs else "off", hidden_size=hidden_size,
-                                   policy_device=policy_device, compile=compile))
+                                   policy_device=policy_device, compile=compile,
+                                   gradient_kernels=gradient_kernels))
 
     run_once = (lambda trainer: trainer.rollout()) if tier == "sim+policy" else Trainer.iterate
 
@@ -138,7 +140,8 @@ def run_policy_tier(config: BenchConfig, tier: str, backend: str = "auto", preci
     if tier == "train":
         record["update"] = {"epochs": trainer.config.epochs, "minibatches": trainer.minibatches,
                             "shared_trunk": trainer.config.shared_trunk, "launches": trainer.update_launches,
-                            "compiled": trainer.compiled, "compile_seconds": trainer.compile_seconds()}
+                            "compiled": trainer.compiled, "compile_seconds": trainer.compile_seconds(),
+                            "gradient_kernels": trainer.config.gradient_kernels}
         record["rollout_ms"] = spread(phases.rollout_ms)
         record["update_ms"] = spread(phases.update_ms)
     return record

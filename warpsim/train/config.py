@@ -128,6 +128,10 @@ class TrainConfig:
     """The fused path: the rollout's policy step and the update's minibatch step each one torch.compile region
     (the same arithmetic up to rounding; compiled at the first iteration). off: eager, the reference; on (a CPU needs
     a C++ compiler); auto: on with CUDA in one process, but for fp16."""
+    gradient_kernels: bool = False
+    """On the fused path under bf16, the update's networks and their gradients run as warpsim's Triton kernels,
+    which read the observations again where autograd keeps every activation; off: the compiled eager networks
+    and autograd. Needs compile on (or auto on a GPU) and bf16."""
     log_every: int = 10
     """Iterations between metric reads (the trainer's only host synchronisations) and progress lines."""
     checkpoint_every: int = 50
@@ -157,8 +161,8 @@ class TrainConfig:
         check_fields(self, require_real, ("value_coef", "entropy_coef"), 0, what=CONFIG_FIELD)
         if self.value_clip is not None:
             check_fields(self, require_real, ("value_clip",), 0, low_exclusive=True, what=CONFIG_FIELD)
-        check_fields(self, require_bool, ("shared_trunk", "value_normalization", "normalize_advantages"),
-                     what=CONFIG_FIELD)
+        check_fields(self, require_bool, ("shared_trunk", "value_normalization", "normalize_advantages",
+                                          "gradient_kernels"), what=CONFIG_FIELD)
         check_fields(self, require_choice, ("lr_schedule",), LR_SCHEDULES, what=CONFIG_FIELD)
         check_fields(self, require_choice, ("policy_head",), POLICY_HEADS, what=CONFIG_FIELD)
         if self.lr_schedule != "constant":
@@ -171,6 +175,11 @@ class TrainConfig:
         check_fields(self, require_choice, ("precision",), PRECISIONS, what=CONFIG_FIELD)
         check_fields(self, require_choice, ("graphs",), GRAPHS, what=CONFIG_FIELD)
         check_fields(self, require_choice, ("compile",), COMPILE_SETTINGS, what=CONFIG_FIELD)
+        if self.gradient_kernels:
+            need(self.compile != "off" and self.precision in ("auto", "bf16"), "gradient_kernels",
+                 f"it needs the fused path under bf16, and this config has compile={self.compile!r}, "
+                 f"precision={self.precision!r}: set compile='on' (or 'auto' on a GPU) and precision='bf16', or "
+                 f"leave gradient_kernels False")
         check_fields(self, require_choice, ("backend",), BACKENDS, what=CONFIG_FIELD)
         need(is_policy_device(self.policy_device), "policy_device",
              f"choose auto, cpu, cuda or cuda:N (N in [0, {MAX_DEVICE_INDEX}], no leading zero)")

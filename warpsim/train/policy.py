@@ -264,9 +264,9 @@ class StackedActorCritic(ActorCriticBase):
         return 2 <= _linears(self.trunk)[0].weight.shape[1] <= fused_forward.MAX_HIDDEN
 
     def fused(self, observations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``forward`` under bf16 autocast, without gradients, as one kernel (``fused_forward.actor_critic``):
-        float[R, B, D] in, rounded to bfloat16 as autocast rounds it."""
-        policy, value = fused_forward.actor_critic(*self.fused_operands(observations))
+        """``forward`` under bf16 autocast as one kernel (``fused_forward.actor_critic``), its gradients as
+        kernels too: float[R, B, D] in, rounded to bfloat16 as autocast rounds it."""
+        policy, value = fused_forward.DifferentiableActorCritic.apply(*self.fused_operands(observations))
         # Converted before the heads split it: compiled on a CPU, split bfloat16 outputs of the kernel's op
         # were read wrongly (NaN log-probabilities, tests/test_compiled.py); on a GPU the conversion fuses
         # into the sampling's kernel either way.
@@ -314,10 +314,17 @@ class RunPolicies(HeadsByRole):
         self.networks = nn.ModuleList(StackedActorCritic([policies.network(name) for policies in runs])
                                       for name in self.role_names)
         self.fused = False
-        """Whether ``act_with`` runs each role's networks as one kernel (``StackedActorCritic.fused``), as
-        the trainer's fused path does under bf16."""
+        """Whether every role's networks play as warpsim's kernel (``StackedActorCritic.fused``), as the trainer's
+        fused path does under bf16."""
+        self.gradient_kernels = False
+        """Whether, with ``fused``, they learn by the kernels too (their gradients as kernels); otherwise a forward
+        pass that records gradients runs the eager networks (``TrainConfig.gradient_kernels``)."""
 
-    forward = RolePolicies.forward
+    def forward(self, observations: list[torch.Tensor], role_names: list[str] | None = None):
+        names = self.role_names if role_names is None else role_names
+        if self.fused and (self.gradient_kernels or not torch.is_grad_enabled()):
+            return [self.network(name).fused(batch) for name, batch in zip(names, observations)]
+        return [self.network(name)(batch) for name, batch in zip(names, observations)]
 
     def network(self, role_name: str) -> StackedActorCritic:
         """The stacked networks of one role."""
@@ -354,11 +361,8 @@ class RunPolicies(HeadsByRole):
         """``RolePolicies.act`` for every run at once on inputs float[R, B_r, D], sampling from draws made
         beforehand (``noise``: each run's from its own generator, so its draws are those it would make
         alone), with no generator in it, so that it compiles whole. Returns [R, B, ...] tensors."""
-        if self.fused:
-            outputs = [self.network(name).fused(batch) for name, batch in zip(role_names, inputs)]
-        else:
-            with autocast():
-                outputs = self(inputs, role_names)
+        with contextlib.nullcontext() if self.fused else autocast():
+            outputs = self(inputs, role_names)
         acted = []
         for name, (policy, values), role_noise in zip(role_names, outputs, noise):
             head = self.heads[name]

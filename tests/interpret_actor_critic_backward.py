@@ -1,0 +1,58 @@
+"""Runs the Triton kernels of the actor-critic's gradients through Triton's interpreter on the CPU,
+against autograd of the eager computation (``fused_forward.actor_critic_backward``'s CPU form), for
+each case given as JSON on the command line (``interpret_actor_critic.CASES``' fields, plus
+``programs``: partial sums per run; ``whole_trunks``: ``launch_backward``'s, default None).
+Prints as JSON, for each case and gradient, the largest difference relative to the gradient's
+largest entry, and that entry. Run with ``TRITON_INTERPRET=1`` set.
+
+    TRITON_INTERPRET=1 python tests/interpret_actor_critic_backward.py '[{"runs": 2, ...}]'
+"""
+
+import functools
+import json
+import sys
+
+import torch
+from interpret_actor_critic import weights
+
+from warpsim.train import fused_forward
+
+NAMES = ("actor_weight", "actor_bias", "actor_hidden_weights", "actor_hidden_biases", "critic_weight", "critic_bias",
+         "critic_hidden_weights", "critic_hidden_biases", "policy_weight", "policy_bias", "value_weight", "value_bias")
+
+
+def output_gradients(arguments: tuple, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Random gradients of the policy (in its dtype) and of the values, as a loss would give them."""
+    generator = torch.Generator().manual_seed(seed)
+    policy, values = fused_forward.actor_critic(*arguments)
+    return (torch.randn(policy.shape, generator=generator).to(policy.dtype),
+            torch.randn(values.shape, generator=generator))
+
+
+def largest(tensor: torch.Tensor) -> float:
+    """The largest magnitude of ``tensor``'s entries (0 for none)."""
+    return float(tensor.float().abs().max()) if tensor.numel() else 0.0
+
+
+def relative_difference(mine: torch.Tensor, theirs: torch.Tensor) -> float:
+    """The largest difference over the largest magnitude of ``theirs`` (the difference itself where that is 0)."""
+    return largest(mine.float() - theirs.float()) / (largest(theirs) or 1.0)
+
+
+def main() -> None:
+    differences = []
+    for case in json.loads(sys.argv[1]):
+        arguments = weights(case)
+        gradients = output_gradients(arguments, case["seed"])
+        eager = fused_forward.actor_critic_backward(*gradients, *arguments)
+        kernel = functools.partial(fused_forward.launch_backward, programs=case["programs"],
+                                   whole_trunks=case.get("whole_trunks"))(*gradients, *arguments)
+        differences.append({name: {"difference": relative_difference(mine, theirs), "largest": largest(theirs)}
+                            for name, mine, theirs in zip(NAMES, kernel, eager)}
+                           | {"dtypes_match": all(mine.dtype == theirs.dtype and mine.shape == theirs.shape
+                                                  for mine, theirs in zip(kernel, eager))})
+    print(json.dumps(differences))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,236 @@
+"""The Triton kernels of ``fused_forward.actor_critic``'s gradients: a whole trunk's and its head's
+per launch (``fused_trunk_backward``, trunks of one or two layers up to width 64), or one layer's
+or one head's (``fused_actor_critic_backward``, any trunk).
+
+A program takes one run's blocks of rows, ``programs`` apart, and sums the gradients over them in
+float32 registers; it writes those partial sums, and the launcher adds the programs' sums in a
+fixed order (the same gradients on every call). What the gradients need of the activations is
+computed again from the observations, with the forward kernel's own code, rather than kept from
+the forward pass: a few more products on the tensor cores against two bytes a unit of every
+layer and sample written and read again. The roundings are autograd's under bf16 autocast: every
+gradient that autograd keeps in bfloat16 (at a layer's output and at its sum) is rounded here
+too, and products take bfloat16 operands (``DOT``; float32 in Triton's interpreter, as in the
+forward kernel)."""
+
+import triton
+import triton.language as tl
+
+from warpsim.train.actor_critic_kernel import _activated, _bfloat16, _round, _trunk
+
+
+@triton.jit
+def _rows_of(weight_ptr, out, into, INTO: tl.constexpr, OUT: tl.constexpr, DOT: tl.constexpr):
+    """weight bfloat16 bits [OUT, INTO] at (out, into): an operand [out, into]."""
+    bits = tl.load(weight_ptr + out[:, None] * INTO + into[None, :], mask=(out[:, None] < OUT) & (into[None, :] < INTO),
+                   other=0)
+    return _bfloat16(bits).to(DOT)
+
+
+@triton.jit
+def _column_gradient(gradient_ptr, weight_ptr, row, rows, unit, HIDDEN: tl.constexpr, DOT: tl.constexpr):
+    """The gradient at a trunk's features float32[rows, units] from a one-column head's (float32 weight
+    [1, H]) gradient float32[rows], rounded to the features' bfloat16."""
+    gradient = tl.load(gradient_ptr + row, mask=row < rows, other=0.0)
+    weight = tl.load(weight_ptr + unit, mask=unit < HIDDEN, other=0.0)
+    return _round(gradient[:, None] * weight[None, :], DOT)
+
+
+@triton.jit
+def _tanh_gradient(gradient, features, DOT: tl.constexpr):
+    """The gradient at a tanh layer's sum from that at its output float32 and the output (an operand):
+    times 1 - tanh^2, rounded, as an operand."""
+    features = features.to(tl.float32)
+    return _round(gradient * (1.0 - features * features), DOT).to(DOT)
+
+
+@triton.jit
+def _head_sums(features, gradient_ptr, row, rows, weight_sum, bias_sum, OUTPUTS: tl.constexpr,
+               BLOCK_OUTPUTS: tl.constexpr, DOT: tl.constexpr):
+    """A head's weight and bias gradients [BLOCK_OUTPUTS, units] and [BLOCK_OUTPUTS], summed further over
+    a block of rows: its outputs' gradient (bfloat16 bits [rows, OUTPUTS]; float32 [rows] for one column)
+    against the trunk's features (an operand)."""
+    if OUTPUTS == 1:
+        gradient = tl.load(gradient_ptr + row, mask=row < rows, other=0.0)
+        first = tl.arange(0, BLOCK_OUTPUTS) == 0
+        column = tl.sum(gradient[:, None] * features.to(tl.float32), axis=0)
+        weight_sum += tl.where(first[:, None], column[None, :], 0.0)
+        bias_sum += tl.where(first, tl.sum(gradient), 0.0)
+    else:
+        output = tl.arange(0, BLOCK_OUTPUTS)
+        bits = tl.load(gradient_ptr + row[:, None].to(tl.int64) * OUTPUTS + output[None, :],
+                       mask=(row[:, None] < rows) & (output[None, :] < OUTPUTS), other=0)
+        gradient = _bfloat16(bits)
+        weight_sum = tl.dot(tl.trans(gradient.to(DOT)), features, weight_sum)
+        bias_sum += tl.sum(gradient, axis=0)
+    return weight_sum, bias_sum
+
+
+@triton.jit
+def _features_gradient(head_gradient_ptr, head_weight_ptr, value_gradient_ptr, value_weight_ptr, row, rows, unit,
+                       HIDDEN: tl.constexpr, OUTPUTS: tl.constexpr, WITH_VALUE: tl.constexpr,
+                       BLOCK_OUTPUTS: tl.constexpr, DOT: tl.constexpr):
+    """The gradient at a trunk's features float32[rows, units], rounded to their bfloat16: from its head's
+    (as ``_head_sums`` reads it), plus, ``WITH_VALUE``, from the value's column's."""
+    if OUTPUTS == 1:
+        gradient = _column_gradient(head_gradient_ptr, head_weight_ptr, row, rows, unit, HIDDEN, DOT)
+    else:
+        output = tl.arange(0, BLOCK_OUTPUTS)
+        bits = tl.load(head_gradient_ptr + row[:, None].to(tl.int64) * OUTPUTS + output[None, :],
+                       mask=(row[:, None] < rows) & (output[None, :] < OUTPUTS), other=0)
+        head = _rows_of(head_weight_ptr, output, unit, HIDDEN, OUTPUTS, DOT)
+        gradient = _round(tl.dot(_bfloat16(bits).to(DOT), head), DOT)
+    if WITH_VALUE:
+        gradient = _round(gradient + _column_gradient(value_gradient_ptr, value_weight_ptr, row, rows, unit, HIDDEN,
+                                                      DOT), DOT)
+    return gradient
+
+
+@triton.jit
+def _store_sums(weight_sums_ptr, bias_sums_ptr, partial, weight_sum, bias_sum, first_column, target_out, target_in,
+                BLOCK_OUT: tl.constexpr, BLOCK_IN: tl.constexpr):
+    """A program's sums of a weight's gradient [target_out, target_in] (its inputs ``first_column``.. in
+    ``weight_sum``) and of its bias's: every block of inputs sums the same bias, the first stores it."""
+    out, into = tl.arange(0, BLOCK_OUT), first_column + tl.arange(0, BLOCK_IN)
+    tl.store(weight_sums_ptr + partial + out[:, None] * target_in + into[None, :], weight_sum,
+             mask=(out[:, None] < target_out) & (into[None, :] < target_in))
+    tl.store(bias_sums_ptr + partial + out, bias_sum, mask=out < tl.where(first_column == 0, target_out, 0))
+
+
+@triton.jit
+def fused_actor_critic_backward(
+        observations_ptr, run_stride, weight_ptr, bias_ptr, hidden_weights_ptr, hidden_biases_ptr, head_weight_ptr,
+        head_gradient_ptr, value_weight_ptr, value_gradient_ptr, weight_sums_ptr, bias_sums_ptr, rows, inputs,
+        programs, sums_stride, target_out, target_in, HIDDEN: tl.constexpr, LAYERS: tl.constexpr, OUTPUTS: tl.constexpr,
+        TARGET: tl.constexpr, WITH_VALUE: tl.constexpr, BLOCK_ROWS: tl.constexpr, BLOCK_INPUTS: tl.constexpr,
+        BLOCK_HIDDEN: tl.constexpr, BLOCK_OUTPUTS: tl.constexpr, BLOCK_OUT: tl.constexpr, BLOCK_IN: tl.constexpr,
+        DOT: tl.constexpr):
+    """One trunk's (its first layer's weight [R, H, D] and bias [R, H], its further layers' [R, L - 1, H, H]
+    and [R, L - 1, H], as bfloat16 bits) gradient of layer ``TARGET`` (0 .. L - 1), or of its head's weight
+    [R, OUTPUTS, H] and bias for ``TARGET == LAYERS``, given the head's outputs' gradient: bfloat16 bits
+    [R, B, OUTPUTS], or float32 [R, B] for one column (whose weight is float32 too). With ``WITH_VALUE`` the
+    features feed the value's column as well (a shared trunk): its weight float32 [R, 1, H] and gradient
+    float32 [R, B] add to the features' gradient. Observations as the forward kernel takes them. Program
+    (p, r) writes its sums of run r's blocks p, p + programs, ..: the weight's [target_out, target_in] and
+    the bias's [target_out], each at its pointer plus ``(r * programs + p) * sums_stride``. The first
+    layer's weight is summed ``BLOCK_IN`` inputs at a time, program (p, r, c) taking inputs c * BLOCK_IN..:
+    the block of rows stays in registers whatever the observation's size."""
+    program, run, first_column = tl.program_id(0), tl.program_id(1), tl.program_id(2) * BLOCK_IN
+    observations_ptr += run.to(tl.int64) * run_stride
+    weight_ptr += run * HIDDEN * inputs
+    bias_ptr += run * HIDDEN
+    hidden_weights_ptr += run * (LAYERS - 1) * HIDDEN * HIDDEN
+    hidden_biases_ptr += run * (LAYERS - 1) * HIDDEN
+    head_weight_ptr += run * OUTPUTS * HIDDEN
+    head_gradient_ptr += run.to(tl.int64) * rows * OUTPUTS
+    value_weight_ptr += run * HIDDEN
+    value_gradient_ptr += run.to(tl.int64) * rows
+    unit = tl.arange(0, BLOCK_HIDDEN)
+    weight_sum = tl.zeros((BLOCK_OUT, BLOCK_IN), tl.float32)
+    bias_sum = tl.zeros((BLOCK_OUT,), tl.float32)
+    for block in range(program, tl.cdiv(rows, BLOCK_ROWS), programs):
+        row = block * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)
+        if TARGET == LAYERS:
+            features = _trunk(observations_ptr, row, rows, inputs, weight_ptr, bias_ptr, hidden_weights_ptr,
+                              hidden_biases_ptr, HIDDEN, LAYERS, BLOCK_ROWS, BLOCK_INPUTS, BLOCK_HIDDEN, DOT)
+            weight_sum, bias_sum = _head_sums(features, head_gradient_ptr, row, rows, weight_sum, bias_sum, OUTPUTS,
+                                              BLOCK_OUT, DOT)
+        else:
+            # The gradient at the trunk's features, then back through the layers above the target.
+            gradient = _features_gradient(head_gradient_ptr, head_weight_ptr, value_gradient_ptr, value_weight_ptr,
+                                          row, rows, unit, HIDDEN, OUTPUTS, WITH_VALUE, BLOCK_OUTPUTS, DOT)
+            for layer in tl.static_range(LAYERS - 1, TARGET, -1):
+                features = _trunk(observations_ptr, row, rows, inputs, weight_ptr, bias_ptr, hidden_weights_ptr,
+                                  hidden_biases_ptr, HIDDEN, layer + 1, BLOCK_ROWS, BLOCK_INPUTS, BLOCK_HIDDEN, DOT)
+                weight = _rows_of(hidden_weights_ptr + (layer - 1) * HIDDEN * HIDDEN, unit, unit, HIDDEN, HIDDEN, DOT)
+                gradient = _round(tl.dot(_tanh_gradient(gradient, features, DOT), weight), DOT)
+            features = _trunk(observations_ptr, row, rows, inputs, weight_ptr, bias_ptr, hidden_weights_ptr,
+                              hidden_biases_ptr, HIDDEN, TARGET + 1, BLOCK_ROWS, BLOCK_INPUTS, BLOCK_HIDDEN, DOT)
+            summed = _tanh_gradient(gradient, features, DOT)
+            if TARGET == 0:
+                column = first_column + tl.arange(0, BLOCK_IN)
+                bits = tl.load(observations_ptr + row[:, None].to(tl.int64) * inputs + column[None, :],
+                               mask=(row[:, None] < rows) & (column[None, :] < inputs), other=0)
+                below = _bfloat16(bits).to(DOT)
+            else:
+                below = _trunk(observations_ptr, row, rows, inputs, weight_ptr, bias_ptr, hidden_weights_ptr,
+                               hidden_biases_ptr, HIDDEN, TARGET, BLOCK_ROWS, BLOCK_INPUTS, BLOCK_HIDDEN, DOT)
+            weight_sum = tl.dot(tl.trans(summed), below, weight_sum)
+            bias_sum += tl.sum(summed.to(tl.float32), axis=0)
+    _store_sums(weight_sums_ptr, bias_sums_ptr, (run * programs + program).to(tl.int64) * sums_stride, weight_sum,
+                bias_sum, first_column, target_out, target_in, BLOCK_OUT, BLOCK_IN)
+
+
+@triton.jit
+def fused_trunk_backward(
+        observations_ptr, run_stride, weight_ptr, bias_ptr, hidden_weights_ptr, hidden_biases_ptr, head_weight_ptr,
+        head_gradient_ptr, value_weight_ptr, value_gradient_ptr, first_weight_sums_ptr, first_bias_sums_ptr,
+        hidden_weight_sums_ptr, hidden_bias_sums_ptr, head_weight_sums_ptr, head_bias_sums_ptr,
+        value_weight_sums_ptr, value_bias_sums_ptr, rows, inputs, programs, sums_stride,
+        HIDDEN: tl.constexpr, LAYERS: tl.constexpr, OUTPUTS: tl.constexpr, WITH_VALUE: tl.constexpr,
+        BLOCK_ROWS: tl.constexpr, BLOCK_INPUTS: tl.constexpr, BLOCK_HIDDEN: tl.constexpr,
+        BLOCK_OUTPUTS: tl.constexpr, BLOCK_IN: tl.constexpr, DOT: tl.constexpr):
+    """``fused_actor_critic_backward`` for every layer of a trunk of one or two layers and its head at once:
+    the block's activations computed once, every gradient summed in registers. With ``WITH_VALUE`` the
+    value's column's gradients are summed too (a shared trunk). Arguments as there, the partial sums of
+    each weight and bias at its own pointer; programs (p, r, c) with c > 0 store only the first layer's
+    weight's inputs c * BLOCK_IN.."""
+    program, run, first_column = tl.program_id(0), tl.program_id(1), tl.program_id(2) * BLOCK_IN
+    observations_ptr += run.to(tl.int64) * run_stride
+    weight_ptr += run * HIDDEN * inputs
+    bias_ptr += run * HIDDEN
+    hidden_weights_ptr += run * (LAYERS - 1) * HIDDEN * HIDDEN
+    hidden_biases_ptr += run * (LAYERS - 1) * HIDDEN
+    head_weight_ptr += run * OUTPUTS * HIDDEN
+    head_gradient_ptr += run.to(tl.int64) * rows * OUTPUTS
+    value_weight_ptr += run * HIDDEN
+    value_gradient_ptr += run.to(tl.int64) * rows
+    unit = tl.arange(0, BLOCK_HIDDEN)
+    first_sum = tl.zeros((BLOCK_HIDDEN, BLOCK_IN), tl.float32)
+    first_bias_sum = tl.zeros((BLOCK_HIDDEN,), tl.float32)
+    hidden_sum = tl.zeros((BLOCK_HIDDEN, BLOCK_HIDDEN), tl.float32)
+    hidden_bias_sum = tl.zeros((BLOCK_HIDDEN,), tl.float32)
+    head_sum = tl.zeros((BLOCK_OUTPUTS, BLOCK_HIDDEN), tl.float32)
+    head_bias_sum = tl.zeros((BLOCK_OUTPUTS,), tl.float32)
+    value_sum = tl.zeros((16, BLOCK_HIDDEN), tl.float32)
+    value_bias_sum = tl.zeros((16,), tl.float32)
+    if LAYERS == 2:
+        hidden = _rows_of(hidden_weights_ptr, unit, unit, HIDDEN, HIDDEN, DOT)
+    for block in range(program, tl.cdiv(rows, BLOCK_ROWS), programs):
+        row = block * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)
+        first = _trunk(observations_ptr, row, rows, inputs, weight_ptr, bias_ptr, hidden_weights_ptr,
+                       hidden_biases_ptr, HIDDEN, 1, BLOCK_ROWS, BLOCK_INPUTS, BLOCK_HIDDEN, DOT)
+        if LAYERS == 2:
+            top = _activated(tl.dot(first, tl.trans(hidden)), hidden_biases_ptr, unit, HIDDEN, DOT)
+        else:
+            top = first
+        head_sum, head_bias_sum = _head_sums(top, head_gradient_ptr, row, rows, head_sum, head_bias_sum, OUTPUTS,
+                                             BLOCK_OUTPUTS, DOT)
+        if WITH_VALUE:
+            value_sum, value_bias_sum = _head_sums(top, value_gradient_ptr, row, rows, value_sum, value_bias_sum, 1,
+                                                   16, DOT)
+        gradient = _features_gradient(head_gradient_ptr, head_weight_ptr, value_gradient_ptr, value_weight_ptr, row,
+                                      rows, unit, HIDDEN, OUTPUTS, WITH_VALUE, BLOCK_OUTPUTS, DOT)
+        if LAYERS == 2:
+            summed = _tanh_gradient(gradient, top, DOT)
+            hidden_sum = tl.dot(tl.trans(summed), first, hidden_sum)
+            hidden_bias_sum += tl.sum(summed.to(tl.float32), axis=0)
+            gradient = _round(tl.dot(summed, hidden), DOT)
+        summed = _tanh_gradient(gradient, first, DOT)
+        column = first_column + tl.arange(0, BLOCK_IN)
+        bits = tl.load(observations_ptr + row[:, None].to(tl.int64) * inputs + column[None, :],
+                       mask=(row[:, None] < rows) & (column[None, :] < inputs), other=0)
+        first_sum = tl.dot(tl.trans(summed), _bfloat16(bits).to(DOT), first_sum)
+        first_bias_sum += tl.sum(summed.to(tl.float32), axis=0)
+    partial = (run * programs + program).to(tl.int64) * sums_stride
+    _store_sums(first_weight_sums_ptr, first_bias_sums_ptr, partial, first_sum, first_bias_sum, first_column,
+                HIDDEN, inputs, BLOCK_HIDDEN, BLOCK_IN)
+    # the other sums are the same in every block of inputs: the first's programs store them
+    others = tl.where(first_column == 0, 1, 0)
+    if LAYERS == 2:
+        _store_sums(hidden_weight_sums_ptr, hidden_bias_sums_ptr, partial, hidden_sum, hidden_bias_sum, 0,
+                    HIDDEN * others, HIDDEN, BLOCK_HIDDEN, BLOCK_HIDDEN)
+    _store_sums(head_weight_sums_ptr, head_bias_sums_ptr, partial, head_sum, head_bias_sum, 0, OUTPUTS * others,
+                HIDDEN, BLOCK_OUTPUTS, BLOCK_HIDDEN)
+    if WITH_VALUE:
+        _store_sums(value_weight_sums_ptr, value_bias_sums_ptr, partial, value_sum, value_bias_sum, 0, others,
+                    HIDDEN, 16, BLOCK_HIDDEN)
