@@ -41,6 +41,7 @@ from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_mod
 
 from warpsim.bench.policy_tiers import FIXED_UPDATE
 from warpsim.configs import NAMED_CONFIGS
+from warpsim.source_commit import source_commit
 from warpsim.train import TrainConfig, Trainer, compiled
 
 H200 = {"copy_bytes_per_second": 4.3e12, "seconds_per_kernel": 0.95e-6}
@@ -317,6 +318,7 @@ def model(name: str, path: str, device: str) -> dict:
                                         + update_bytes * real_samples / H200["copy_bytes_per_second"])
     return {
         "config": name, "path": path, **PATHS[path], "device": device, "precision": "bf16",
+        "warpsim_commit": source_commit(),
         "rollout": {"kernels_per_step": large["rollout_kernels"], "bytes_per_agent_step": rollout_bytes,
                     "ops": dict(large["rollout_ops"].most_common(12)), "predicted_ms": 1e3 * rollout_seconds},
         "update": {"kernels_per_step": large["update_kernels"], "bytes_per_sample": update_bytes,
