@@ -42,8 +42,9 @@ from warpsim.train.policy import RolePolicies, RunPolicies
 
 LAUNCH_SHAPES = [(16, 4), (32, 4), (64, 4), (64, 8), (128, 4), (128, 8)]
 """(rows, warps) per program at which a GPU times the kernel alone."""
-BACKWARD_LAUNCH_SHAPES = [(16, 4), (32, 4), (32, 8), (64, 8)]
-"""(rows, warps) per program at which a GPU times the gradients' kernels alone."""
+BACKWARD_LAUNCH_SHAPES = [(16, 8, True), (32, 8, True), (16, 4, False), (32, 4, False), (32, 8, False)]
+"""(rows, warps, whole trunks) per program at which a GPU times the gradients' kernels alone: a whole trunk's
+gradients a launch (which spills at 4 warps) or a layer's (``launch_backward``'s ``whole_trunks``)."""
 
 
 def timed(step, repeats: int, device: torch.device) -> float:
@@ -73,16 +74,17 @@ def launch_shape_times(operands: list[tuple], backward_operands: list[tuple], re
         for arguments in operands:
             fused_forward.launch(*arguments, block_rows=block_rows, warps=warps)
 
-    def backward(block_rows: int, warps: int) -> None:
+    def backward(block_rows: int, warps: int, whole_trunks: bool) -> None:
         for arguments in backward_operands:
-            fused_forward.launch_backward(*arguments, block_rows=block_rows, warps=warps)
+            fused_forward.launch_backward(*arguments, block_rows=block_rows, warps=warps, whole_trunks=whole_trunks)
 
-    def times(launched, launch_shapes: list[tuple[int, int]]) -> list[dict]:
-        return [{"block_rows": block_rows, "warps": warps,
-                 "ms": 1e3 * timed(functools.partial(launched, block_rows, warps), repeats, device)}
-                for block_rows, warps in launch_shapes]
-
-    return times(forward, LAUNCH_SHAPES), times(backward, BACKWARD_LAUNCH_SHAPES)
+    forward_times = [{"block_rows": block_rows, "warps": warps,
+                      "ms": 1e3 * timed(functools.partial(forward, block_rows, warps), repeats, device)}
+                     for block_rows, warps in LAUNCH_SHAPES]
+    backward_times = [{"block_rows": block_rows, "warps": warps, "whole_trunks": whole_trunks,
+                       "ms": 1e3 * timed(functools.partial(backward, block_rows, warps, whole_trunks), repeats, device)}
+                      for block_rows, warps, whole_trunks in BACKWARD_LAUNCH_SHAPES]
+    return forward_times, backward_times
 
 
 def measure(config_name: str, num_envs: int, repeats: int, device: torch.device, hidden_size: int) -> dict:
@@ -134,8 +136,9 @@ def measure(config_name: str, num_envs: int, repeats: int, device: torch.device,
                                                       timed(fused_learning, repeats, device))
     with torch.no_grad():
         # the kernel's own outputs' gradients: without a Gaussian's log standard deviations, in its dtype
-        backward_operands = [(gradient[0][..., :arguments[9].shape[1]].to(fused_forward.policy_dtype(arguments[9]))
-                              .contiguous(), gradient[1], *arguments) for gradient, arguments in zip(gradients, operands)]
+        backward_operands = [
+            (gradient[0][..., :arguments[9].shape[1]].to(fused_forward.policy_dtype(arguments[9])).contiguous(),
+             gradient[1], *arguments) for gradient, arguments in zip(gradients, operands)]
 
     # the kernels alone at each launch shape, on a GPU: the defaults' choice, measured
     shapes, backward_shapes = launch_shape_times(operands, backward_operands, repeats, device) \
@@ -147,6 +150,7 @@ def measure(config_name: str, num_envs: int, repeats: int, device: torch.device,
             "eager_learning_ms": 1e3 * eager_learning_seconds, "fused_learning_ms": 1e3 * fused_learning_seconds,
             "learning_speedup": eager_learning_seconds / fused_learning_seconds,
             "default_backward_block_rows": fused_forward.BACKWARD_BLOCK_ROWS,
+            "default_whole_trunks": fused_forward.whole_trunks_fit(hidden_size, settings.hidden_layers),
             "backward_launch_shapes": backward_shapes}
 
 
@@ -174,11 +178,11 @@ def main(argv: list[str] | None = None) -> int:
     for shape in result["launch_shapes"]:
         print(f"  the kernel alone, {shape['block_rows']} rows by {shape['warps']} warps a program: "
               f"{shape['ms']:.3f} ms")
-    print(f"  forward and backward: eager {result['eager_learning_ms']:.3f} ms, fused {result['fused_learning_ms']:.3f} "
-          f"ms ({result['learning_speedup']:.1f}x)")
+    print(f"  forward and backward: eager {result['eager_learning_ms']:.3f} ms, fused "
+          f"{result['fused_learning_ms']:.3f} ms ({result['learning_speedup']:.1f}x)")
     for shape in result["backward_launch_shapes"]:
-        print(f"  the gradients' kernels alone, {shape['block_rows']} rows by {shape['warps']} warps a program: "
-              f"{shape['ms']:.3f} ms")
+        print(f"  the gradients' kernels alone, {'a whole trunk' if shape['whole_trunks'] else 'a layer'} a launch, "
+              f"{shape['block_rows']} rows by {shape['warps']} warps a program: {shape['ms']:.3f} ms")
     return 0
 
 

@@ -198,7 +198,7 @@ from interpret_actor_critic import weights
 from interpret_actor_critic_backward import output_gradients
 from pathlib import Path
 script = load_script(Path({str(tests.parent / "benchmarks" / "fused_forward.py")!r}))
-script.LAUNCH_SHAPES, script.BACKWARD_LAUNCH_SHAPES = [(16, 4)], [(16, 8)]
+script.LAUNCH_SHAPES, script.BACKWARD_LAUNCH_SHAPES = [(16, 4)], [(16, 8, True), (16, 4, False)]
 arguments = weights({CASES[0]!r})
 print(json.dumps(script.launch_shape_times([arguments], [(*output_gradients(arguments, 0), *arguments)], 1,
                                            torch.device("cpu"))))
@@ -206,9 +206,10 @@ print(json.dumps(script.launch_shape_times([arguments], [(*output_gradients(argu
     result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
                             env={**os.environ, "TRITON_INTERPRET": "1"}, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
-    (forward,), (backward,) = json.loads(result.stdout)
-    assert (forward["block_rows"], forward["warps"], backward["block_rows"], backward["warps"]) == (16, 4, 16, 8)
-    assert forward["ms"] > 0 and backward["ms"] > 0
+    (forward,), (whole, by_layer) = json.loads(result.stdout)
+    assert (forward["block_rows"], forward["warps"]) == (16, 4)
+    assert [(shape["warps"], shape["whole_trunks"]) for shape in (whole, by_layer)] == [(8, True), (4, False)]
+    assert forward["ms"] > 0 and whole["ms"] > 0 and by_layer["ms"] > 0
 
 
 def test_the_kernel_refuses_weights_that_are_not_bfloat16():

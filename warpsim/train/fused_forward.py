@@ -268,6 +268,12 @@ WHOLE_TRUNK_HIDDEN = 64
 registers at train-ref's shapes, no spills; at 128 it spills), if it has at most two layers."""
 
 
+def whole_trunks_fit(hidden: int, layers: int) -> bool:
+    """Whether ``launch_backward`` sums a trunk's gradients in one launch by default: up to two layers of
+    ``WHOLE_TRUNK_HIDDEN``."""
+    return layers <= 2 and hidden <= WHOLE_TRUNK_HIDDEN
+
+
 def backward_warps(hidden: int, whole_trunks: bool) -> int:
     """Warps of a program of the gradients' kernels: a whole trunk's 8; a layer's 4 up to width 64 and 8
     above (fewer spill)."""
@@ -303,7 +309,7 @@ def launch_backward(policy_gradient: torch.Tensor, value_gradient: torch.Tensor,
     head_gradients = [gradient.contiguous() for gradient in (policy_gradient, value_gradient)]
     programs = programs or min(-(-rows // block_rows), max(1, PARTIAL_SUMS // runs))
     if whole_trunks is None:
-        whole_trunks = layers <= 2 and hidden <= WHOLE_TRUNK_HIDDEN
+        whole_trunks = whole_trunks_fit(hidden, layers)
     warps = warps or backward_warps(hidden, whole_trunks)
     # Every program's partial sums of all the gradients side by side, so that one sum adds them all up.
     offsets = [0, *itertools.accumulate(weight[0].numel() for weight in weights)]
