@@ -201,3 +201,32 @@ def test_the_fused_path_runs_both_first_layers_as_one_product():
     eager, fused = (Trainer(TrainConfig(**TAG, backend="numpy", compile=setting)) for setting in ("off", "on"))
     assert not eager.policies.network("tagger").joint_first_layers
     assert fused.policies.network("tagger").joint_first_layers
+
+
+def test_each_compiled_function_has_its_own_code_object():
+    """Dynamo keeps graphs and counts recompilations per code object (``compiled.own_code``): the copy
+    computes as the original, bound methods stay bound."""
+    class Doubler:
+        def __init__(self, factor: float):
+            self.factor = factor
+
+        def apply(self, x: torch.Tensor, shift: float = 1.0) -> torch.Tensor:
+            return x * self.factor + shift
+
+    doubler = Doubler(2.0)
+    copy = compiled.own_code(doubler.apply)
+    assert copy.__func__.__code__ is not Doubler.apply.__code__ and copy.__self__ is doubler
+    assert torch.equal(copy(torch.ones(3)), torch.full((3,), 3.0))
+    plain = compiled.own_code(resolve_compile)
+    assert plain.__code__ is not resolve_compile.__code__ and plain.__name__ == "resolve_compile"
+
+
+@needs_compiler
+@pytest.mark.slow
+def test_a_process_compiles_every_trainer_it_makes(monkeypatch):
+    """An experiment's batches train in turn in one process, each a new trainer of its own shapes: with
+    dynamo's limit on recompilations of one code object at 2, three trainers compile and iterate (they
+    shared the code of the rollout's step and failed at the third)."""
+    monkeypatch.setattr(torch._dynamo.config, "recompile_limit", 2)
+    for num_envs in (2, 3, 4):
+        Trainer(TrainConfig(**dict(TAG, num_envs=num_envs), backend="numpy", compile="on", iterations=1)).iterate()

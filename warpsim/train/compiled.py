@@ -15,6 +15,7 @@ off, never a traceback nor a silent fall-back to the eager path.
 from __future__ import annotations
 
 import time
+import types
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
@@ -44,14 +45,27 @@ def resolve_compile(setting: str, device: torch.device, world_size: int, precisi
     return setting == "on"
 
 
+def own_code(function: Callable[..., Result]) -> Callable[..., Result]:
+    """``function`` (or a bound method) on a copy of its code object. Dynamo keeps its compiled graphs, and
+    counts recompilations against its limit (8), per code object: every trainer's functions would otherwise
+    share one, and a process's ninth trainer (an experiment's ninth batch) would fail to compile."""
+    if isinstance(function, types.MethodType):
+        return types.MethodType(own_code(function.__func__), function.__self__)
+    assert isinstance(function, types.FunctionType)
+    copy = types.FunctionType(function.__code__.replace(), function.__globals__, function.__name__,
+                              function.__defaults__, function.__closure__)
+    copy.__kwdefaults__, copy.__qualname__ = function.__kwdefaults__, function.__qualname__
+    return copy
+
+
 class Compiled(Generic[Result]):
-    """``function`` through ``torch.compile`` (whole, static shapes); ``what`` names it in errors.
-    ``seconds`` is the time its first call took, compiling included."""
+    """``function`` through ``torch.compile`` (whole, static shapes, on its own code object: ``own_code``);
+    ``what`` names it in errors. ``seconds`` is the time its first call took, compiling included."""
 
     def __init__(self, function: Callable[..., Result], what: str):
         self.function = function
         """The eager function it compiles."""
-        self.compiled = torch.compile(function, fullgraph=True, dynamic=False)
+        self.compiled = torch.compile(own_code(function), fullgraph=True, dynamic=False)
         self._what = what
         self.seconds = 0.0
 
