@@ -97,6 +97,18 @@ def _store_sums(weight_sums_ptr, bias_sums_ptr, partial, weight_sum, bias_sum, f
 
 
 @triton.jit
+def _of_run(run, observations_ptr, run_stride, weight_ptr, bias_ptr, hidden_weights_ptr, hidden_biases_ptr,
+            head_weight_ptr, head_gradient_ptr, value_weight_ptr, value_gradient_ptr, rows, inputs,
+            HIDDEN: tl.constexpr, LAYERS: tl.constexpr, OUTPUTS: tl.constexpr):
+    """The gradients' kernels' pointers moved to run ``run``'s observations, weights and gradients."""
+    return (observations_ptr + run.to(tl.int64) * run_stride, weight_ptr + run * HIDDEN * inputs,
+            bias_ptr + run * HIDDEN, hidden_weights_ptr + run * (LAYERS - 1) * HIDDEN * HIDDEN,
+            hidden_biases_ptr + run * (LAYERS - 1) * HIDDEN, head_weight_ptr + run * OUTPUTS * HIDDEN,
+            head_gradient_ptr + run.to(tl.int64) * rows * OUTPUTS, value_weight_ptr + run * HIDDEN,
+            value_gradient_ptr + run.to(tl.int64) * rows)
+
+
+@triton.jit
 def fused_actor_critic_backward(
         observations_ptr, run_stride, weight_ptr, bias_ptr, hidden_weights_ptr, hidden_biases_ptr, head_weight_ptr,
         head_gradient_ptr, value_weight_ptr, value_gradient_ptr, weight_sums_ptr, bias_sums_ptr, rows, inputs,
@@ -115,15 +127,11 @@ def fused_actor_critic_backward(
     layer's weight is summed ``BLOCK_IN`` inputs at a time, program (p, r, c) taking inputs c * BLOCK_IN..:
     the block of rows stays in registers whatever the observation's size."""
     program, run, first_column = tl.program_id(0), tl.program_id(1), tl.program_id(2) * BLOCK_IN
-    observations_ptr += run.to(tl.int64) * run_stride
-    weight_ptr += run * HIDDEN * inputs
-    bias_ptr += run * HIDDEN
-    hidden_weights_ptr += run * (LAYERS - 1) * HIDDEN * HIDDEN
-    hidden_biases_ptr += run * (LAYERS - 1) * HIDDEN
-    head_weight_ptr += run * OUTPUTS * HIDDEN
-    head_gradient_ptr += run.to(tl.int64) * rows * OUTPUTS
-    value_weight_ptr += run * HIDDEN
-    value_gradient_ptr += run.to(tl.int64) * rows
+    (observations_ptr, weight_ptr, bias_ptr, hidden_weights_ptr, hidden_biases_ptr, head_weight_ptr, head_gradient_ptr,
+     value_weight_ptr, value_gradient_ptr) = _of_run(
+        run, observations_ptr, run_stride, weight_ptr, bias_ptr, hidden_weights_ptr, hidden_biases_ptr,
+        head_weight_ptr, head_gradient_ptr, value_weight_ptr, value_gradient_ptr, rows, inputs, HIDDEN, LAYERS,
+        OUTPUTS)
     unit = tl.arange(0, BLOCK_HIDDEN)
     weight_sum = tl.zeros((BLOCK_OUT, BLOCK_IN), tl.float32)
     bias_sum = tl.zeros((BLOCK_OUT,), tl.float32)
@@ -175,15 +183,11 @@ def fused_trunk_backward(
     each weight and bias at its own pointer; programs (p, r, c) with c > 0 store only the first layer's
     weight's inputs c * BLOCK_IN.."""
     program, run, first_column = tl.program_id(0), tl.program_id(1), tl.program_id(2) * BLOCK_IN
-    observations_ptr += run.to(tl.int64) * run_stride
-    weight_ptr += run * HIDDEN * inputs
-    bias_ptr += run * HIDDEN
-    hidden_weights_ptr += run * (LAYERS - 1) * HIDDEN * HIDDEN
-    hidden_biases_ptr += run * (LAYERS - 1) * HIDDEN
-    head_weight_ptr += run * OUTPUTS * HIDDEN
-    head_gradient_ptr += run.to(tl.int64) * rows * OUTPUTS
-    value_weight_ptr += run * HIDDEN
-    value_gradient_ptr += run.to(tl.int64) * rows
+    (observations_ptr, weight_ptr, bias_ptr, hidden_weights_ptr, hidden_biases_ptr, head_weight_ptr, head_gradient_ptr,
+     value_weight_ptr, value_gradient_ptr) = _of_run(
+        run, observations_ptr, run_stride, weight_ptr, bias_ptr, hidden_weights_ptr, hidden_biases_ptr,
+        head_weight_ptr, head_gradient_ptr, value_weight_ptr, value_gradient_ptr, rows, inputs, HIDDEN, LAYERS,
+        OUTPUTS)
     unit = tl.arange(0, BLOCK_HIDDEN)
     first_sum = tl.zeros((BLOCK_HIDDEN, BLOCK_IN), tl.float32)
     first_bias_sum = tl.zeros((BLOCK_HIDDEN,), tl.float32)
