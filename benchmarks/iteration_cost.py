@@ -129,15 +129,15 @@ class RecordedKernel:
     def __getitem__(self, grid: tuple[int, int, int]):
         def launch(*args, **constants) -> None:
             named = dict(zip(self.arg_names, args))
+            trunk_and_head = ["weight_ptr", "bias_ptr", "hidden_weights_ptr", "hidden_biases_ptr", "head_weight_ptr"]
             value = ["value_weight_ptr", "value_gradient_ptr"] if constants["WITH_VALUE"] else []
-            read = ["observations_ptr", "weight_ptr", "bias_ptr", "hidden_weights_ptr", "hidden_biases_ptr",
-                    "head_weight_ptr", "head_gradient_ptr", *value]
+            read = ["observations_ptr", *trunk_and_head, "head_gradient_ptr", *value]
             programs, runs, input_blocks = grid
-            if "target_out" in named:
+            if "target_out" in named:  # one layer's weight and bias
                 summed = named["target_out"] * named["target_in"] + named["target_out"]
-            else:
-                summed = sum(named[name].numel() for name in read[1:6] + value[:1]) // runs + constants["OUTPUTS"] \
-                    + len(value) // 2
+            else:  # the trunk's, its head's (its bias: OUTPUTS) and, with the value, the value's column's
+                summed = sum(named[name].numel() for name in trunk_and_head) // runs + constants["OUTPUTS"]
+                summed += named["value_weight_ptr"].numel() // runs + 1 if value else 0
             self.tally.kernels += 1
             self.tally.bytes += input_blocks * sum(touched_bytes(named[name]) for name in read) \
                 + runs * programs * summed * 4
