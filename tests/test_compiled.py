@@ -36,9 +36,10 @@ def twins(device: str, settings: dict, gradient_kernels: bool = False, **changes
 @pytest.mark.parametrize("device", [ON_THE_CPU, ON_THE_GPU])
 @pytest.mark.parametrize("settings, precision, gradient_kernels", [
     (TAG, "fp32", False), (BEACON, "fp32", False), (TAG, "bf16", False), (BEACON, "bf16", False),
-    (TAG, "bf16", True), (BEACON, "bf16", True),
+    (TAG, "bf16", True), (BEACON, "bf16", True), (dict(BEACON, shared_trunk=True), "bf16", False),
+    (dict(BEACON, shared_trunk=True, hidden_layers=1), "bf16", True),
 ], ids=["discrete", "continuous", "discrete bf16", "continuous bf16", "discrete, gradient kernels",
-        "continuous, gradient kernels"])
+        "continuous, gradient kernels", "shared trunk bf16", "shared trunk, one layer, gradient kernels"])
 def test_the_fused_path_acts_and_learns_as_the_eager_one(device, settings, precision, gradient_kernels):
     """Three iterations from one seed: the same discrete actions from the same generators (the draws
     are made outside the compiled step), continuous ones, log-probabilities and values, networks and

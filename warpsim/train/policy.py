@@ -273,9 +273,14 @@ class StackedActorCritic(ActorCriticBase):
         return self._with_log_std(policy.float()), value
 
     def fused_operands(self, observations: torch.Tensor) -> tuple:
-        """The arguments of ``fused_forward.actor_critic`` for these networks on float[R, B, D]."""
+        """The arguments of ``fused_forward.actor_critic`` for these networks on float[R, B, D]; a shared trunk's
+        critic is empty (the kernels ignore it, and an autograd Function under torch.compile takes no tensor
+        twice)."""
         actor = _packed(self.trunk)
-        critic = actor if self.value_trunk is None else _packed(self.value_trunk)
+        if self.value_trunk is None:
+            critic = tuple(tensor.new_empty(0) for tensor in actor)
+        else:
+            critic = _packed(self.value_trunk)
         policy_head, value_head = self.policy_head, self.value_head
         assert isinstance(policy_head, StackedLinear) and isinstance(value_head, StackedLinear)
         return (observations.to(torch.bfloat16), *actor, *critic,
