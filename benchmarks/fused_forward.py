@@ -42,9 +42,10 @@ from warpsim.train.policy import RolePolicies, RunPolicies
 
 LAUNCH_SHAPES = [(16, 4), (32, 4), (64, 4), (64, 8), (128, 4), (128, 8)]
 """(rows, warps) per program at which a GPU times the kernel alone."""
-BACKWARD_LAUNCH_SHAPES = [(16, 8, True), (32, 8, True), (16, 4, False), (32, 4, False), (32, 8, False)]
+BACKWARD_LAUNCH_SHAPES = [(16, 4, True), (16, 8, True), (32, 8, True), (16, 4, False), (32, 4, False), (32, 8, False)]
 """(rows, warps, whole trunks) per program at which a GPU times the gradients' kernels alone: a whole trunk's
-gradients a launch (which spills at 4 warps) or a layer's (``launch_backward``'s ``whole_trunks``)."""
+gradients a launch (at width 64 in 255 registers by 4 warps at 16 rows, 218 by 8; 231 by 8 at 32 rows, the
+default; ptxas, sm_90) or a layer's (``launch_backward``'s ``whole_trunks``)."""
 
 
 def timed(step, repeats: int, device: torch.device) -> float:
