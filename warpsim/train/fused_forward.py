@@ -253,16 +253,15 @@ class DifferentiableActorCritic(torch.autograd.Function):
 
 
 PARTIAL_SUMS = 512
-"""Programs of one launch of the gradients' kernel, over all runs: each writes its own sum of the layer's
-gradient, which the launcher then adds up (a few MB at train-ref, against the observations' 125 MB)."""
+"""Programs of one launch of the gradients' kernels, over all runs: each writes its own sums of the gradients
+it takes, which the launcher then adds up (tens of MB at train-ref, against 781 MB of a minibatch's
+observations)."""
 FIRST_LAYER_INPUTS = 128
 """Inputs of the first layer whose weight's gradient one program sums (train-ref's 71 in one): a larger
 observation takes several programs, each computing the block's gradients again."""
 BACKWARD_BLOCK_ROWS = 32
-"""Rows of one block of the gradients' kernel: at 64 its first layer's program spills at width 64 (ptxas,
-sm_90), at 32 none spills at widths 64 (4 warps) and 128 (8 warps)."""
-
-
+"""Rows of a block of the gradients' kernels: at 64 a whole trunk's program spills at width 64, and so does a
+first layer's (ptxas, sm_90); at 32 neither does, nor a layer's at width 128."""
 WHOLE_TRUNK_HIDDEN = 64
 """The widest trunk whose gradients one program sums all at once (``fused_trunk_backward``, 8 warps: 231
 registers at train-ref's shapes, no spills; at 128 it spills), if it has at most two layers."""
