@@ -4,6 +4,7 @@ compiled functions, against the eager path, the reference. On the CPU inductor c
 
 import json
 import shutil
+import types
 from typing import Any
 
 import pytest
@@ -216,6 +217,7 @@ def test_each_compiled_function_has_its_own_code_object():
 
     doubler = Doubler(2.0)
     copy = compiled.own_code(doubler.apply)
+    assert isinstance(copy, types.MethodType)
     assert copy.__func__.__code__ is not Doubler.apply.__code__ and copy.__self__ is doubler
     assert torch.equal(copy(torch.ones(3)), torch.full((3,), 3.0))
     plain = compiled.own_code(resolve_compile)
