@@ -6,7 +6,8 @@
 # set beside bench's headline), train-speed (the train tier, fused and eager, the cost model of
 # benchmarks/iteration_cost.py and the fused iteration's kernels from the profiler), train-speed-autotune
 # (train-ref's fused train tier with inductor's autotuned matrix products), gradient-kernels (the update's networks
-# and gradients as warpsim's kernels: their GPU tests, their time against autograd's, the train tier with them),
+# and gradients as warpsim's kernels: their GPU tests, their time against autograd's, the train tier and the profile
+# of an iteration with them),
 # neighbour-search (each search forced: sweep-N, and the headline with each grid search),
 # placement, fused-forward (the networks as kernels: their GPU tests and their times against the
 # eager forward's and autograd's), many-runs (an experiment of 16 runs batched against the 16 in turn), evaluation-speed (10 runs evaluated
@@ -90,13 +91,15 @@ for stage in "$@"; do
             TORCHINDUCTOR_MAX_AUTOTUNE_GEMM=1 bench train-ref-fused-autotune 420 --config train-ref --tier train \
                 --precision bf16 --graphs on --compile on --repeats 3 ;;
         gradient-kernels)  # the update's networks and gradients as kernels: checked, timed alone, then in training
-            step gradient-kernels-tests 150 python3 -m pytest -m gpu -q -p no:cacheprovider -n 0 \
+            step gradient-kernels-tests 110 python3 -m pytest -m gpu -q -p no:cacheprovider -n 0 \
                 tests/test_fused_forward.py -k gradients
-            step gradient-kernels-train-ref 90 python3 benchmarks/fused_forward.py --config train-ref \
+            step gradient-kernels-train-ref 80 python3 benchmarks/fused_forward.py --config train-ref \
                 --results-dir "$out/fused_forward"
-            bench train-ref-gradient-kernels 150 --config train-ref --tier train --precision bf16 --graphs on \
+            bench train-ref-gradient-kernels 140 --config train-ref --tier train --precision bf16 --graphs on \
                 --compile on --gradient-kernels --repeats 3
-            bench grid-gradient-kernels 80 --config grid --tier train --graphs on --compile on --gradient-kernels \
+            step profile-gradient-kernels 80 python3 benchmarks/iteration_profile.py --config train-ref --compile on \
+                --gradient-kernels --json "$out/profile-gradient-kernels.json"
+            bench grid-gradient-kernels 60 --config grid --tier train --graphs on --compile on --gradient-kernels \
                 --repeats 3 ;;
         grid-chase)
             learn grid-chase 300 episode_length ;;

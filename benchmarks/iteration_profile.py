@@ -1,10 +1,12 @@
 """The CUDA kernels of one training iteration, from torch's profiler on a GPU: how many one
 rollout step and one update launch, and the most expensive ones.
 
-    python benchmarks/iteration_profile.py --config train-ref [--steps 16] [--compile on] [--json FILE]
+    python benchmarks/iteration_profile.py --config train-ref [--steps 16] [--compile on [--gradient-kernels]]
+                                           [--json FILE]
 
 The trainer runs without graphs (so that the profiler sees each kernel, which a replayed graph
-hides), eager or fused (``--compile``), at the config's E x N with the train tier's fixed update,
+hides), eager or fused (``--compile``; ``--gradient-kernels``: the update's networks and gradients as
+warpsim's kernels), at the config's E x N with the train tier's fixed update,
 in bf16. Printed: the
 kernels and their GPU time per rollout step and per optimizer step, the ``TOP`` most expensive
 kernels of each phase, and the per-kernel cost of a replayed CUDA graph of small kernels (the
@@ -72,19 +74,22 @@ def main() -> None:
     parser.add_argument("--config", default="train-ref", choices=["train-ref", "headline", "grid"])
     parser.add_argument("--steps", type=int, default=16, help="rollout steps")
     parser.add_argument("--compile", choices=["off", "on"], default="off", help="the eager path or the fused one")
+    parser.add_argument("--gradient-kernels", action="store_true",
+                        help="with --compile on: the update's networks and gradients as warpsim's kernels")
     parser.add_argument("--json", help="write the figures to this file")
     args = parser.parse_args()
     config = NAMED_CONFIGS[args.config]
     trainer = Trainer(TrainConfig(env=config.env, env_params=dict(config.params), num_envs=config.num_envs,
                                   rollout_steps=args.steps, precision="bf16", graphs="off", seed=0,
-                                  compile=args.compile, **FIXED_UPDATE))
+                                  compile=args.compile, gradient_kernels=args.gradient_kernels, **FIXED_UPDATE))
     trainer.iterate()
     trainer.iterate()
     rollout, rollout_wall = cuda_kernels(trainer.rollout)
     next_values = trainer.rollout()
     update, update_wall = cuda_kernels(lambda: trainer.update(next_values))
     optimizer_steps = trainer.config.epochs * trainer.minibatches
-    result = {"config": args.config, "compile": args.compile, "rollout_steps": args.steps,
+    result = {"config": args.config, "compile": args.compile, "gradient_kernels": args.gradient_kernels,
+              "rollout_steps": args.steps,
               "optimizer_steps": optimizer_steps,
               "device": torch.cuda.get_device_name(), "torch": torch.__version__,
               "rollout_per_step": {**summary(rollout, args.steps), "wall_ms": rollout_wall / args.steps},
