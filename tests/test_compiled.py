@@ -11,6 +11,7 @@ import pytest
 import torch
 from torch._dynamo.exc import TorchDynamoException
 
+from warpsim.bench.runner import summary
 from warpsim.cli import main
 from warpsim.errors import InvalidValueError, UnavailableError
 from warpsim.train import TrainConfig, Trainer, compiled
@@ -165,6 +166,7 @@ def test_bench_times_the_train_tier_with_gradient_kernels_and_says_so(tmp_path):
                  "--results-dir", str(tmp_path)]) == 0
     (record,) = json.loads(next(tmp_path.glob("*.json")).read_text())
     assert record["compiled"] and record["update"]["gradient_kernels"]
+    assert "bf16, eager launches, fused networks and gradient kernels): " in summary(record)
 
 
 def test_bench_compile_loss_names_its_replacement(capsys):

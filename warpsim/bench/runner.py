@@ -255,10 +255,17 @@ def summary(record: dict) -> str:
     observation = "" if record["observation"] == UNKNOWN else f" {record['observation']}"  # none declared
     return (f"{record['tier']} tier, {record['env']} E={record['num_envs']}{scaled} N={record['num_agents']}"
             f"{observation} on {record['backend']} ({record['device']}, {record['precision']}, "
-            f"{record.get('launches', EAGER)} launches): "
+            f"{record.get('launches', EAGER)} launches{_networks(record)}): "
             f"{agent:.3e} agent-steps/s "
             f"({env_rate:.3e} env-steps/s), median of {record['repeats']} x {record['steps_per_repeat']} steps; "
             f"start-up {record['startup_seconds']:.1f} s" + _host_time(record))
+
+
+def _networks(record: dict) -> str:
+    """How a policy tier ran the networks, where not eagerly: fused, and with gradient kernels."""
+    if not record.get("compiled"):
+        return ""
+    return ", fused networks" + (" and gradient kernels" if record.get("update", {}).get("gradient_kernels") else "")
 
 
 def _host_time(record: dict) -> str:
