@@ -247,8 +247,8 @@ class DifferentiableActorCritic(torch.autograd.Function):
     def backward(ctx, policy_gradient: torch.Tensor, value_gradient: torch.Tensor) -> tuple:
         observations, *weights = ctx.saved_tensors
         with torch.no_grad():  # once differentiable: torch.func.grad records the backward pass otherwise
-            gradients = actor_critic_backward(policy_gradient.contiguous(), value_gradient.contiguous(), observations,
-                                              *weights, ctx.shared_trunk)
+            gradients = actor_critic_backward(policy_gradient, value_gradient, observations, *weights,
+                                              ctx.shared_trunk)
         return None, *gradients, None
 
 
