@@ -2,13 +2,15 @@
 
 A kernel launched with one block per environment calls :func:`bin_agents` with every
 thread of the block: a counting sort of the environment's agents into the cells of a
-``side x side`` grid over the arena ``[0, L] x [0, L]``. Each thread then answers
+``side x side`` grid over the box ``[o, o + L] x [o, o + L]``. Each thread then answers
 queries with :func:`k_nearest`, which searches rings of cells around the query's cell
 outwards and stops once no unsearched cell can hold a closer agent. The result is
 exactly that of a brute-force search: nearest first, the lower id first at an equal
 squared distance (the order of agents inside a cell does not matter, ties are broken by
-id), only agents with ``d2 < max_d2``. Every squared distance is
-:func:`warpsim.kernels.rounding.squared_distance`, rounded as NumPy rounds it.
+id), only agents with ``d2 < max_d2`` (so never one at a NaN distance). Every squared distance is
+:func:`warpsim.kernels.rounding.squared_distance`, rounded as NumPy rounds it. Agents and
+queries may lie outside the box: they are binned in the cell nearest them, and the results stay
+exact. :func:`count_within` counts the agents within a distance, the same way.
 
 The cells are numbered strip by strip (:func:`cell_index`): strips of ``STRIP_WIDTH``
 columns, each walked row by row, down the even strips and up the odd ones. Consecutive
@@ -34,7 +36,7 @@ from numba import cuda
 from warpsim.device import WARP_SIZE
 from warpsim.kernels.indexing import quotient
 from warpsim.kernels.nearest_keys import clear_keys, kth_closer_than, offer_key
-from warpsim.kernels.rounding import mul, squared_distance, sub
+from warpsim.kernels.rounding import add, mul, squared_distance, sub
 
 STRIP_SHIFT = 1
 STRIP_WIDTH = 1 << STRIP_SHIFT
@@ -52,18 +54,45 @@ COLUMN_MASK = (1 << COLUMN_BITS) - 1
 ZERO = np.float32(0)
 INFINITY = np.float32(np.inf)
 GAP_SLACK = np.float32(2.0 ** -16)
-"""Fraction of L taken off the distance to the searched square before it bounds the
-unsearched agents: float32 rounding of the cell indices, the cell borders and ``dx``
-moves a true distance by a few ulps of L, far less than this."""
+"""Fraction of the search's scale (L, or the query's distance from the box's corner where that is
+more) taken off the distance to the searched square before it bounds the unsearched agents: float32
+rounding of the cell indices, the cell borders and ``dx`` moves a true distance by a few ulps of
+that scale, far less than this."""
 BOUND_SHRINK = np.float32(1 - 2.0 ** -12)
 """Shrinks the squared bound again, so that the rounding of ``d2`` itself cannot cross it."""
 
 
 @cuda.jit(device=True)
-def cell_coordinate(value, inverse_cell_size, side):
-    """Column (or row) of a coordinate: floor(value * side / L), clamped to [0, side - 1]."""
-    scaled = min(max(value * inverse_cell_size, ZERO), np.float32(side - 1))
-    return np.int32(scaled)
+def cell_coordinate(value, origin, inverse_cell_size, side):
+    """Column (or row) of a coordinate: floor((value - o) * side / L), clamped to [0, side - 1] (0 for NaN).
+
+    A point outside the box is binned in the cell nearest it: the searches stay exact, since
+    every bound they take from the cells' borders still holds of the true positions."""
+    scaled = sub(value, origin) * inverse_cell_size
+    if not scaled > ZERO:
+        return np.int32(0)
+    return np.int32(min(scaled, np.float32(side - 1)))
+
+
+@cuda.jit(device=True)
+def border(index, origin, cell_size):
+    """The lower border of column (or row) ``index``: o + index x the cell's size."""
+    return add(origin, mul(np.float32(index), cell_size))
+
+
+@cuda.jit(device=True)
+def gap_slack(qx, qy, origin, length):
+    """What :func:`search_is_complete` takes off a gap from the query (qx, qy): ``GAP_SLACK`` of L, or
+    of the query's distance from the box's corner where that is more (a far query rounds more)."""
+    return max(max(length, abs(origin)), max(abs(sub(qx, origin)), abs(sub(qy, origin)))) * GAP_SLACK
+
+
+@cuda.jit(device=True)
+def is_member(member, e, j):
+    """Whether agent j of environment e is binned: member[e, j] == 1, or every agent where member is None."""
+    if member is None:
+        return True
+    return member[e, j] == 1
 
 
 @cuda.jit(device=True)
@@ -117,12 +146,13 @@ def words_after_grid(num_agents, cells_capacity, start):
 
 
 @cuda.jit(device=True)
-def bin_agents(e, first, end, member, loc_x, loc_y, length, agents_per_cell,
-               partial, xs, ys, cell_end, ids):
+def bin_agents(e, first, end, member, loc_x, loc_y, length, agents_per_cell, partial, xs, ys, cell_end, ids,
+               origin=ZERO):
     """Counting sort of agents ``first .. end-1`` of environment ``e`` with ``member[e, j] == 1``.
 
-    Every thread of the block must call it (it synchronises the block). member int32[E, N];
-    loc_x, loc_y float32[E, N]; length float32 (the arena is [0, L] x [0, L]);
+    Every thread of the block must call it (it synchronises the block). member int32[E, N], or None
+    to bin every agent; loc_x, loc_y float32[E, N]; length float32 (the box is [o, o + L]^2, origin o
+    float32, 0 unless given);
     agents_per_cell int32; partial int32[>= blockDim.x]; xs, ys float32[>= N];
     cell_end int32[C] (C cells at most); ids int16 or int32[>= N] (written).
     Returns ``(count, side)``: the agents binned and the grid's side; cell ``c`` (``c =
@@ -134,7 +164,7 @@ def bin_agents(e, first, end, member, loc_x, loc_y, length, agents_per_cell,
     own = 0
     j = first + thread
     while j < end:
-        if member[e, j] == 1:
+        if is_member(member, e, j):
             own += 1
         j += threads
     partial[thread] = own
@@ -152,9 +182,9 @@ def bin_agents(e, first, end, member, loc_x, loc_y, length, agents_per_cell,
     cuda.syncthreads()
     j = first + thread
     while j < end:
-        if member[e, j] == 1:
-            cell = cell_index(cell_coordinate(loc_x[e, j], inverse_cell_size, side),
-                              cell_coordinate(loc_y[e, j], inverse_cell_size, side), side)
+        if is_member(member, e, j):
+            cell = cell_index(cell_coordinate(loc_x[e, j], origin, inverse_cell_size, side),
+                              cell_coordinate(loc_y[e, j], origin, inverse_cell_size, side), side)
             cuda.atomic.add(cell_end, cell, 1)
         j += threads
     cuda.syncthreads()
@@ -178,11 +208,11 @@ def bin_agents(e, first, end, member, loc_x, loc_y, length, agents_per_cell,
     # Scatter: each atomic hands out the next place of a cell and leaves cell_end[c] at its end.
     j = first + thread
     while j < end:
-        if member[e, j] == 1:
+        if is_member(member, e, j):
             x = loc_x[e, j]
             y = loc_y[e, j]
-            cell = cell_index(cell_coordinate(x, inverse_cell_size, side), cell_coordinate(y, inverse_cell_size, side),
-                              side)
+            cell = cell_index(cell_coordinate(x, origin, inverse_cell_size, side),
+                              cell_coordinate(y, origin, inverse_cell_size, side), side)
             place = cuda.atomic.add(cell_end, cell, 1)
             xs[place] = x
             ys[place] = y
@@ -207,19 +237,20 @@ def scan_cells(first_cell, last_cell, qx, qy, skip, max_d2, xs, ys, cell_end, id
 
 
 @cuda.jit(device=True)
-def k_nearest(qx, qy, skip, max_d2, side, length, xs, ys, cell_end, ids, keys):
+def k_nearest(qx, qy, skip, max_d2, side, length, xs, ys, cell_end, ids, keys, origin=ZERO):
     """The K nearest binned agents of the point (qx, qy), other than agent ``skip``, with d2 < max_d2.
 
-    qx, qy float32; skip int32 (-1 skips nobody); max_d2 float32 (inf: no limit); side int32
-    and the grid arrays from :func:`bin_agents`; keys uint64[K] (written: the packed keys of
-    :mod:`warpsim.kernels.nearest_keys`, ascending, so lower id first on a tie).
+    qx, qy float32 (anywhere, in the box or not); skip int32 (-1 skips nobody); max_d2 float32 (inf:
+    no limit); side int32, the box (length, origin) and the grid arrays from :func:`bin_agents`;
+    keys uint64[K] (written: the packed keys of :mod:`warpsim.kernels.nearest_keys`, ascending, so
+    lower id first on a tie).
     """
     inverse_cell_size = np.float32(side) / length
     cell_size = length / np.float32(side)
-    slack = length * GAP_SLACK
+    slack = gap_slack(qx, qy, origin, length)
     last = side - 1
-    cx = cell_coordinate(qx, inverse_cell_size, side)
-    cy = cell_coordinate(qy, inverse_cell_size, side)
+    cx = cell_coordinate(qx, origin, inverse_cell_size, side)
+    cy = cell_coordinate(qy, origin, inverse_cell_size, side)
     reach = max(max(cx, last - cx), max(cy, last - cy))
     clear_keys(keys)
     for r in range(reach + 1):
@@ -241,13 +272,38 @@ def k_nearest(qx, qy, skip, max_d2, side, length, xs, ys, cell_end, ids, keys):
                 scan_cells(cell, cell, qx, qy, skip, max_d2, xs, ys, cell_end, ids, keys)
         if r == reach:
             break
-        if search_is_complete(keys, max_d2, unsearched_gap(qx, qy, cx - r, cx + r, cy - r, cy + r, side, cell_size),
+        if search_is_complete(keys, max_d2, unsearched_gap(qx, qy, cx - r, cx + r, cy - r, cy + r, side, origin,
+                                                                cell_size),
                               slack):
             break
 
 
 @cuda.jit(device=True)
-def k_nearest_in_tile(qx, qy, skip, tile, side, length, xs, ys, cell_end, ids, keys):
+def count_within(qx, qy, skip, reach, side, length, xs, ys, cell_end, ids, origin=ZERO):
+    """How many binned agents other than ``skip`` lie closer to (qx, qy) than ``reach`` (float32 > 0): whose
+    distance, the square root of their float32 squared distance, is below it. It searches the cells of the
+    square of half-side ``reach`` around the point, widened by the rounding's slack; the rest as k_nearest."""
+    inverse_cell_size = np.float32(side) / length
+    widest = add(reach, gap_slack(qx, qy, origin, length))
+    low_column = cell_coordinate(sub(qx, widest), origin, inverse_cell_size, side)
+    high_column = cell_coordinate(add(qx, widest), origin, inverse_cell_size, side)
+    low_row = cell_coordinate(sub(qy, widest), origin, inverse_cell_size, side)
+    high_row = cell_coordinate(add(qy, widest), origin, inverse_cell_size, side)
+    count = 0
+    for row in range(low_row, high_row + 1):
+        for column in range(low_column, high_column + 1):
+            cell = cell_index(column, row, side)
+            start = 0
+            if cell > 0:
+                start = cell_end[cell - 1]
+            for s in range(start, cell_end[cell]):
+                if np.int32(ids[s]) != skip and math.sqrt(squared_distance(xs[s] - qx, ys[s] - qy)) < reach:
+                    count += 1
+    return count
+
+
+@cuda.jit(device=True)
+def k_nearest_in_tile(qx, qy, skip, tile, side, length, xs, ys, cell_end, ids, keys, origin=ZERO):
     """:func:`k_nearest` without a distance cutoff, searching the tile of the thread's group
     (:func:`group_tile`, which holds the point's cell) run by run of whole strips. Where an agent
     outside the tile could be closer than the K-th, the thread searches again a tile widened by
@@ -256,7 +312,7 @@ def k_nearest_in_tile(qx, qy, skip, tile, side, length, xs, ys, cell_end, ids, k
     Returns how many tiles it searched (int): 1 where the group's tile decided."""
     low_column, high_column, low_row, high_row = tile
     cell_size = length / np.float32(side)
-    slack = length * GAP_SLACK
+    slack = gap_slack(qx, qy, origin, length)
     last = side - 1
     searches = 0
     while True:
@@ -270,13 +326,13 @@ def k_nearest_in_tile(qx, qy, skip, tile, side, length, xs, ys, cell_end, ids, k
             last_cell = max(cell_index(last_column, low_row, side), cell_index(last_column, high_row, side))
             scan_cells(first_cell, last_cell, qx, qy, skip, INFINITY, xs, ys, cell_end, ids, keys)
         if search_is_complete(keys, INFINITY, unsearched_gap(qx, qy, low_column, high_column, low_row, high_row, side,
-                                                             cell_size), slack):
+                                                             origin, cell_size), slack):
             return searches
         low_column, high_column, low_row, high_row = widened((low_column, high_column, low_row, high_row), side)
 
 
 @cuda.jit(device=True)
-def unsearched_gap(qx, qy, low_column, high_column, low_row, high_row, side, cell_size):
+def unsearched_gap(qx, qy, low_column, high_column, low_row, high_row, side, origin, cell_size):
     """Distance from (qx, qy) to the nearest side of the searched rectangle of cells (columns
     low_column .. high_column, rows low_row .. high_row, around the query's cell) that has cells
     behind it: every unsearched agent lies at least this far. inf where nothing is unsearched.
@@ -284,13 +340,13 @@ def unsearched_gap(qx, qy, low_column, high_column, low_row, high_row, side, cel
     last = side - 1
     gap = INFINITY
     if low_column > 0:
-        gap = min(gap, sub(qx, mul(np.float32(low_column), cell_size)))
+        gap = min(gap, sub(qx, border(low_column, origin, cell_size)))
     if high_column < last:
-        gap = min(gap, sub(mul(np.float32(high_column + 1), cell_size), qx))
+        gap = min(gap, sub(border(high_column + 1, origin, cell_size), qx))
     if low_row > 0:
-        gap = min(gap, sub(qy, mul(np.float32(low_row), cell_size)))
+        gap = min(gap, sub(qy, border(low_row, origin, cell_size)))
     if high_row < last:
-        gap = min(gap, sub(mul(np.float32(high_row + 1), cell_size), qy))
+        gap = min(gap, sub(border(high_row + 1, origin, cell_size), qy))
     return gap
 
 
@@ -307,11 +363,11 @@ def search_is_complete(keys, max_d2, gap, slack):
 
 
 @cuda.jit(device=True)
-def query_cell(qx, qy, side, length):
+def query_cell(qx, qy, side, length, origin=ZERO):
     """The cell of the point (qx, qy), packed for :func:`group_tile` as row << COLUMN_BITS | column (int32)."""
     inverse_cell_size = np.float32(side) / length
-    return ((cell_coordinate(qy, inverse_cell_size, side) << COLUMN_BITS)
-            | cell_coordinate(qx, inverse_cell_size, side))
+    return ((cell_coordinate(qy, origin, inverse_cell_size, side) << COLUMN_BITS)
+            | cell_coordinate(qx, origin, inverse_cell_size, side))
 
 
 @cuda.jit(device=True)

@@ -22,6 +22,7 @@ from warpsim.kernels.nearest_keys import count_keys, key_id
 from warpsim.kernels.neighbours import (
     NO_CELL,
     bin_agents,
+    count_within,
     group_tile,
     k_nearest,
     k_nearest_in_tile,
@@ -31,13 +32,14 @@ from warpsim.kernels.neighbours import (
 
 
 @cuda.jit(device=True)
-def answer_queries(e, keys, max_d2, length, agents_per_cell, member, loc_x, loc_y, query_x, query_y,
+def answer_queries(e, keys, max_d2, origin, length, agents_per_cell, member, loc_x, loc_y, query_x, query_y,
                    partial, xs, ys, cell_end, ids, nearest_out, found_out):
     n = loc_x.shape[1]
-    count, side = bin_agents(e, 0, n, member, loc_x, loc_y, length, agents_per_cell, partial, xs, ys, cell_end, ids)
+    count, side = bin_agents(e, 0, n, member, loc_x, loc_y, length, agents_per_cell, partial, xs, ys, cell_end, ids,
+                             origin)
     for q in range(cuda.threadIdx.x, query_x.shape[1], cuda.blockDim.x):
         skip = q if q < n else -1  # queries 0..N-1 are the agents themselves, the rest outside points
-        k_nearest(query_x[e, q], query_y[e, q], skip, max_d2, side, length, xs, ys, cell_end, ids, keys)
+        k_nearest(query_x[e, q], query_y[e, q], skip, max_d2, side, length, xs, ys, cell_end, ids, keys, origin)
         found = count_keys(keys)
         found_out[e, q] = found
         for slot in range(found):
@@ -45,12 +47,13 @@ def answer_queries(e, keys, max_d2, length, agents_per_cell, member, loc_x, loc_
 
 
 @cuda.jit(device=True)
-def answer_in_tiles(e, keys, length, agents_per_cell, member, loc_x, loc_y, query_x, query_y,
+def answer_in_tiles(e, keys, origin, length, agents_per_cell, member, loc_x, loc_y, query_x, query_y,
                     partial, xs, ys, cell_end, ids, nearest_out, found_out, decided_out):
     """The members in the binned order (as the observations take them), then the outside points,
     one round of a query per thread; decided_out int32[E, Q]: 1 where the tile alone decided."""
     n = loc_x.shape[1]
-    count, side = bin_agents(e, 0, n, member, loc_x, loc_y, length, agents_per_cell, partial, xs, ys, cell_end, ids)
+    count, side = bin_agents(e, 0, n, member, loc_x, loc_y, length, agents_per_cell, partial, xs, ys, cell_end, ids,
+                             origin)
     queries = count + query_x.shape[1] - n
     first = 0
     while first < queries:
@@ -60,13 +63,13 @@ def answer_in_tiles(e, keys, length, agents_per_cell, member, loc_x, loc_y, quer
             q = np.int32(ids[place])
         elif place < queries:
             q = n + place - count
-        partial[cuda.threadIdx.x] = NO_CELL if q < 0 else query_cell(query_x[e, q], query_y[e, q], side, length)
+        partial[cuda.threadIdx.x] = NO_CELL if q < 0 else query_cell(query_x[e, q], query_y[e, q], side, length, origin)
         cuda.syncthreads()
         if q >= 0:
             skip = q if q < n else -1
             qx, qy = query_x[e, q], query_y[e, q]
             decided_out[e, q] = k_nearest_in_tile(qx, qy, skip, group_tile(partial, side), side, length, xs, ys,
-                                                  cell_end, ids, keys) == 1
+                                                  cell_end, ids, keys, origin) == 1
             found = count_keys(keys)
             found_out[e, q] = found
             for slot in range(found):
@@ -81,17 +84,17 @@ def nearest_kernel(k, tiles):
     tile search (``tiles``) or the ring search alone."""
 
     @cuda.jit(device=True)
-    def answer(e, keys, max_d2, length, agents_per_cell, member, loc_x, loc_y, query_x, query_y,
+    def answer(e, keys, max_d2, origin, length, agents_per_cell, member, loc_x, loc_y, query_x, query_y,
                partial, xs, ys, cell_end, ids, nearest_out, found_out, decided_out):
         if tiles:
-            answer_in_tiles(e, keys, length, agents_per_cell, member, loc_x, loc_y, query_x, query_y,
+            answer_in_tiles(e, keys, origin, length, agents_per_cell, member, loc_x, loc_y, query_x, query_y,
                             partial, xs, ys, cell_end, ids, nearest_out, found_out, decided_out)
         else:
-            answer_queries(e, keys, max_d2, length, agents_per_cell, member, loc_x, loc_y, query_x, query_y,
-                           partial, xs, ys, cell_end, ids, nearest_out, found_out)
+            answer_queries(e, keys, max_d2, origin, length, agents_per_cell, member, loc_x, loc_y, query_x,
+                           query_y, partial, xs, ys, cell_end, ids, nearest_out, found_out)
 
     @cuda.jit
-    def nearest(max_d2, length, agents_per_cell, cells_capacity, in_shared, member, loc_x, loc_y,
+    def nearest(max_d2, origin, length, agents_per_cell, cells_capacity, in_shared, member, loc_x, loc_y,
                 query_x, query_y, grid_x, grid_y, grid_ids, grid_cells, nearest_out, found_out, decided_out):
         """One block per environment: member int32[E, N]; loc_x, loc_y float32[E, N]; query_x, query_y
         float32[E, Q]; grid_* the global scratch; nearest_out int32[E, Q, K]; found_out int32[E, Q];
@@ -104,17 +107,17 @@ def nearest_kernel(k, tiles):
             xs, ys, cell_end, ids = shared_grid(words, cuda.shared.array(0, types.float32),
                                                 cuda.shared.array(0, types.int16), loc_x.shape[1], cells_capacity,
                                                 cuda.blockDim.x)
-            answer(e, keys, max_d2, length, agents_per_cell, member, loc_x, loc_y, query_x, query_y,
+            answer(e, keys, max_d2, origin, length, agents_per_cell, member, loc_x, loc_y, query_x, query_y,
                    partial, xs, ys, cell_end, ids, nearest_out, found_out, decided_out)
         else:
-            answer(e, keys, max_d2, length, agents_per_cell, member, loc_x, loc_y, query_x, query_y,
+            answer(e, keys, max_d2, origin, length, agents_per_cell, member, loc_x, loc_y, query_x, query_y,
                    partial, grid_x[e], grid_y[e], grid_cells[e], grid_ids[e], nearest_out, found_out, decided_out)
 
     return nearest
 
 
 def grid_nearest(x, y, member, k, length, max_d2=np.inf, agents_per_cell=1, in_shared=True,
-                 extra_x=None, extra_y=None, tiles=False):
+                 extra_x=None, extra_y=None, tiles=False, origin=0.0):
     """(ids, found) of the grid search for every agent, then every extra point; with ``tiles``, the tile
     search (no distance cutoff) for the members and the extra points, and also decided: 1 where the
     tile alone decided, 0 where the ring search finished, -1 for the agents out of the game."""
@@ -135,7 +138,7 @@ def grid_nearest(x, y, member, k, length, max_d2=np.inf, agents_per_cell=1, in_s
         decided_out)]
     shared_bytes = layout.shared_bytes if in_shared else 4 * threads
     nearest_kernel(k, tiles)[num_envs, threads, 0, shared_bytes](
-        np.float32(max_d2), np.float32(length), np.int32(agents_per_cell), np.int32(cells),
+        np.float32(max_d2), np.float32(origin), np.float32(length), np.int32(agents_per_cell), np.int32(cells),
         in_shared, *arrays)
     ids, found, decided = (a.copy_to_host() for a in arrays[-3:])
     return (ids, found, decided) if tiles else (ids, found)
@@ -316,3 +319,70 @@ def test_neighbours_are_ordered_by_squared_distance_not_by_its_rounded_root():
     ids, found = grid_nearest(x, y, member, 2, 4.0)
     assert found[0, 0] == 2 and ids[0, 0].tolist() == [2, 1]
     np.testing.assert_array_equal(ids, brute_nearest(x, y, member, 2)[0])
+
+
+def outside_the_box(rng, num_envs, n):
+    """Points of the box [-1, 1]^2 (MPE's) and beyond it on every side, some far, some on its borders
+    and on the borders of its cells, and a pile where many meet."""
+    f32 = np.float32
+    spread = rng.uniform(-4, 4, (2, num_envs, n))
+    borders = rng.integers(-8, 9, (2, num_envs, n)) * f32(0.25)
+    far = rng.choice([f32(-60), f32(75)], (2, num_envs, n))
+    which = rng.integers(0, 4, (1, num_envs, n))
+    return np.choose(which, [spread, borders, far, np.full_like(spread, f32(1.5))]).astype(f32)
+
+
+@pytest.mark.parametrize("k", [1, 4, 9])
+@pytest.mark.parametrize("tiles", [False, True], ids=["rings", "tiles"])
+def test_points_outside_the_box_are_found_as_brute_force_finds_them(k, tiles):
+    """The box [-1, 1]^2 and agents and queries on all sides of it, far and near: the search of a grid
+    over the box is still exact (a point outside is binned in the cell nearest it)."""
+    num_envs, n = 2, 48
+    rng = np.random.default_rng(k + 10 * tiles)
+    x, y = outside_the_box(rng, num_envs, n)
+    member = (rng.random((num_envs, n)) >= 0.1).astype(np.int32)
+    extra_x, extra_y = rng.uniform(-3, 3, (2, num_envs, 5)).astype(np.float32)
+    expected_ids, expected_found = brute_nearest(x, y, member, k, extra_x=extra_x, extra_y=extra_y)
+    got = grid_nearest(x, y, member, k, 2.0, agents_per_cell=1, extra_x=extra_x, extra_y=extra_y, tiles=tiles,
+                       origin=-1.0)
+    asked = members_and_extras(got[1], member) if tiles else np.ones_like(got[1], bool)
+    np.testing.assert_array_equal(got[1][asked], expected_found[asked])
+    np.testing.assert_array_equal(got[0][asked], expected_ids[asked])
+
+
+@cuda.jit
+def count_kernel(reach, origin, length, agents_per_cell, cells_capacity, loc_x, loc_y, grid_x, grid_y, grid_ids,
+                 grid_cells, count_out):
+    """One block per environment, every agent binned (member None), each counting the others within reach:
+    loc_x, loc_y float32[E, N]; grid_* global scratch rows; count_out int32[E, N]."""
+    e = cuda.blockIdx.x
+    words = cuda.shared.array(0, types.int32)
+    partial = words[0:cuda.blockDim.x]
+    _count, side = bin_agents(e, 0, loc_x.shape[1], None, loc_x, loc_y, length, agents_per_cell, partial,
+                              grid_x[e], grid_y[e], grid_cells[e], grid_ids[e], origin)
+    for i in range(cuda.threadIdx.x, loc_x.shape[1], cuda.blockDim.x):
+        count_out[e, i] = count_within(loc_x[e, i], loc_y[e, i], i, reach, side, length, grid_x[e], grid_y[e],
+                                       grid_cells[e], grid_ids[e], origin)
+
+
+@pytest.mark.parametrize("reach", [0.3, 0.25, 2.0])
+def test_agents_within_a_distance_are_counted_as_brute_force_counts_them(reach):
+    """Every other agent whose float32 distance is below the reach, inside the box and out, with distances
+    of exactly the reach (points on a lattice of 0.25), and agents at NaN, which nobody counts."""
+    num_envs, n = 2, 64
+    rng = np.random.default_rng(int(reach * 100))
+    x, y = outside_the_box(rng, num_envs, n)
+    x[0, :3] = np.nan
+    threads = SIMULATOR_THREADS_PER_BLOCK if simulator_enabled() else THREADS_PER_BLOCK
+    cells = GridLayout(n, 2, threads).cells_capacity
+    count_out = np.zeros((num_envs, n), np.int32)
+    arrays = [cuda.to_device(a) for a in (x, y, np.zeros((num_envs, n), np.float32),
+                                          np.zeros((num_envs, n), np.float32), np.zeros((num_envs, n), np.int32),
+                                          np.zeros((num_envs, cells), np.int32), count_out)]
+    count_kernel[num_envs, threads, 0, 4 * threads](np.float32(reach), np.float32(-1), np.float32(2), np.int32(2),
+                                                     np.int32(cells), *arrays)
+    dx, dy = x[:, :, None] - x[:, None, :], y[:, :, None] - y[:, None, :]
+    within = (np.sqrt(dx * dx + dy * dy) < np.float32(reach)) & ~np.eye(n, dtype=bool)
+    expected = within.sum(axis=2)
+    assert expected[1].max() > 3 and expected[0, :3].tolist() == [0, 0, 0], "the layout must test something"
+    np.testing.assert_array_equal(arrays[-1].copy_to_host(), expected)
