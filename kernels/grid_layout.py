@@ -84,10 +84,11 @@ class GridLayout:
         return {f"{prefix}_agents_per_cell": np.int32(self.agents_per_cell),
                 f"{prefix}_cells_capacity": np.int32(self.cells_capacity)}
 
-    def scratch(self, prefix: str) -> tuple[StateArray, ...]:
+    def scratch(self, prefix: str, in_shared: bool | None = None) -> tuple[StateArray, ...]:
         """The global scratch of the grid, for ``EnvSpec.scratch``: ``<prefix>_x``, ``_y``, ``_ids``
-        and ``_cells``, one row per environment; 1 x 1 placeholders when the grid is in shared memory."""
-        if self.in_shared:
+        and ``_cells``, one row per environment; 1 x 1 placeholders when the grid is in shared memory
+        (``in_shared``: where the kernel keeps it, when not ``self.in_shared``, e.g. beside another grid)."""
+        if self.in_shared if in_shared is None else in_shared:
             agents: tuple[str | int, ...] = (1, 1)
             cells: tuple[str | int, ...] = (1, 1)
         else:

@@ -1,6 +1,6 @@
 """What the multi-particle scenarios (envs/simple_*) share: MPE's world constants, the clock, a reset of
-agents at rest, MPE's contact force and the offsets an observation lists, as device code with NumPy twins
-where a reference needs them."""
+agents at rest, MPE's contact force, the offsets an observation lists and the box their grid searches
+bin, as device code with NumPy twins where a reference needs them."""
 
 import math
 
@@ -9,7 +9,7 @@ from numba import cuda
 
 from warpsim.kernels.exponential import softplus, softplus_device
 from warpsim.kernels.indexing import agent_of_thread
-from warpsim.kernels.nearest_keys import EMPTY_KEY, key_id, nearest_after
+from warpsim.kernels.nearest_keys import EMPTY_KEY, key_id, nearest_after, pop_nearest
 from warpsim.kernels.random import reset_uniform_device
 from warpsim.kernels.rounding import add, mul, squared_distance, sub
 
@@ -30,6 +30,10 @@ MOVES_Y = np.array([0, 0, 0, -1, 1], np.float32)
 ZERO = np.float32(0)
 ONE = np.float32(1)
 TWO = np.float32(2)
+BOX_ORIGIN = np.float32(-1)
+BOX_LENGTH = np.float32(2)
+"""The box [-1, 1]^2 where bodies start: the grids of the scenarios' searches (warpsim.kernels.neighbours) cover
+it, and bin a body that strays beyond it at its edge (the searches stay exact)."""
 
 
 @cuda.jit
@@ -101,4 +105,21 @@ def write_offsets(observations, e, i, at, slots, nearest_first, qx, qy, xs_e, ys
             observations[e, i, at] = sub(xs_e[j], qx)
             observations[e, i, at + 1] = sub(ys_e[j], qy)
             at += 2
+    return at
+
+
+@cuda.jit(device=True)
+def write_listed_offsets(observations, e, i, at, slots, keys, qx, qy, xs_e, ys_e):
+    """The offsets from (qx, qy) of the entities of a K-nearest list (keys uint64[K], taken off it nearest
+    first) at observations[e, i, at:], in ``slots`` slots, zeros past those it holds; the next index."""
+    for _ in range(slots):
+        key = pop_nearest(keys)
+        if key == EMPTY_KEY:
+            observations[e, i, at] = ZERO
+            observations[e, i, at + 1] = ZERO
+        else:
+            j = key_id(key)
+            observations[e, i, at] = sub(xs_e[j], qx)
+            observations[e, i, at + 1] = sub(ys_e[j], qy)
+        at += 2
     return at

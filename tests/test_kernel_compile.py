@@ -52,11 +52,14 @@ def test_tag_gridworld_kernels_compile_to_float32_ptx():
 
 
 def test_simple_spread_kernels_compile_to_float32_ptx():
-    """Its softplus (warpsim.kernels.exponential) and sums included: no float64, and no product fused into a sum."""
+    """Its softplus (warpsim.kernels.exponential), sums and grid searches included (the nearest on grids in
+    shared memory and in global scratch, and more nearest than a list holds): no float64, and no product
+    fused into a sum."""
     results = compile_all("simple_spread", {"N": 4}) + compile_all("simple_spread", {"N": 4, "continuous_actions": True})
+    results += compile_all("simple_spread", {"N": 1000, "num_agent_neighbors": 10, "num_landmark_neighbors": 10})
+    results += compile_all("simple_spread", {"N": 4096, "num_agent_neighbors": 10, "num_landmark_neighbors": 70})
     assert {r["kernel"] for r in results} == {"advance_clock", "push_agents", "push_agents_continuous", "move_agents",
-                                              "find_nearest_agents", "reward_and_observe", "reset_bodies",
-                                              "observe_reset", "count_resets"}
+                                              "reward_and_observe", "reset_bodies", "observe_reset", "count_resets"}
     assert_compiled_as_numpy_rounds(results)
 
 

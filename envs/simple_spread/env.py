@@ -1,10 +1,14 @@
 """simple_spread's glue: declarations, and which kernel runs when."""
 
+import functools
+
 import numpy as np
 
 from warpsim import EnvSpec, Environment, StateArray
 from warpsim.envs.simple_spread import kernels, reference
+from warpsim.envs.simple_spread.grid_kernels import GridKernels, grid_kernels
 from warpsim.envs.simple_spread.params import COMMUNICATION_SIZE, SimpleSpreadParams
+from warpsim.kernels.grid_layout import GridLayout, agents_per_cell
 from warpsim.kernels.mpe import MOVES_X, MOVES_Y, advance_clock
 
 
@@ -45,21 +49,54 @@ class SimpleSpread(Environment):
             write_order=("t", "done", "pos_x", "pos_y", "vel_x", "vel_y", "rewards", "observations", "episode"),
             observation_label=("full" if p.num_agent_neighbors is None and p.num_landmark_neighbors is None else
                                f"partial: {p.agent_slots} agents, {p.landmark_slots} landmarks"),
-            distance_evaluations_per_step=3 * p.N * p.N,
+            # The forces compare every pair; the grids' searches take a few cells each.
+            distance_evaluations_per_step=p.N * p.N,
             scratch=(
                 StateArray("force_x", np.float32, per_agent, "each agent's force this step"),
                 StateArray("force_y", np.float32, per_agent, "each agent's force this step"),
                 StateArray("nearest_distance", np.float32, per_agent, "landmark i's distance to its nearest agent"),
+                *self._agent_grid.scratch("agent_grid", in_shared=self._grids_in_shared),
+                *self._landmark_grid.scratch("landmark_grid", in_shared=self._grids_in_shared),
             ),
         )
+
+    @functools.cached_property
+    def _agent_grid(self) -> GridLayout:
+        """The agents' grid: searched for each landmark's nearest agent, the agents each one touches and the
+        nearest it observes."""
+        return GridLayout(self.params.N, agents_per_cell(self.params.num_agent_neighbors or 1))
+
+    @functools.cached_property
+    def _landmark_grid(self) -> GridLayout:
+        """The landmarks' grid, where an agent observes the nearest of them (one empty cell otherwise)."""
+        observed = self.params.num_landmark_neighbors
+        return GridLayout(self.params.N, agents_per_cell(observed)) if observed else GridLayout(1, 1)
+
+    @functools.cached_property
+    def _grids_in_shared(self) -> bool:
+        """Whether both grids fit in a block's shared memory, the landmarks' after the agents'."""
+        return self._agent_grid.fits_in_shared_with(self._landmark_grid.grid_bytes)
+
+    @functools.cached_property
+    def _shared_bytes(self) -> int:
+        if self._grids_in_shared:
+            return self._agent_grid.shared_bytes_with(self._landmark_grid.grid_bytes)
+        return self._agent_grid.per_thread_bytes
+
+    @functools.cached_property
+    def _grid_kernels(self) -> GridKernels:
+        p = self.params
+        agent_list = 0 if p.num_agent_neighbors is None else min(p.num_agent_neighbors, p.N - 1)
+        landmark_list = 0 if p.num_landmark_neighbors is None else min(p.num_landmark_neighbors, p.N)
+        return grid_kernels(agent_list, landmark_list, self._grids_in_shared)
 
     def setup(self) -> None:
         p = self.params
         self.add_constants(moves_x=MOVES_X, moves_y=MOVES_Y,
                            global_weight=np.float32(1 - p.local_ratio), local_weight=np.float32(p.local_ratio),
                            landmark_slots=np.int32(p.landmark_slots), agent_slots=np.int32(p.agent_slots),
-                           nearest_landmarks=np.bool_(p.num_landmark_neighbors is not None),
-                           nearest_agents=np.bool_(p.num_agent_neighbors is not None))
+                           **self._agent_grid.kernel_constants("agent_grid"),
+                           **self._landmark_grid.kernel_constants("landmark_grid"))
 
     def reset_numpy(self, envs: np.ndarray) -> None:
         reference.reset(self.views, self.params, self.seed, envs)
@@ -70,12 +107,11 @@ class SimpleSpread(Environment):
 
     def reset_cuda(self, mask) -> None:
         self.run(kernels.reset_bodies, per="agent", mask=mask)
-        self.run(kernels.observe_reset, per="agent", mask=mask)
+        self.run(self._grid_kernels.observe_reset, per="block", mask=mask, shared_bytes=self._shared_bytes)
 
     def step_cuda(self) -> None:
         self.run(advance_clock, per="env")
         self.run(kernels.push_agents_continuous if self.params.continuous_actions else kernels.push_agents,
                  per="agent")
         self.run(kernels.move_agents, per="agent")
-        self.run(kernels.find_nearest_agents, per="agent")
-        self.run(kernels.reward_and_observe, per="agent")
+        self.run(self._grid_kernels.reward_and_observe, per="block", shared_bytes=self._shared_bytes)

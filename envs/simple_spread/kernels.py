@@ -1,13 +1,11 @@
-"""Numba CUDA kernels of simple_spread, one thread per agent (or, for the clock, per environment).
+"""Numba CUDA kernels of simple_spread that take one thread per agent (or, for the clock, per environment).
 
-A step is five launches, each reading what the one before wrote: the agents' forces (from
-the positions before anyone moves), the motion, each landmark's nearest agent, then the
-rewards and the observations. Every product that feeds a sum is written with ``mul`` and
-every sum with ``add`` or ``sub``, and sums run in the reference's order, so the kernels
-compute its bits (warpsim.kernels.rounding).
+A step is four launches, each reading what the one before wrote: the clock, the agents' forces (from
+the positions before anyone moves), the motion, then the rewards and the observations, which search
+grids of the bodies with a block per environment (grid_kernels.py). Every product that feeds a sum is
+written with ``mul`` and every sum with ``add`` or ``sub``, and sums run in the reference's order, so
+the kernels compute its bits (warpsim.kernels.rounding).
 """
-
-import math
 
 import numpy as np
 from numba import cuda
@@ -15,14 +13,13 @@ from numba import cuda
 from warpsim.envs.simple_spread.params import CONTACT_DISTANCE, DRAWS_PER_AGENT
 from warpsim.kernels.actions import clamp_device
 from warpsim.kernels.indexing import agent_of_thread
-from warpsim.kernels.mpe import DT, KEPT_VELOCITY, SENSITIVITY, contact_device, write_offsets
+from warpsim.kernels.mpe import DT, KEPT_VELOCITY, SENSITIVITY, contact_device
 from warpsim.kernels.random import reset_uniform_device
-from warpsim.kernels.rounding import add, mul, squared_distance, sub
+from warpsim.kernels.rounding import add, mul, sub
 
 ZERO = np.float32(0)
 ONE = np.float32(1)
 TWO = np.float32(2)
-INFINITY = np.float32(np.inf)
 
 
 @cuda.jit(device=True)
@@ -85,66 +82,6 @@ def move_agents(force_x, force_y, pos_x, pos_y, vel_x, vel_y):
 
 
 @cuda.jit
-def find_nearest_agents(pos_x, pos_y, landmark_x, landmark_y, nearest_distance):
-    """Each landmark's distance to its nearest agent (a thread per landmark).
-
-    pos_x, pos_y float32[E, N]; landmark_x, landmark_y float32[E, N]; nearest_distance float32[E, N].
-    """
-    num_envs, n = pos_x.shape
-    e, landmark = agent_of_thread(n)
-    if e >= num_envs:
-        return
-    nearest = INFINITY
-    for j in range(n):
-        dx, dy = sub(pos_x[e, j], landmark_x[e, landmark]), sub(pos_y[e, j], landmark_y[e, landmark])
-        nearest = min(nearest, math.sqrt(squared_distance(dx, dy)))
-    nearest_distance[e, landmark] = nearest
-
-
-@cuda.jit
-def reward_and_observe(global_weight, local_weight, landmark_slots, agent_slots, nearest_landmarks, nearest_agents,
-                       nearest_distance, pos_x, pos_y, vel_x, vel_y, landmark_x, landmark_y, rewards, observations):
-    """Each agent's reward, the shared coverage and its own collisions weighed, and its observation.
-
-    global_weight, local_weight float32; landmark_slots, agent_slots int32; nearest_landmarks, nearest_agents bool;
-    nearest_distance float32[E, N]; pos_x, pos_y, vel_x, vel_y float32[E, N]; landmark_x, landmark_y float32[E, N];
-    rewards float32[E, N]; observations float32[E, N, D].
-    """
-    num_envs, n = pos_x.shape
-    e, i = agent_of_thread(n)
-    if e >= num_envs:
-        return
-    coverage = ZERO
-    for landmark in range(n):
-        coverage = sub(coverage, nearest_distance[e, landmark])
-    collisions = ZERO
-    for j in range(n):
-        if j != i and math.sqrt(squared_distance(sub(pos_x[e, j], pos_x[e, i]),
-                                                 sub(pos_y[e, j], pos_y[e, i]))) < CONTACT_DISTANCE:
-            collisions = sub(collisions, ONE)
-    rewards[e, i] = add(mul(coverage, global_weight), mul(collisions, local_weight))
-    write_observation(e, i, landmark_slots, agent_slots, nearest_landmarks, nearest_agents, pos_x, pos_y, vel_x,
-                      vel_y, landmark_x, landmark_y, observations)
-
-
-@cuda.jit(device=True)
-def write_observation(e, i, landmark_slots, agent_slots, nearest_landmarks, nearest_agents, pos_x, pos_y, vel_x,
-                      vel_y, landmark_x, landmark_y, observations):
-    """MPE2's order: own velocity and position, the landmarks' offsets, the other agents', then zeros (utterances)."""
-    x, y = pos_x[e, i], pos_y[e, i]
-    observations[e, i, 0] = vel_x[e, i]
-    observations[e, i, 1] = vel_y[e, i]
-    observations[e, i, 2] = x
-    observations[e, i, 3] = y
-    at = write_offsets(observations, e, i, 4, landmark_slots, nearest_landmarks, x, y, landmark_x[e], landmark_y[e],
-                       -1)
-    at = write_offsets(observations, e, i, at, agent_slots, nearest_agents, x, y, pos_x[e], pos_y[e], i)
-    while at < observations.shape[2]:
-        observations[e, i, at] = ZERO
-        at += 1
-
-
-@cuda.jit
 def reset_bodies(mask, seed, episode, pos_x, pos_y, vel_x, vel_y, landmark_x, landmark_y, t):
     """New agents at rest and landmarks, uniform in [-1, 1]^2, where ``mask`` is set (agent i draws landmark i).
 
@@ -163,19 +100,3 @@ def reset_bodies(mask, seed, episode, pos_x, pos_y, vel_x, vel_y, landmark_x, la
     vel_y[e, i] = ZERO
     if i == 0:
         t[e] = 0
-
-
-@cuda.jit
-def observe_reset(mask, landmark_slots, agent_slots, nearest_landmarks, nearest_agents, pos_x, pos_y, vel_x, vel_y,
-                  landmark_x, landmark_y, observations):
-    """The first observations where ``mask`` is set (after reset_bodies).
-
-    mask bool[E]; landmark_slots, agent_slots int32; nearest_landmarks, nearest_agents bool;
-    pos_x, pos_y, vel_x, vel_y float32[E, N]; landmark_x, landmark_y float32[E, N]; observations float32[E, N, D].
-    """
-    num_envs, n = pos_x.shape
-    e, i = agent_of_thread(n)
-    if e >= num_envs or not mask[e]:
-        return
-    write_observation(e, i, landmark_slots, agent_slots, nearest_landmarks, nearest_agents, pos_x, pos_y, vel_x,
-                      vel_y, landmark_x, landmark_y, observations)

@@ -46,7 +46,7 @@ def step(v, p: SimpleSpreadParams, global_weight: np.float32, local_weight: np.f
     coverage = np.zeros(v.pos_x.shape[0], np.float32)
     for landmark in range(p.N):  # minus the distance of each landmark's nearest agent, landmark 0 first
         dx, dy = v.pos_x - v.landmark_x[:, landmark:landmark + 1], v.pos_y - v.landmark_y[:, landmark:landmark + 1]
-        coverage = coverage - np.sqrt(dx * dx + dy * dy).min(axis=1)
+        coverage = coverage - np.sqrt(searched(dx * dx + dy * dy)).min(axis=1)
     dx = v.pos_x[:, :, None] - v.pos_x[:, None, :]
     dy = v.pos_y[:, :, None] - v.pos_y[:, None, :]
     touching = (np.sqrt(dx * dx + dy * dy) < CONTACT_DISTANCE) & ~np.eye(p.N, dtype=bool)
@@ -80,13 +80,21 @@ def observe(v, p: SimpleSpreadParams, envs: np.ndarray) -> None:
     v.observations[envs] = np.concatenate([own, landmarks, agents, utterances], axis=-1)
 
 
+def searched(d2: np.ndarray) -> np.ndarray:
+    """The squared distances a search can find (those below inf), inf for the rest: a body at NaN (two agents
+    met at one point) is found by no search, as the kernels' grids find none."""
+    return np.where(d2 < np.inf, d2, np.float32(np.inf))
+
+
 def offsets(dx: np.ndarray, dy: np.ndarray, nearest: int | None) -> np.ndarray:
     """float32[E, N, 2 slots]: (dx, dy) of each entity of the last axis, as they come, or of the ``nearest``
-    nearest, nearest first, zeros beyond the entities there are."""
+    nearest, nearest first, zeros beyond the entities found (those at a distance below inf)."""
     if nearest is not None:
-        d2 = dx * dx + dy * dy
+        d2 = searched(dx * dx + dy * dy)
         order = np.argsort(d2, axis=-1, kind="stable")[..., :nearest]
-        dx, dy = np.take_along_axis(dx, order, -1), np.take_along_axis(dy, order, -1)
+        found = np.take_along_axis(d2, order, -1) < np.inf
+        dx = np.where(found, np.take_along_axis(dx, order, -1), np.float32(0))
+        dy = np.where(found, np.take_along_axis(dy, order, -1), np.float32(0))
         missing = nearest - dx.shape[-1]
         if missing > 0:
             fill = np.zeros((*dx.shape[:-1], missing), np.float32)
