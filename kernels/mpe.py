@@ -90,13 +90,8 @@ def write_offsets(observations, e, i, at, slots, nearest_first, qx, qy, xs_e, ys
         floor = np.uint64(0)
         for _ in range(slots):
             key = nearest_after(floor, qx, qy, xs_e, ys_e, skip)
-            if key == EMPTY_KEY:
-                observations[e, i, at] = ZERO
-                observations[e, i, at + 1] = ZERO
-            else:
-                j = key_id(key)
-                observations[e, i, at] = sub(xs_e[j], qx)
-                observations[e, i, at + 1] = sub(ys_e[j], qy)
+            write_keyed_offset(observations, e, i, at, key, qx, qy, xs_e, ys_e)
+            if key != EMPTY_KEY:
                 floor = key + np.uint64(1)
             at += 2
         return at
@@ -113,13 +108,18 @@ def write_listed_offsets(observations, e, i, at, slots, keys, qx, qy, xs_e, ys_e
     """The offsets from (qx, qy) of the entities of a K-nearest list (keys uint64[K], taken off it nearest
     first) at observations[e, i, at:], in ``slots`` slots, zeros past those it holds; the next index."""
     for _ in range(slots):
-        key = pop_nearest(keys)
-        if key == EMPTY_KEY:
-            observations[e, i, at] = ZERO
-            observations[e, i, at + 1] = ZERO
-        else:
-            j = key_id(key)
-            observations[e, i, at] = sub(xs_e[j], qx)
-            observations[e, i, at + 1] = sub(ys_e[j], qy)
+        write_keyed_offset(observations, e, i, at, pop_nearest(keys), qx, qy, xs_e, ys_e)
         at += 2
     return at
+
+
+@cuda.jit(device=True)
+def write_keyed_offset(observations, e, i, at, key, qx, qy, xs_e, ys_e):
+    """The offset from (qx, qy) of the entity of ``key`` (warpsim.kernels.nearest_keys) at
+    observations[e, i, at:at + 2], zeros for EMPTY_KEY."""
+    dx, dy = ZERO, ZERO
+    if key != EMPTY_KEY:
+        j = key_id(key)
+        dx, dy = sub(xs_e[j], qx), sub(ys_e[j], qy)
+    observations[e, i, at] = dx
+    observations[e, i, at + 1] = dy
