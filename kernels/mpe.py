@@ -2,14 +2,16 @@
 agents at rest, MPE's contact force, the offsets an observation lists and the box their grid searches
 bin, as device code with NumPy twins where a reference needs them."""
 
+import functools
 import math
 
 import numpy as np
-from numba import cuda
+from numba import cuda, types
 
 from warpsim.kernels.exponential import softplus, softplus_device
 from warpsim.kernels.indexing import agent_of_thread
 from warpsim.kernels.nearest_keys import EMPTY_KEY, key_id, nearest_after, pop_nearest
+from warpsim.kernels.neighbours import shared_grid, words_after_grid
 from warpsim.kernels.random import reset_uniform_device
 from warpsim.kernels.rounding import add, mul, squared_distance, sub
 
@@ -34,6 +36,13 @@ BOX_ORIGIN = np.float32(-1)
 BOX_LENGTH = np.float32(2)
 """The box [-1, 1]^2 where bodies start: the grids of the scenarios' searches (warpsim.kernels.neighbours) cover
 it, and bin a body that strays beyond it at its edge (the searches stay exact)."""
+
+
+def searched(d2: np.ndarray) -> np.ndarray:
+    """The squared distances (float32) a nearest-first search finds, those below inf, and inf for the rest: as
+    the kernels' searches (``nearest_after``, warpsim.kernels.neighbours), the references find no body at NaN
+    (two agents met at one point)."""
+    return np.where(d2 < np.inf, d2, np.float32(np.inf))
 
 
 @cuda.jit
@@ -123,3 +132,31 @@ def write_keyed_offset(observations, e, i, at, key, qx, qy, xs_e, ys_e):
         dx, dy = sub(xs_e[j], qx), sub(ys_e[j], qy)
     observations[e, i, at] = dx
     observations[e, i, at + 1] = dy
+
+
+@functools.cache
+def two_grids(in_shared: bool):
+    """The device function that places a block's two grids (warpsim.kernels.neighbours) of one environment:
+    in dynamic shared memory after the block's partial sums, the second after the first, or (``in_shared``
+    False, fixed when the kernel compiles) in rows of the global scratch."""
+
+    @cuda.jit(device=True)
+    def place_grids(e, first_count, first_cells_capacity, second_count, second_cells_capacity, first_scratch,
+                    second_scratch):
+        """The (xs, ys, cell_end, ids) of environment e's two grids, of ``first_count`` and ``second_count``
+        bodies at most. first_scratch, second_scratch: (x, y, ids, cells) float32[E, M] twice, int32[E, M] and
+        int32[E, C], the global scratch, read only where the grids are not in shared memory."""
+        if in_shared:
+            threads = cuda.blockDim.x
+            words = cuda.shared.array(0, types.int32)
+            floats = cuda.shared.array(0, types.float32)
+            halves = cuda.shared.array(0, types.int16)
+            first = shared_grid(words, floats, halves, first_count, first_cells_capacity, threads)
+            second = shared_grid(words, floats, halves, second_count, second_cells_capacity,
+                                 words_after_grid(first_count, first_cells_capacity, threads))
+            return first, second
+        x, y, ids, cells = first_scratch
+        second_x, second_y, second_ids, second_cells = second_scratch
+        return (x[e], y[e], cells[e], ids[e]), (second_x[e], second_y[e], second_cells[e], second_ids[e])
+
+    return place_grids

@@ -22,6 +22,7 @@ from warpsim.kernels.rounding import squared_distance, sub
 
 EMPTY_KEY = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
 """Greater than every key: its distance bits are those of no float32 a search keeps."""
+INFINITY = np.float32(np.inf)
 ID_MASK = np.uint64(0xFFFF_FFFF)
 ID_BITS = np.uint64(32)
 
@@ -109,11 +110,14 @@ def kth_closer_than(keys, bound):
 def nearest_after(floor, qx, qy, xs_e, ys_e, skip):
     """The key (``nearest_keys.key_of``) of the entity of xs_e, ys_e (float32[M]) nearest to (qx, qy) among those
     whose key is at least ``floor``, leaving out index ``skip``; EMPTY_KEY when none is left. Called with each
-    key found plus one, it yields the entities nearest first, the lower index first at a tie."""
+    key found plus one, it yields the entities nearest first, the lower index first at a tie. As the grid
+    searches (warpsim.kernels.neighbours), it finds only entities at a squared distance below inf: none at NaN."""
     best = EMPTY_KEY
     for j in range(xs_e.shape[0]):
         if j != skip:
-            key = key_of(squared_distance(sub(xs_e[j], qx), sub(ys_e[j], qy)), j)
-            if floor <= key < best:
-                best = key
+            d2 = squared_distance(sub(xs_e[j], qx), sub(ys_e[j], qy))
+            if d2 < INFINITY:
+                key = key_of(d2, j)
+                if floor <= key < best:
+                    best = key
     return best

@@ -81,10 +81,13 @@ def test_simple_speaker_listener_kernels_compile_to_float32_ptx():
 
 
 def test_simple_tag_kernels_compile_to_float32_ptx():
+    """With the nearest 10 of 1000 agents on grids in shared memory, and 70 of 4096 in global scratch."""
     results = compile_all("simple_tag", {}) + compile_all("simple_tag", {"continuous_actions": True})
+    results += compile_all("simple_tag", {"num_adversaries": 250, "num_good": 750, "num_agent_neighbors": 10})
+    results += compile_all("simple_tag", {"num_adversaries": 1024, "num_good": 3072, "num_agent_neighbors": 70})
     assert {r["kernel"] for r in results} == {"advance_clock", "push_agents", "push_agents_continuous", "move_agents",
-                                              "count_catches", "reward_and_observe", "reset_agents",
-                                              "reset_obstacles", "observe_reset", "count_resets"}
+                                              "reward_and_observe", "reset_agents", "reset_obstacles",
+                                              "observe_reset", "count_resets"}
     assert_compiled_as_numpy_rounds(results)
 
 

@@ -19,9 +19,9 @@ import numpy as np
 from numba import cuda, types
 
 from warpsim.envs.simple_spread.params import CONTACT_DISTANCE
-from warpsim.kernels.mpe import BOX_LENGTH, BOX_ORIGIN, write_listed_offsets, write_offsets
+from warpsim.kernels.mpe import BOX_LENGTH, BOX_ORIGIN, two_grids, write_listed_offsets, write_offsets
 from warpsim.kernels.nearest_keys import EMPTY_KEY, key_id
-from warpsim.kernels.neighbours import bin_agents, count_within, k_nearest, shared_grid, words_after_grid
+from warpsim.kernels.neighbours import bin_agents, count_within, k_nearest
 from warpsim.kernels.rounding import add, mul, squared_distance, sub
 
 ZERO = np.float32(0)
@@ -49,6 +49,7 @@ def grid_kernels(agent_list: int, landmark_list: int, grids_in_shared: bool) -> 
     landmarks_on_grid = 0 < landmark_list <= LONGEST_LIST
     agent_keys = max(agent_list, 1)
     landmark_keys = max(landmark_list, 1)
+    place_grids = two_grids(grids_in_shared)
 
     @cuda.jit(device=True)
     def bin_bodies(e, agent_grid_agents_per_cell, agent_grid_cells_capacity, landmark_grid_agents_per_cell,
@@ -57,19 +58,11 @@ def grid_kernels(agent_list: int, landmark_list: int, grids_in_shared: bool) -> 
                    landmark_grid_cells):
         """Environment e's agents binned, and its landmarks where the nearest are observed (every thread of the
         block calls it). Returns the two grids, (side, xs, ys, cell_end, ids) each (side 0: not binned)."""
-        threads = cuda.blockDim.x
         n = pos_x.shape[1]
-        words = cuda.shared.array(0, types.int32)
-        partial = words[0:threads]
-        if grids_in_shared:
-            floats = cuda.shared.array(0, types.float32)
-            halves = cuda.shared.array(0, types.int16)
-            agents = shared_grid(words, floats, halves, n, agent_grid_cells_capacity, threads)
-            landmarks = shared_grid(words, floats, halves, n, landmark_grid_cells_capacity,
-                                    words_after_grid(n, agent_grid_cells_capacity, threads))
-        else:
-            agents = (agent_grid_x[e], agent_grid_y[e], agent_grid_cells[e], agent_grid_ids[e])
-            landmarks = (landmark_grid_x[e], landmark_grid_y[e], landmark_grid_cells[e], landmark_grid_ids[e])
+        partial = cuda.shared.array(0, types.int32)[0:cuda.blockDim.x]
+        agents, landmarks = place_grids(e, n, agent_grid_cells_capacity, n, landmark_grid_cells_capacity,
+                                        (agent_grid_x, agent_grid_y, agent_grid_ids, agent_grid_cells),
+                                        (landmark_grid_x, landmark_grid_y, landmark_grid_ids, landmark_grid_cells))
         xs, ys, cell_end, ids = agents
         _count, agent_side = bin_agents(e, 0, n, None, pos_x, pos_y, BOX_LENGTH, agent_grid_agents_per_cell,
                                         partial, xs, ys, cell_end, ids, BOX_ORIGIN)

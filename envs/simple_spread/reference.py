@@ -9,7 +9,7 @@ import numpy as np
 
 from warpsim.envs.simple_spread.params import CONTACT_DISTANCE, DRAWS_PER_AGENT, SimpleSpreadParams
 from warpsim.kernels.actions import clamp
-from warpsim.kernels.mpe import DT, KEPT_VELOCITY, MOVES_X, MOVES_Y, SENSITIVITY, contact
+from warpsim.kernels.mpe import DT, KEPT_VELOCITY, MOVES_X, MOVES_Y, SENSITIVITY, contact, searched
 from warpsim.kernels.random import reset_uniform
 
 ONE = np.float32(1)
@@ -78,12 +78,6 @@ def observe(v, p: SimpleSpreadParams, envs: np.ndarray) -> None:
     utterances = np.zeros((len(envs), n, 2 * p.agent_slots), np.float32)
     own = np.stack([v.vel_x[envs], v.vel_y[envs], x, y], axis=-1)
     v.observations[envs] = np.concatenate([own, landmarks, agents, utterances], axis=-1)
-
-
-def searched(d2: np.ndarray) -> np.ndarray:
-    """The squared distances a search can find (those below inf), inf for the rest: a body at NaN (two agents
-    met at one point) is found by no search, as the kernels' grids find none."""
-    return np.where(d2 < np.inf, d2, np.float32(np.inf))
 
 
 def offsets(dx: np.ndarray, dy: np.ndarray, nearest: int | None) -> np.ndarray:

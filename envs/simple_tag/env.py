@@ -1,10 +1,14 @@
 """simple_tag's glue: declarations, and which kernel runs when."""
 
+import functools
+
 import numpy as np
 
 from warpsim import EnvSpec, Environment, StateArray
 from warpsim.envs.simple_tag import kernels, reference
+from warpsim.envs.simple_tag.grid_kernels import GridKernels, grid_kernels
 from warpsim.envs.simple_tag.params import SimpleTagParams
+from warpsim.kernels.grid_layout import GridLayout, agents_per_cell
 from warpsim.kernels.mpe import MOVES_X, MOVES_Y, advance_clock, reset_agents
 
 
@@ -51,13 +55,43 @@ class SimpleTag(Environment):
                          "episode"),
             observation_label=("full" if p.num_agent_neighbors is None and p.num_landmark_neighbors is None else
                                f"partial: {p.num_agent_neighbors} agents, {p.obstacle_slots} obstacles"),
+            # The forces compare every pair; the grids' searches take a few cells each.
             distance_evaluations_per_step=p.num_agents * (p.num_agents + p.num_obstacles),
             scratch=(
                 StateArray("force_x", np.float32, per_agent, "each agent's force this step"),
                 StateArray("force_y", np.float32, per_agent, "each agent's force this step"),
-                StateArray("caught", np.int32, per_agent, "adversaries touching each good agent"),
+                *self._adversary_grid.scratch("adversary_grid", in_shared=self._grids_in_shared),
+                *self._agent_grid.scratch("agent_grid", in_shared=self._grids_in_shared),
             ),
         )
+
+    @functools.cached_property
+    def _adversary_grid(self) -> GridLayout:
+        """The adversaries' grid, searched for those touching each good agent."""
+        return GridLayout(self.params.num_adversaries, agents_per_cell(1))
+
+    @functools.cached_property
+    def _agent_grid(self) -> GridLayout:
+        """All agents' grid, where each observes the nearest of them (one empty cell otherwise)."""
+        observed = self.params.num_agent_neighbors
+        return GridLayout(self.params.num_agents, agents_per_cell(observed)) if observed else GridLayout(1, 1)
+
+    @functools.cached_property
+    def _grids_in_shared(self) -> bool:
+        """Whether both grids fit in a block's shared memory, the agents' after the adversaries'."""
+        return self._adversary_grid.fits_in_shared_with(self._agent_grid.grid_bytes)
+
+    @functools.cached_property
+    def _shared_bytes(self) -> int:
+        if self._grids_in_shared:
+            return self._adversary_grid.shared_bytes_with(self._agent_grid.grid_bytes)
+        return self._adversary_grid.per_thread_bytes
+
+    @functools.cached_property
+    def _grid_kernels(self) -> GridKernels:
+        p = self.params
+        agent_list = 0 if p.num_agent_neighbors is None else min(p.num_agent_neighbors, p.num_agents - 1)
+        return grid_kernels(agent_list, self._grids_in_shared)
 
     def setup(self) -> None:
         p = self.params
@@ -67,7 +101,8 @@ class SimpleTag(Environment):
                            obstacle_slots=np.int32(p.obstacle_slots),
                            agent_slots=np.int32(p.num_agent_neighbors or 0),
                            nearest_obstacles=np.bool_(p.num_landmark_neighbors is not None),
-                           nearest_agents=np.bool_(p.num_agent_neighbors is not None))
+                           **self._adversary_grid.kernel_constants("adversary_grid"),
+                           **self._agent_grid.kernel_constants("agent_grid"))
 
     def reset_numpy(self, envs: np.ndarray) -> None:
         reference.reset(self.views, self.params, self.seed, envs)
@@ -78,12 +113,11 @@ class SimpleTag(Environment):
     def reset_cuda(self, mask) -> None:
         self.run(reset_agents, per="agent", mask=mask)
         self.run(kernels.reset_obstacles, per="env", mask=mask)
-        self.run(kernels.observe_reset, per="agent", mask=mask)
+        self.run(self._grid_kernels.observe_reset, per="block", mask=mask, shared_bytes=self._shared_bytes)
 
     def step_cuda(self) -> None:
         self.run(advance_clock, per="env")
         self.run(kernels.push_agents_continuous if self.params.continuous_actions else kernels.push_agents,
                  per="agent")
         self.run(kernels.move_agents, per="agent")
-        self.run(kernels.count_catches, per="agent")
-        self.run(kernels.reward_and_observe, per="agent")
+        self.run(self._grid_kernels.reward_and_observe, per="block", shared_bytes=self._shared_bytes)

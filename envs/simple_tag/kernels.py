@@ -1,9 +1,10 @@
-"""Numba CUDA kernels of simple_tag, one thread per agent (per environment for the obstacles' reset).
+"""Numba CUDA kernels of simple_tag that take one thread per agent (per environment for the obstacles' reset).
 
-A step is five launches, each reading what the one before wrote: the clock, the agents' forces
-(from the positions before anyone moves), the motion, each good agent's catches, then the rewards
-and the observations. Every product that feeds a sum is written with ``mul`` and every sum with
-``add`` or ``sub``, in the reference's order (warpsim.kernels.rounding).
+A step is four launches, each reading what the one before wrote: the clock, the agents' forces
+(from the positions before anyone moves), the motion, then the touches, rewards and observations,
+which search grids of the agents with a block per environment (grid_kernels.py). Every product
+that feeds a sum is written with ``mul`` and every sum with ``add`` or ``sub``, in the reference's
+order (warpsim.kernels.rounding).
 """
 
 import math
@@ -11,12 +12,11 @@ import math
 import numpy as np
 from numba import cuda
 
-from warpsim.envs.simple_tag.params import CATCH_REWARD, DRAWS_PER_AGENT, OBSTACLE_SIZE, OBSTACLE_SPREAD
+from warpsim.envs.simple_tag.params import DRAWS_PER_AGENT, OBSTACLE_SIZE, OBSTACLE_SPREAD
 from warpsim.kernels.actions import clamp_device
 from warpsim.kernels.exponential import exp_device
 from warpsim.kernels.indexing import agent_of_thread
 from warpsim.kernels.mpe import DT, KEPT_VELOCITY, contact_device
-from warpsim.kernels.nearest_keys import EMPTY_KEY, key_id, nearest_after
 from warpsim.kernels.random import reset_uniform_device
 from warpsim.kernels.rounding import add, mul, squared_distance, sub
 
@@ -100,27 +100,6 @@ def move_agents(max_speed, force_x, force_y, pos_x, pos_y, vel_x, vel_y):
     vel_y[e, i] = vy
 
 
-@cuda.jit
-def count_catches(num_adversaries, size, pos_x, pos_y, caught, tags):
-    """Each good agent's adversaries touching it (0 for an adversary), added to its environment's tags.
-
-    num_adversaries int32; size float32[N]; pos_x, pos_y float32[E, N]; caught int32[E, N]; tags int32[E].
-    """
-    num_envs, n = pos_x.shape
-    e, i = agent_of_thread(n)
-    if e >= num_envs:
-        return
-    count = 0
-    if i >= num_adversaries:
-        for a in range(num_adversaries):
-            distance = math.sqrt(squared_distance(sub(pos_x[e, a], pos_x[e, i]), sub(pos_y[e, a], pos_y[e, i])))
-            if distance < add(size[a], size[i]):
-                count += 1
-    caught[e, i] = count
-    if count:
-        cuda.atomic.add(tags, e, count)
-
-
 @cuda.jit(device=True)
 def boundary(x):
     """MPE's penalty of a good agent at |position| x on an axis; twin of ``reference.boundary``."""
@@ -129,96 +108,6 @@ def boundary(x):
     if x < WALL:
         return mul(sub(x, EDGE), TEN)
     return min(exp_device(sub(mul(x, TWO), TWO)), TEN)
-
-
-@cuda.jit
-def reward_and_observe(num_adversaries, num_obstacles, obstacle_slots, agent_slots, nearest_obstacles,
-                       nearest_agents, caught, pos_x, pos_y, vel_x, vel_y, obstacle_x, obstacle_y, rewards,
-                       observations):
-    """Each agent's reward and observation. An adversary earns 10 for every touch of a good agent by any
-    adversary; a good agent pays 10 for each adversary touching it, and its boundary penalty.
-
-    num_adversaries, num_obstacles, obstacle_slots, agent_slots int32; nearest_obstacles, nearest_agents bool;
-    caught int32[E, N]; pos_x, pos_y, vel_x, vel_y float32[E, N]; obstacle_x, obstacle_y float32[E, L];
-    rewards float32[E, N]; observations float32[E, N, D].
-    """
-    num_envs, n = pos_x.shape
-    e, i = agent_of_thread(n)
-    if e >= num_envs:
-        return
-    if i < num_adversaries:
-        catches = 0
-        for good in range(num_adversaries, n):
-            catches += caught[e, good]
-        rewards[e, i] = mul(CATCH_REWARD, np.float32(catches))
-    else:
-        penalty = -mul(CATCH_REWARD, np.float32(caught[e, i]))
-        rewards[e, i] = sub(sub(penalty, boundary(abs(pos_x[e, i]))), boundary(abs(pos_y[e, i])))
-    write_observation(e, i, num_adversaries, num_obstacles, obstacle_slots, agent_slots, nearest_obstacles,
-                      nearest_agents, pos_x, pos_y, vel_x, vel_y, obstacle_x, obstacle_y, observations)
-
-
-@cuda.jit(device=True)
-def write_observation(e, i, num_adversaries, num_obstacles, obstacle_slots, agent_slots, nearest_obstacles,
-                      nearest_agents, pos_x, pos_y, vel_x, vel_y, obstacle_x, obstacle_y, observations):
-    """MPE2's order: own velocity and position, the obstacles' offsets, the other agents' offsets, then the good
-    ones' velocities (nearest first, zeros past those there are and for adversaries, when partial)."""
-    n = pos_x.shape[1]
-    x, y = pos_x[e, i], pos_y[e, i]
-    observations[e, i, 0] = vel_x[e, i]
-    observations[e, i, 1] = vel_y[e, i]
-    observations[e, i, 2] = x
-    observations[e, i, 3] = y
-    at = 4
-    if nearest_obstacles:
-        floor = np.uint64(0)
-        for _ in range(obstacle_slots):
-            key = nearest_after(floor, x, y, obstacle_x[e, :num_obstacles], obstacle_y[e, :num_obstacles], -1)
-            dx, dy = ZERO, ZERO
-            if key != EMPTY_KEY:
-                dx, dy = sub(obstacle_x[e, key_id(key)], x), sub(obstacle_y[e, key_id(key)], y)
-                floor = key + np.uint64(1)
-            observations[e, i, at] = dx
-            observations[e, i, at + 1] = dy
-            at += 2
-    else:
-        for obstacle in range(num_obstacles):
-            observations[e, i, at] = sub(obstacle_x[e, obstacle], x)
-            observations[e, i, at + 1] = sub(obstacle_y[e, obstacle], y)
-            at += 2
-    if nearest_agents:
-        velocities = at + 2 * agent_slots
-        floor = np.uint64(0)
-        for _ in range(agent_slots):
-            key = nearest_after(floor, x, y, pos_x[e], pos_y[e], i)
-            dx, dy, vx, vy = ZERO, ZERO, ZERO, ZERO
-            if key != EMPTY_KEY:
-                j = key_id(key)
-                dx, dy = sub(pos_x[e, j], x), sub(pos_y[e, j], y)
-                if j >= num_adversaries:
-                    vx, vy = vel_x[e, j], vel_y[e, j]
-                floor = key + np.uint64(1)
-            observations[e, i, at] = dx
-            observations[e, i, at + 1] = dy
-            observations[e, i, velocities] = vx
-            observations[e, i, velocities + 1] = vy
-            at += 2
-            velocities += 2
-        at = velocities
-    else:
-        for j in range(n):
-            if j != i:
-                observations[e, i, at] = sub(pos_x[e, j], x)
-                observations[e, i, at + 1] = sub(pos_y[e, j], y)
-                at += 2
-        for j in range(num_adversaries, n):
-            if j != i:
-                observations[e, i, at] = vel_x[e, j]
-                observations[e, i, at + 1] = vel_y[e, j]
-                at += 2
-    while at < observations.shape[2]:
-        observations[e, i, at] = ZERO
-        at += 1
 
 
 @cuda.jit
@@ -238,20 +127,3 @@ def reset_obstacles(mask, seed, episode, num_obstacles, pos_x, obstacle_x, obsta
         obstacle_x[e, obstacle] = sub(mul(u, spread), OBSTACLE_SPREAD)
         u = reset_uniform_device(seed, e, episode[e], n + obstacle, 1, DRAWS_PER_AGENT)
         obstacle_y[e, obstacle] = sub(mul(u, spread), OBSTACLE_SPREAD)
-
-
-@cuda.jit
-def observe_reset(mask, num_adversaries, num_obstacles, obstacle_slots, agent_slots, nearest_obstacles,
-                  nearest_agents, pos_x, pos_y, vel_x, vel_y, obstacle_x, obstacle_y, observations):
-    """The first observations where ``mask`` is set (after the resets).
-
-    mask bool[E]; num_adversaries, num_obstacles, obstacle_slots, agent_slots int32;
-    nearest_obstacles, nearest_agents bool;
-    pos_x, pos_y, vel_x, vel_y float32[E, N]; obstacle_x, obstacle_y float32[E, L]; observations float32[E, N, D].
-    """
-    num_envs, n = pos_x.shape
-    e, i = agent_of_thread(n)
-    if e >= num_envs or not mask[e]:
-        return
-    write_observation(e, i, num_adversaries, num_obstacles, obstacle_slots, agent_slots, nearest_obstacles,
-                      nearest_agents, pos_x, pos_y, vel_x, vel_y, obstacle_x, obstacle_y, observations)

@@ -18,7 +18,7 @@ from warpsim.envs.simple_tag.params import (
 )
 from warpsim.kernels.actions import clamp
 from warpsim.kernels.exponential import exp
-from warpsim.kernels.mpe import DT, KEPT_VELOCITY, MOVES_X, MOVES_Y, contact
+from warpsim.kernels.mpe import DT, KEPT_VELOCITY, MOVES_X, MOVES_Y, contact, searched
 from warpsim.kernels.random import reset_uniform
 
 ONE, TWO, TEN = np.float32(1), np.float32(2), np.float32(10)
@@ -130,8 +130,10 @@ def observe(v, p: SimpleTagParams, envs: np.ndarray) -> None:
 
 def nearest_order(dx: np.ndarray, dy: np.ndarray, slots: int) -> np.ndarray:
     """int64[E, slots]: the columns of (dx, dy) nearest first (stable on float32 squared distance), -1 past the
-    columns there are."""
-    order = np.argsort(dx * dx + dy * dy, axis=1, kind="stable")[:, :slots]
+    columns found (``searched``: none at NaN)."""
+    d2 = searched(dx * dx + dy * dy)
+    order = np.argsort(d2, axis=1, kind="stable")[:, :slots]
+    order = np.where(np.take_along_axis(d2, order, 1) < np.inf, order, -1)
     return np.pad(order, ((0, 0), (0, slots - order.shape[1])), constant_values=-1)
 
 
