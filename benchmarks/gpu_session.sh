@@ -11,7 +11,8 @@
 # neighbour-search (each search forced: sweep-N, and the headline with each grid search),
 # placement, fused-forward (the networks as kernels: their GPU tests and their times against the
 # eager forward's and autograd's), many-runs (an experiment of 16 runs batched against the 16 in turn), evaluation-speed (10 runs evaluated
-# side by side against one alone), mpe and mpe-roles (the MPE scenarios against MPE2), profile (Nsight Compute),
+# side by side against one alone), mpe and mpe-roles (the MPE scenarios against MPE2), mpe-scale (MPE's grid
+# searches at N = 1000 and 4096), profile (Nsight Compute),
 # and the reference learning tasks: grid-chase, tag-chase, tag-chase-continuous, tag-evade (needs tag-chase's run, in the same
 # OUT_DIR) and self-play (train-ref, both roles learn), each one call of at most 10 minutes;
 # learning runs all four in turn; peers-jaxmarl and peers-jaxmarl-headline (JaxMARL's simple_tag at
@@ -141,6 +142,11 @@ for stage in "$@"; do
                 --num-envs 1 --num-envs 4096 --num-envs 65536 --results-dir "$out/mpe_speed"
             step mpe-speaker-listener 30 python3 benchmarks/mpe_speed.py --scenario simple_speaker_listener \
                 --seconds 1 --num-envs 65536 --results-dir "$out/mpe_speed" ;;
+        mpe-scale)  # simple_spread's and simple_tag's grid searches: exact at N = 1000 and 4096, and simple_tag's
+            # speed at N = 1000 with the 10 nearest (simple_spread's is mpe's mpe-N1000)
+            step mpe-grid-tests 150 python3 -m pytest -m gpu -q tests/test_mpe_grids.py
+            step mpe-tag-N1000 180 python3 benchmarks/mpe_speed.py --scenario simple_tag --agents 1000 --neighbours 10 \
+                --seconds 10 --num-envs 64 --num-envs 256 --results-dir "$out/mpe_speed" ;;
         fused-forward)  # the rollout's networks as one Triton kernel: its GPU tests, then its time against eager's
             step fused-forward-tests 240 python3 -m pytest -m gpu -q -p no:cacheprovider -n 0 \
                 tests/test_fused_forward.py tests/test_discounted_scan.py tests/test_compiled.py
@@ -177,7 +183,7 @@ for stage in "$@"; do
         *)
             echo "unknown stage $stage (tests, bench, bf16, train-speed, train-speed-autotune, gradient-kernels," \
                 "grid-chase," \
-                "tag-chase, tag-chase-continuous, tag-evade, self-play, learning, many-runs, mpe, mpe-roles," \
+                "tag-chase, tag-chase-continuous, tag-evade, self-play, learning, many-runs, mpe, mpe-roles, mpe-scale," \
                 "fused-forward, evaluation-speed, neighbour-search, placement, peers-jaxmarl," \
                 "peers-jaxmarl-headline, profile)" >&2; exit 2 ;;
     esac
