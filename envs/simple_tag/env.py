@@ -83,6 +83,7 @@ class SimpleTag(Environment):
 
     @functools.cached_property
     def _shared_bytes(self) -> int:
+        """Dynamic shared memory of a launch: the binning's partial sums, and both grids where they fit."""
         if self._grids_in_shared:
             return self._adversary_grid.shared_bytes_with(self._agent_grid.grid_bytes)
         return self._adversary_grid.per_thread_bytes
