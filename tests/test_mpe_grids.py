@@ -36,11 +36,12 @@ def layout_positions(scenario: str, layout: str, rng, num_envs: int, n: int) -> 
         near = rng.uniform(-2.5, 2.5, shape)
         far = rng.choice(np.array([-40, 55], f32), shape)
         positions = np.where(rng.random(shape) < 0.15, far, near)
-    elif layout == "lattice":  # 17 x 17 points, distinct within a kind (two agents at one point push with NaN)
+    elif layout == "lattice":  # at least 17 x 17 points, distinct within a kind (two agents at one point push with NaN)
+        side = max(17, int(np.ceil(np.sqrt(n))))
         coordinates = []
         for _kind in range(shape[0] // 2):
-            points = np.array([rng.permutation(17 * 17)[:n] for _ in range(num_envs)])
-            coordinates += [points % 17 - 8, points // 17 - 8]
+            points = np.array([rng.permutation(side * side)[:n] for _ in range(num_envs)])
+            coordinates += [points % side - side // 2, points // side - side // 2]
         positions = np.array(coordinates) * f32(LATTICE[scenario])
     elif layout == "pile":
         positions = f32(0.35) + rng.normal(0, 0.02, shape)
@@ -182,6 +183,19 @@ def test_the_grids_stay_in_shared_memory_to_a_thousand_agents_and_leave_the_land
     assert full._landmark_grid.cells_capacity == 1 and full._shared_bytes < env._shared_bytes
     beyond = spread(1, N=4096, num_agent_neighbors=10, num_landmark_neighbors=10)
     assert not beyond._grids_in_shared and beyond.scratch.agent_grid_x.shape == (1, 4096)
+
+
+@pytest.mark.parametrize("scenario", ["simple_spread", "simple_tag"])
+@pytest.mark.parametrize("layout", ["beyond the box", "lattice", "pile"])
+def test_the_layouts_of_the_gpu_test_place_every_agent_apart(scenario, layout):
+    """The GPU test's layouts at N = 4096, here where no GPU runs it: every body placed, the lattice's
+    agents at distinct points."""
+    positions = layout_positions(scenario, layout, np.random.default_rng(0), 2, 4096)
+    assert set(positions) == set(BODIES[scenario])
+    assert all(value.shape == (2, 4096) and value.dtype == np.float32 for value in positions.values())
+    if layout == "lattice":
+        points = positions["pos_x"].astype(np.float64) * 1e4 + positions["pos_y"]
+        assert all(len(np.unique(row)) == 4096 for row in points)
 
 
 @pytest.mark.gpu
