@@ -12,7 +12,8 @@
 # placement, fused-forward (the networks as kernels: their GPU tests and their times against the
 # eager forward's and autograd's), many-runs (an experiment of 16 runs batched against the 16 in turn), evaluation-speed (10 runs evaluated
 # side by side against one alone), mpe and mpe-roles (the MPE scenarios against MPE2), mpe-scale (MPE's grid
-# searches at N = 1000 and 4096), profile (Nsight Compute),
+# searches at N = 1000 and 4096), simple-spread-1k and simple-tag-1k (those presets trained for at most 270 s and
+# evaluated), profile (Nsight Compute),
 # and the reference learning tasks: grid-chase, tag-chase, tag-chase-continuous, tag-evade (needs tag-chase's run, in the same
 # OUT_DIR) and self-play (train-ref, both roles learn), each one call of at most 10 minutes;
 # learning runs all four in turn; peers-jaxmarl and peers-jaxmarl-headline (JaxMARL's simple_tag at
@@ -147,6 +148,11 @@ for stage in "$@"; do
             step mpe-grid-tests 150 python3 -m pytest -m gpu -q tests/test_mpe_grids.py
             step mpe-tag-N1000 180 python3 benchmarks/mpe_speed.py --scenario simple_tag --agents 1000 --neighbours 10 \
                 --seconds 10 --num-envs 64 --num-envs 256 --results-dir "$out/mpe_speed" ;;
+        simple-spread-1k)  # MPE at 2000 x 1000 agents, the 10 nearest observed: trained for at most 270 s (a run
+            # the limit stops keeps the checkpoint of its last iteration), then evaluated against random play
+            learn simple-spread-1k 270 return_agent ;;
+        simple-tag-1k)  # as simple-spread-1k: 750 adversaries learn against 250 good agents at random
+            learn simple-tag-1k 270 tags_per_episode ;;
         fused-forward)  # the rollout's networks as one Triton kernel: its GPU tests, then its time against eager's
             step fused-forward-tests 240 python3 -m pytest -m gpu -q -p no:cacheprovider -n 0 \
                 tests/test_fused_forward.py tests/test_discounted_scan.py tests/test_compiled.py
@@ -184,6 +190,7 @@ for stage in "$@"; do
             echo "unknown stage $stage (tests, bench, bf16, train-speed, train-speed-autotune, gradient-kernels," \
                 "grid-chase," \
                 "tag-chase, tag-chase-continuous, tag-evade, self-play, learning, many-runs, mpe, mpe-roles, mpe-scale," \
+                "simple-spread-1k, simple-tag-1k," \
                 "fused-forward, evaluation-speed, neighbour-search, placement, peers-jaxmarl," \
                 "peers-jaxmarl-headline, profile)" >&2; exit 2 ;;
     esac

@@ -30,6 +30,12 @@ GRID_CHASE_RULES = dict(use_full_observation=False, closing_reward_for_tagger=0.
 SELF_PLAY_MINIBATCH = 262144
 """With 100 learning runners per environment a rollout holds 6.4M runner samples: minibatches
 of this size keep the update at 25 per epoch."""
+MPE_1K_NEAREST = dict(num_agent_neighbors=10)
+"""MPE at a thousand agents: each observes the 10 nearest others (docs/mpe.md)."""
+MPE_1K = dict(num_envs=2000, rollout_steps=25, iterations=100, epochs=1, minibatch_size=SELF_PLAY_MINIBATCH,
+              log_every=5)
+"""2000 environments of 1000 agents: a rollout of one 25-step episode holds 50M samples, used once
+each in minibatches of SELF_PLAY_MINIBATCH (about 190 optimizer steps per iteration)."""
 
 
 def _reference(name: str, env_params: dict | None = None, **settings) -> dict:
@@ -56,6 +62,10 @@ PRESETS = {
                              opponents={"agent": "random"}),
     "simple-speaker-listener-small": dict(env="simple_speaker_listener", env_params={}, num_envs=64,
                                           rollout_steps=25, iterations=600),
+    "simple-spread-1k": dict(env="simple_spread", env_params=dict(MPE_1K_NEAREST, N=1000, num_landmark_neighbors=10),
+                             **MPE_1K),
+    "simple-tag-1k": dict(env="simple_tag", env_params=dict(MPE_1K_NEAREST, num_adversaries=750, num_good=250),
+                          opponents={"agent": "random"}, **MPE_1K),
     "tag-chase": _reference("train-ref", OWN_STATE, iterations=1200, stagger_steps=500,
                             opponents={"runner": "random"}, **CHASE),
     "tag-chase-continuous": _reference("train-ref", dict(OWN_STATE, continuous_actions=True), iterations=1200,

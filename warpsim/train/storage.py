@@ -2,13 +2,14 @@
 storage, the update's temporaries, the networks and the optimizer.
 
 The estimate errs high (activations are counted for the forward and the backward pass
-of every layer, the minibatch copies for all of a role's samples at once); training is
+of every layer, and roles that do not learn are stored as if they did); training is
 refused with a DoesNotFitError when it exceeds 90% of the memory free where it runs.
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 from warpsim.device import Placement, available_bytes
 from warpsim.environment import EnvSpec
@@ -53,7 +54,11 @@ def training_bytes(config: TrainConfig, spec: EnvSpec, env_bytes_per_env: int, p
     samples = t * e * n
     # observations, actions, log-probs, values, rewards
     rollout = samples * (observation_bytes(precision) * d + FLOAT * (a + 3)) + t * e * FLOAT
-    update = samples * FLOAT * 2 + 2 * math.ceil(samples / config.minibatches) * FLOAT * (d + a + 4 + 4 * width)
+    # advantages, returns, the critic's targets in its own units and an epoch's shuffle (int64); then the
+    # roles' minibatches together: their copies and activations
+    most = t * e * max(Counter(spec.agent_roles).values())
+    minibatch = math.ceil(samples / config.minibatch_count(most))
+    update = samples * (FLOAT * 4 + 8) + 2 * minibatch * FLOAT * (d + a + 4 + 4 * width)
     collect = e * n * FLOAT * (d + 4 * width)  # one step's inputs and activations
     networks = len(spec.role_names) * network_parameters(d, outputs, config.hidden_size, config.hidden_layers,
                                                          config.shared_trunk)
