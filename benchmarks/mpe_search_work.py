@@ -1,24 +1,30 @@
 """How many distances a step of simple_spread and simple_tag computes per agent, on grids and by every pair,
 counted in NumPy.
 
-    python benchmarks/mpe_search_work.py [--agents 1000] [--observed 10] [--layouts 5]
+    python benchmarks/mpe_search_work.py [--agents 1000] [--observed 10] [--layouts 5] [--steps 24]
 
-A count, not a timing: it places the bodies uniformly in MPE's box [-1, 1]^2, as a reset does, bins
-them as the scenarios' grid kernels do (``GridLayout``'s bodies per cell, the box of
-warpsim.kernels.mpe) and counts the bodies in the cells each search reads: the rings of
+A count, not a timing: it plays episodes of warpsim's own scenario (the NumPy reference, uniformly
+random actions) and, at the start and after each of ``--steps`` steps, bins the bodies as the
+scenarios' grid kernels do (``GridLayout``'s bodies per cell, the box of warpsim.kernels.mpe) and
+counts the bodies in the cells each search reads for ``--queries`` of the agents: the rings of
 ``k_nearest`` until its bound is met (without the rounding slack) and the square of ``count_within``.
 Beside each it puts what comparing every pair reads (the kernels before the grids). The contact
-forces compare every pair either way.
+forces compare every pair either way. It prints the counts at the start (uniform bodies in the box)
+and over the episode: at N = 1000 simple_spread's contact forces drive most agents out of the box
+within a few steps, where the grids bin them in their edge cells.
 """
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
 
 import numpy as np
+import torch
 
 from warpsim.kernels.grid_layout import GridLayout, agents_per_cell
 from warpsim.kernels.mpe import BOX_LENGTH, BOX_ORIGIN
+from warpsim.registry import make
 
 SPREAD_CONTACT = 0.3
 """simple_spread's agents touch closer than this."""
@@ -74,30 +80,63 @@ def average(reads: list[int]) -> float:
     return float(np.mean(reads))
 
 
-def spread_reads(rng, n: int, k: int) -> dict[str, tuple[float, float]]:
-    """Per agent, simple_spread's reads on grids and by every pair: (grid, pairs) by search."""
-    x, y, landmark_x, landmark_y = rng.uniform(-1, 1, (4, n))
+def adversaries_of(n: int) -> int:
+    """simple_tag's adversaries among N agents: 3 to 1 good agent, as MPE2's defaults."""
+    return max(1, 3 * n // 4)
+
+
+def episode(scenario: str, n: int, k: int, seed: int, steps: int) -> Iterator[dict[str, np.ndarray]]:
+    """One environment of warpsim's ``scenario`` on the NumPy reference: its bodies' positions (float64[n]
+    by name) at the start and after each of ``steps`` steps of uniformly random moves."""
+    params = (dict(N=n, num_agent_neighbors=k, num_landmark_neighbors=k) if scenario == "simple_spread" else
+              dict(num_adversaries=adversaries_of(n), num_good=n - adversaries_of(n), num_agent_neighbors=k))
+    env = make(scenario, 1, backend="numpy", seed=seed, **params)
+    env.reset()
+    generator = torch.Generator().manual_seed(seed)
+    names = [name for name in ("pos_x", "pos_y", "landmark_x", "landmark_y") if hasattr(env.state, name)]
+    for step in range(steps + 1):
+        yield {name: np.asarray(getattr(env.state, name))[0].astype(np.float64) for name in names}
+        if step < steps:
+            env.actions.copy_(torch.randint(0, env.spec.action_levels[0], env.actions.shape,
+                                            dtype=env.actions.dtype, generator=generator))
+            env.step()
+
+
+def in_the_box(bodies: dict[str, np.ndarray]) -> float:
+    """The share of the agents inside the grids' box."""
+    inside = [(value >= BOX_ORIGIN) & (value <= BOX_ORIGIN + BOX_LENGTH) for value in (bodies["pos_x"], bodies["pos_y"])]
+    return float(np.mean(inside[0] & inside[1]))
+
+
+def spread_reads(bodies: dict[str, np.ndarray], k: int, queries: np.ndarray) -> dict[str, tuple[float, float]]:
+    """Per agent, simple_spread's reads on grids and by every pair, (grid, pairs) by search, averaged
+    over the agents and landmarks of index ``queries``."""
+    x, y, landmark_x, landmark_y = (bodies[name] for name in ("pos_x", "pos_y", "landmark_x", "landmark_y"))
+    n = len(x)
     agents = Grid(x, y, agents_per_cell(k))
     landmarks = Grid(landmark_x, landmark_y, agents_per_cell(k))
     return {
-        "nearest agents": (average([agents.ring_reads(x[i], y[i], k, i) for i in range(n)]), k * (n - 1)),
-        "nearest landmarks": (average([landmarks.ring_reads(x[i], y[i], k) for i in range(n)]), k * n),
+        "nearest agents": (average([agents.ring_reads(x[i], y[i], k, i) for i in queries]), k * (n - 1)),
+        "nearest landmarks": (average([landmarks.ring_reads(x[i], y[i], k) for i in queries]), k * n),
         "each landmark's nearest agent": (
-            average([agents.ring_reads(landmark_x[j], landmark_y[j], 1) for j in range(n)]), n),
-        "agents touching": (average([agents.square_reads(x[i], y[i], SPREAD_CONTACT) for i in range(n)]), n - 1),
+            average([agents.ring_reads(landmark_x[j], landmark_y[j], 1) for j in queries]), n),
+        "agents touching": (average([agents.square_reads(x[i], y[i], SPREAD_CONTACT) for i in queries]), n - 1),
     }
 
 
-def tag_reads(rng, n: int, k: int) -> dict[str, tuple[float, float]]:
-    """Per agent, simple_tag's reads (3 adversaries to 1 good agent, as MPE2's defaults): (grid, pairs)."""
-    adversaries = max(1, 3 * n // 4)
-    x, y = rng.uniform(-1, 1, (2, n))
+def tag_reads(bodies: dict[str, np.ndarray], k: int, queries: np.ndarray) -> dict[str, tuple[float, float]]:
+    """Per agent, simple_tag's reads (the first agents adversaries, as ``adversaries_of``): (grid, pairs),
+    averaged over the agents of index ``queries``."""
+    x, y = bodies["pos_x"], bodies["pos_y"]
+    n = len(x)
+    adversaries = adversaries_of(n)
     agents = Grid(x, y, agents_per_cell(k))
     hunters = Grid(x[:adversaries], y[:adversaries], agents_per_cell(1))
-    touches = [hunters.square_reads(x[i], y[i], TAG_REACH) for i in range(adversaries, n)]
+    good = [i for i in queries if i >= adversaries] or list(range(adversaries, n))
+    touches = average([hunters.square_reads(x[i], y[i], TAG_REACH) for i in good]) * (n - adversaries) / n
     return {
-        "nearest agents": (average([agents.ring_reads(x[i], y[i], k, i) for i in range(n)]), k * (n - 1)),
-        "adversaries touching": (sum(touches) / n, adversaries * (n - adversaries) / n),
+        "nearest agents": (average([agents.ring_reads(x[i], y[i], k, i) for i in queries]), k * (n - 1)),
+        "adversaries touching": (touches, adversaries * (n - adversaries) / n),
     }
 
 
@@ -105,21 +144,36 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--agents", type=int, default=1000, help="N")
     parser.add_argument("--observed", type=int, default=10, help="K, of the agents and of the landmarks")
-    parser.add_argument("--layouts", type=int, default=5, help="random starts")
+    parser.add_argument("--layouts", type=int, default=5, help="episodes, one seed each")
+    parser.add_argument("--steps", type=int, default=24, help="steps of each episode after its start (MPE2's "
+                        "episode: 24 after the start)")
+    parser.add_argument("--queries", type=int, default=100, help="agents whose searches are counted, evenly spaced")
     args = parser.parse_args(argv)
     if args.agents < 2 or not 1 <= args.observed < args.agents:
         parser.error(f"--agents {args.agents} --observed {args.observed}: give N >= 2 and 1 <= K < N")
-    rng = np.random.default_rng(0)
-    print(f"N = {args.agents}, the {args.observed} nearest observed, {args.layouts} uniform starts; distances per "
-          f"agent a step, on grids / by every pair (contact forces: {args.agents - 1} either way):")
+    if args.steps < 0 or args.layouts < 1 or args.queries < 1:
+        parser.error(f"--steps {args.steps} --layouts {args.layouts} --queries {args.queries}: give steps >= 0 "
+                     f"and at least one layout and one query")
+    queries = np.unique(np.linspace(0, args.agents - 1, min(args.queries, args.agents)).astype(int))
+    print(f"N = {args.agents}, the {args.observed} nearest observed, {args.layouts} episode(s) of random moves, "
+          f"{len(queries)} agents' searches; distances per agent a step, on grids / by every pair (contact forces: "
+          f"{args.agents - 1} either way):")
     for scenario, reads in (("simple_spread", spread_reads), ("simple_tag", tag_reads)):
-        runs = [reads(rng, args.agents, args.observed) for _ in range(args.layouts)]
-        grid_total = pairs_total = 0.0
-        for search in runs[0]:
-            grid, pairs = (float(np.mean([run[search][column] for run in runs])) for column in (0, 1))
-            grid_total, pairs_total = grid_total + grid, pairs_total + pairs
-            print(f"  {scenario}, {search}: {grid:.0f} / {pairs:.0f}")
-        print(f"  {scenario}, the searches: {grid_total:.0f} / {pairs_total:.0f} ({pairs_total / grid_total:.0f}x)")
+        episodes = [list(episode(scenario, args.agents, args.observed, seed, args.steps))
+                    for seed in range(args.layouts)]
+        inside = np.mean([[in_the_box(bodies) for bodies in run] for run in episodes], axis=0)
+        print(f"  {scenario}: agents in the box after each step: "
+              + " ".join(f"{share:.0%}" for share in inside[1:]))
+        counts = [[reads(bodies, args.observed, queries) for bodies in run] for run in episodes]
+        for when, states in (("at the start", [run[:1] for run in counts]), (f"over {args.steps + 1} steps", counts)):
+            grid_total = pairs_total = 0.0
+            for search in counts[0][0]:
+                grid, pairs = (float(np.mean([state[search][column] for run in states for state in run]))
+                               for column in (0, 1))
+                grid_total, pairs_total = grid_total + grid, pairs_total + pairs
+                print(f"  {scenario} {when}, {search}: {grid:.0f} / {pairs:.0f}")
+            print(f"  {scenario} {when}, the searches: {grid_total:.0f} / {pairs_total:.0f} "
+                  f"({pairs_total / grid_total:.0f}x)")
     return 0
 
 
