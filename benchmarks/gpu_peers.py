@@ -1,6 +1,6 @@
 """Peers on a GPU at the E x N of warpsim's named configs: their records beside warpsim's own.
 
-    python benchmarks/gpu_peers.py --peer jaxmarl=/tmp/jaxmarl-venv/bin/python \\
+    python benchmarks/gpu_peers.py --peer jaxmarl=peers-venv/jaxmarl/bin/python \\
         --config train-ref --config headline --results-dir OUT/bench
 
 For each config, each peer's script (benchmarks/peers/, run with that peer's Python)

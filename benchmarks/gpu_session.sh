@@ -16,10 +16,11 @@
 # evaluated), profile (Nsight Compute),
 # and the reference learning tasks: grid-chase, tag-chase, tag-chase-continuous, tag-evade (needs tag-chase's run, in the same
 # OUT_DIR) and self-play (train-ref, both roles learn), each one call of at most 10 minutes;
-# learning runs all four in turn; peers-jaxmarl and peers-jaxmarl-headline (JaxMARL's simple_tag at
-# train-ref's and at headline's E x N, installed from wheels carried to the machine, named by
-# JAXMARL_WHEELS: benchmarks/peers/README.md). Stages given to one call run in turn; separate calls
-# may run at once.
+# learning runs all four in turn; peers-mpe (simple_spread beside VMAS on CUDA and JaxMARL), peers-jaxmarl and
+# peers-jaxmarl-headline (JaxMARL's simple_tag at train-ref's and at headline's E x N).
+# mpe, mpe-roles and the peers' stages need packages the image lacks: carry the wheels that
+# benchmarks/peers/gpu_wheels.sh DIR downloads and name their folder in PEER_WHEELS (benchmarks/peers/README.md).
+# Stages given to one call run in turn; separate calls may run at once.
 # Each stage writes under OUT_DIR: logs, bench records (bench/*.json), run metrics and plots.
 # Run it from the repository root with warpsim installed; every command is also usable alone.
 set -uo pipefail
@@ -51,17 +52,19 @@ learn() {  # learn PRESET SECONDS METRIC [TRAIN ARGS...]: train, evaluate (sampl
     step "plot-$preset" 60 warpsim plot "$run" --metric "$metric" --out "$out/${preset//-/_}.png"
 }
 
-jaxmarl_python=${JAXMARL_VENV:-/tmp/warpsim-jaxmarl-venv}/bin/python
-jaxmarl_venv() {  # JaxMARL's virtual environment, from the wheels carried to the machine (it has no network)
-    [ -x "$jaxmarl_python" ] && return 0
-    if [ -z "${JAXMARL_WHEELS:-}" ]; then
-        echo "=== jaxmarl: set JAXMARL_WHEELS to the folder of carried wheels (benchmarks/peers/README.md)" \
-            | tee -a "$out/summary.txt"
-        return 1
+peer_site=${PEER_SITE:-/tmp/warpsim-peers}  # where they are installed
+peer_packages() {  # the peers' packages the image lacks (MPE2, PettingZoo, VMAS, JaxMARL, ...), from the wheels
+    # carried to the machine (it has no network) in the folder PEER_WHEELS (benchmarks/peers/gpu_wheels.sh)
+    if [ ! -d "$peer_site" ]; then
+        if [ -z "${PEER_WHEELS:-}" ]; then
+            echo "=== peers: set PEER_WHEELS to the folder of carried wheels (benchmarks/peers/README.md)" \
+                | tee -a "$out/summary.txt"
+            return 1
+        fi
+        step peer-packages 120 python3 -m pip install --no-index --no-deps --target "$peer_site" "$PEER_WHEELS"/*.whl
+        [ -d "$peer_site" ] || return 1
     fi
-    local venv=${jaxmarl_python%/bin/python}
-    step jaxmarl-install 120 bash -c "python3 -m venv --system-site-packages '$venv' && '$venv/bin/pip' install \
-        --no-index --find-links '$JAXMARL_WHEELS' 'jax[cuda13]' jaxmarl==0.2.0" && [ -x "$jaxmarl_python" ]
+    case ":${PYTHONPATH:-}:" in *":$peer_site:"*) ;; *) export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$peer_site ;; esac
 }
 
 for stage in "$@"; do
@@ -127,6 +130,7 @@ for stage in "$@"; do
             step stacked-networks 60 python3 benchmarks/stacked_networks.py --runs 16 --batch 4096 --hidden 128 \
                 --device cuda ;;
         mpe)  # simple_spread against MPE2 (MPE2's default N = 3, and nearest-10 at N = 100 and 1000)
+            peer_packages || continue
             step mpe-N3 120 python3 benchmarks/mpe_speed.py --agents 3 --num-envs 1 --num-envs 4096 \
                 --num-envs 65536 --results-dir "$out/mpe_speed"
             step mpe-N100 150 python3 benchmarks/mpe_speed.py --agents 100 --neighbours 10 --num-envs 1 \
@@ -135,6 +139,7 @@ for stage in "$@"; do
                 --num-envs 64 --results-dir "$out/mpe_speed" ;;
         mpe-roles)  # simple_tag, simple_adversary and simple_speaker_listener against MPE2, at MPE2's defaults
             # and simple_tag's nearest-10 at N = 100
+            peer_packages || continue
             step mpe-tag 150 python3 benchmarks/mpe_speed.py --scenario simple_tag --agents 4 --num-envs 1 \
                 --num-envs 4096 --num-envs 65536 --results-dir "$out/mpe_speed"
             step mpe-tag-N100 150 python3 benchmarks/mpe_speed.py --scenario simple_tag --agents 100 --neighbours 10 \
@@ -170,13 +175,18 @@ for stage in "$@"; do
         placement)
             step placement-tag-small 200 python3 benchmarks/placement.py --sizes tag-small --results-dir "$out/bench"
             step placement-train-ref 200 python3 benchmarks/placement.py --sizes train-ref --results-dir "$out/bench" ;;
+        peers-mpe)  # simple_spread at full observation beside VMAS on CUDA and JaxMARL on the GPU (and MPE2)
+            peer_packages || continue
+            step peers-mpe-N3 150 python3 benchmarks/mpe_speed.py --agents 3 --num-envs 4096 --num-envs 65536 \
+                --peer vmas=python3 --peer jaxmarl=python3 --peer-seconds 40 --results-dir "$out/mpe_speed"
+            step peers-mpe-N100 300 python3 benchmarks/mpe_speed.py --agents 100 --num-envs 4096 \
+                --peer vmas=python3 --peer jaxmarl=python3 --peer-seconds 60 --results-dir "$out/mpe_speed" ;;
         peers-jaxmarl)  # train-ref's E x N; headline's (N=1000 compiles for minutes) is a stage of its own
-            jaxmarl_venv && step peers-jaxmarl 420 python3 benchmarks/gpu_peers.py --peer "jaxmarl=$jaxmarl_python" \
+            peer_packages && step peers-jaxmarl 420 python3 benchmarks/gpu_peers.py --peer jaxmarl=python3 \
                 --config train-ref --max-seconds 60 --timeout 400 --results-dir "$out/bench" ;;
         peers-jaxmarl-headline)
-            jaxmarl_venv && step peers-jaxmarl-headline 540 python3 benchmarks/gpu_peers.py \
-                --peer "jaxmarl=$jaxmarl_python" --config headline --max-seconds 60 --timeout 520 \
-                --results-dir "$out/bench" ;;
+            peer_packages && step peers-jaxmarl-headline 540 python3 benchmarks/gpu_peers.py --peer jaxmarl=python3 \
+                --config headline --max-seconds 60 --timeout 520 --results-dir "$out/bench" ;;
         profile)  # the fused step kernel, after a warm-up launch: both grid searches at the headline
             for run in headline:grid headline:grid_tiles train-ref:auto; do
                 config=${run%:*} search=${run#*:}
@@ -191,7 +201,7 @@ for stage in "$@"; do
                 "grid-chase," \
                 "tag-chase, tag-chase-continuous, tag-evade, self-play, learning, many-runs, mpe, mpe-roles, mpe-scale," \
                 "simple-spread-1k, simple-tag-1k," \
-                "fused-forward, evaluation-speed, neighbour-search, placement, peers-jaxmarl," \
+                "fused-forward, evaluation-speed, neighbour-search, placement, peers-mpe, peers-jaxmarl," \
                 "peers-jaxmarl-headline, profile)" >&2; exit 2 ;;
     esac
 done

@@ -13,6 +13,12 @@ observes the K nearest agents and landmarks (MPE2's num_agent_neighbors and
 num_landmark_neighbors). Each warpsim record is appended to
 benchmarks/results/mpe_speed/<device>.json with the MPE2 rate beside it; a table of rates and of
 the ratios to MPE2 is printed.
+
+``--peer NAME=PYTHON`` (vmas, jaxmarl; simple_spread at full observation) also runs that tool's
+simple_spread script (benchmarks/peers/) with that Python at each N, sweeping the same E and
+keeping its fastest, on the GPU where the tool finds one; its record goes to the same file:
+
+    python benchmarks/mpe_speed.py --agents 3 --num-envs 4096 --peer vmas=peers-venv/vmas/bin/python
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from warpsim.adapters.pettingzoo import parallel_env
+from warpsim.bench import peers
 from warpsim.bench.runner import RESULTS_DIR, append_result, print_progress, run_sim
 from warpsim.configs import BenchConfig
 
@@ -66,7 +73,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backend", default="auto")
     parser.add_argument("--seconds", type=float, default=3.0, help="each PettingZoo timing (default 3)")
     parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR / "mpe_speed")
+    parser.add_argument("--peer", action="append", default=[], metavar="NAME=PYTHON",
+                        help=f"also time this tool's simple_spread with this Python, repeatable (names: "
+                             f"{', '.join(peers.SPREAD_PEER_SCRIPTS)}; benchmarks/peers/README.md)")
+    parser.add_argument("--peer-seconds", type=float, default=120.0,
+                        help="a peer's time budget at one E, compilation aside (default 120)")
     args = parser.parse_args(argv)
+    if args.peer and (args.scenario != "simple_spread" or args.neighbours is not None):
+        parser.error("--peer times the peers' simple_spread, where every agent observes every other: give it "
+                     "without --scenario and --neighbours")
+    try:
+        chosen = [peers.parse_peer(text, peers.SPREAD_PEER_SCRIPTS) for text in args.peer]
+    except ValueError as error:
+        parser.error(str(error))
     mpe2_module = importlib.import_module(f"mpe2.{MPE2_MODULES[args.scenario]}")
     rows = []
     default = {"simple_spread": 3, "simple_speaker_listener": 2}.get(args.scenario, 4)
@@ -93,12 +112,23 @@ def main(argv: list[str] | None = None) -> int:
             path = append_result(record, args.results_dir)
             rows.append((n, f"warpsim {record['backend']} ({record['device']})", record["num_envs"],
                          record["agent_steps_per_second"]["median"]))
+        for peer, python in chosen:
+            print_progress(f"{peer} simple_spread, N={n}, E={','.join(map(str, args.num_envs or [1, 1024]))}")
+            record = peers.peer_record(peers.run_peer(
+                peer, python, n, tuple(args.num_envs or [1, 1024]), max_seconds=args.peer_seconds,
+                scripts=peers.SPREAD_PEER_SCRIPTS), f"mpe-speed-{args.scenario}-N{n}")
+            if record["status"] != "ok":
+                rows.append((n, f"{peer}: {record['status']}", "-", None))
+                continue
+            path = append_result(record, args.results_dir)
+            rows.append((n, f"{peer} {record['backend']} ({record['device']})", record["num_envs"],
+                         record["agent_steps_per_second"]["median"]))
         print_progress(f"records appended to {path}")
     print("| N | simulator | environments | agent-steps/s | x MPE2 |")
     print("|---|---|---|---|---|")
     for n, name, num_envs, rate in rows:
         mpe2 = next(r for m, label, _, r in rows if m == n and label == "MPE2 parallel_env")
-        print(f"| {n} | {name} | {num_envs} | {rate:.3g} | {rate / mpe2:.1f} |")
+        print(f"| {n} | {name} | {num_envs} | " + (f"{rate:.3g} | {rate / mpe2:.1f} |" if rate else "- | - |"))
     return 0
 
 

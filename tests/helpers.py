@@ -59,3 +59,11 @@ def load_script(path: Path, name: str | None = None) -> ModuleType:
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def fake_python(tmp_path: Path, body: str) -> Path:
+    """An executable standing in for a peer's python: runs ``body`` with the script's arguments in sys.argv."""
+    path = tmp_path / "python"
+    path.write_text(f"#!{sys.executable}\nimport json, sys, time\n{body}\n")
+    path.chmod(0o755)
+    return path

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import load_script
+from helpers import fake_python, load_script
 
 from warpsim.bench import peers, runner
 from warpsim.configs import NAMED_CONFIGS
@@ -39,12 +39,6 @@ OK_OUTPUT = {
 }
 
 
-def fake_python(tmp_path: Path, body: str) -> Path:
-    """An executable standing in for a peer's python: runs ``body`` with the script's arguments in sys.argv."""
-    path = tmp_path / "python"
-    path.write_text(f"#!{sys.executable}\nimport json, sys, time\n{body}\n")
-    path.chmod(0o755)
-    return path
 
 
 def test_agents_split_one_tagger_to_ten_runners_like_the_peer_scripts():

@@ -3,18 +3,14 @@
     python jaxmarl_tag.py --num-agents 110 --num-envs 1,16,256,2000
 
 Runs on JAX's default device: the GPU where jax finds one (a CUDA build of jaxlib),
-else the CPU. The E environments step together: ``jax.vmap`` of ``env.step`` inside one
-``jax.jit``, which also returns the step's observations, rewards and dones (outputs
-nobody reads would be dropped by XLA, and a warpsim step writes them). Discrete
-actions drawn once at random are reused every step. Episodes last 500 steps
-(warpsim's train-ref length) and the auto-reset of ``env.step`` is timed with the step.
-The scenario is JaxMARL's own: 2 obstacles, every agent observes every other agent
-(full observation). A comma list of batch sizes is swept and the fastest per
-agent-step kept; a size that does not fit in memory ends the sweep. See README.md.
+else the CPU. The E environments step together as one ``jax.jit`` of ``jax.vmap``
+(jaxmarl_timing.py). Episodes last 500 steps (warpsim's train-ref length). The scenario
+is JaxMARL's own: 2 obstacles, every agent observes every other agent (full
+observation). A comma list of batch sizes is swept and the fastest per agent-step kept;
+a size that does not fit in memory ends the sweep. See README.md.
 """
 
-from importlib import metadata
-
+import jaxmarl_timing
 import peer_timing
 
 EPISODE_LENGTH = 500
@@ -22,47 +18,10 @@ OBSTACLES = 2
 
 
 def measure(args, result) -> None:
-    import jax
-    import jaxmarl
-
     taggers, runners = peer_timing.taggers_and_runners(args.num_agents)
-    params = dict(num_good_agents=runners, num_adversaries=taggers, num_obs=OBSTACLES, max_steps=EPISODE_LENGTH)
-    env = jaxmarl.make("MPE_simple_tag_v3", **params)
-    device = jax.devices()[0]
-    on_gpu = device.platform == "gpu"
-    result.update(tool_version=metadata.version("jaxmarl"), env="MPE_simple_tag_v3",
-                  device=device.device_kind if on_gpu else result["device"],
-                  backend="jax-cuda" if on_gpu else "jax-cpu", precision="fp32", observation="full",
-                  num_taggers=taggers, num_runners=runners, params=dict(params, action_type="Discrete"),
-                  thread_mapping="jax.jit of jax.vmap over environments, compiled by XLA")
-    result["versions"].update(jaxmarl=result["tool_version"], jax=jax.__version__,
-                              jaxlib=metadata.version("jaxlib"))
-
-    def make_step(num_envs):
-        key, reset_key, action_key = jax.random.split(jax.random.PRNGKey(args.seed), 3)
-        _observations, state = jax.vmap(env.reset)(jax.random.split(reset_key, num_envs))
-        action_keys = jax.random.split(action_key, env.num_agents)
-        actions = {agent: jax.random.randint(agent_key, (num_envs,), 0, env.action_space(agent).n)
-                   for agent, agent_key in zip(env.agents, action_keys)}
-
-        @jax.jit
-        def advance(key, state):
-            key, step_key = jax.random.split(key)
-            observations, state, rewards, dones, _infos = jax.vmap(env.step)(
-                jax.random.split(step_key, num_envs), state, actions)
-            return key, state, observations, rewards, dones
-
-        carried = [key, state]
-
-        def step():
-            launched = advance(*carried)
-            carried[:] = launched[:2]
-            return launched
-
-        jax.block_until_ready(step())  # compiled here, timed as start-up
-        return step
-
-    peer_timing.best_of_batch_sizes(make_step, args, result, wait=jax.block_until_ready)
+    result.update(num_taggers=taggers, num_runners=runners)
+    jaxmarl_timing.measure_scenario(args, result, "MPE_simple_tag_v3", dict(
+        num_good_agents=runners, num_adversaries=taggers, num_obs=OBSTACLES, max_steps=EPISODE_LENGTH))
 
 
 if __name__ == "__main__":

@@ -106,6 +106,19 @@ def time_steps(step, num_envs: int, num_agents: int, args: argparse.Namespace, w
             "agent_steps_per_second": spread([rate * num_agents for rate in env_rates])}
 
 
+def torch_device(torch, result: dict) -> tuple[str, object]:
+    """Where a PyTorch tool runs, as JAX picks for a JAX tool: the GPU where torch sees one, else the CPU.
+
+    Fills in ``result``'s device and backend, and returns the device's name for the tool and the
+    ``wait`` of :func:`time_steps` (a GPU's queue is waited for before the clock is read).
+    """
+    if torch.cuda.is_available():
+        result.update(device=torch.cuda.get_device_name(), backend="torch-cuda")
+        return "cuda", lambda _launched: torch.cuda.synchronize()
+    result["backend"] = "torch-cpu"
+    return "cpu", None
+
+
 def failure_status(error: BaseException) -> str:
     """``status`` for an error: memory, time, missing tool (or backend), else the error itself.
 

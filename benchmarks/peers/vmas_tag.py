@@ -1,4 +1,4 @@
-"""VMAS ``simple_tag`` on the CPU: one JSON object with its sim-step rate (see README.md).
+"""VMAS ``simple_tag``'s sim-step rate as one JSON object, on the GPU where torch sees one, else the CPU (README.md).
 
     python vmas_tag.py --num-agents 110 --num-envs 1,16,256,4096
 
@@ -20,20 +20,22 @@ def measure(args, result) -> None:
     taggers, runners = peer_timing.taggers_and_runners(args.num_agents)
     scenario = dict(num_adversaries=taggers, num_good_agents=runners)
     torch.manual_seed(args.seed)
-    result.update(tool_version=metadata.version("vmas"), env="simple_tag", backend="torch-cpu", precision="fp32",
+    device, wait = peer_timing.torch_device(torch, result)
+    result.update(tool_version=metadata.version("vmas"), env="simple_tag", precision="fp32",
                   observation="full", num_taggers=taggers, num_runners=runners,
                   params=dict(scenario, continuous_actions=True, max_steps=None),
-                  thread_mapping=f"PyTorch, vectorised over environments, {torch.get_num_threads()} threads")
+                  thread_mapping="PyTorch, vectorised over environments" + (
+                      f", {torch.get_num_threads()} threads" if device == "cpu" else ""))
     result["versions"].update(vmas=result["tool_version"], torch=torch.__version__)
 
     def make_step(num_envs):
-        env = vmas.make_env("simple_tag", num_envs=num_envs, device="cpu", continuous_actions=True,
+        env = vmas.make_env("simple_tag", num_envs=num_envs, device=device, continuous_actions=True,
                             max_steps=None, seed=args.seed, **scenario)
         env.reset()
         actions = [env.get_random_action(agent) for agent in env.agents]
         return lambda: env.step(actions)
 
-    peer_timing.best_of_batch_sizes(make_step, args, result)
+    peer_timing.best_of_batch_sizes(make_step, args, result, wait)
 
 
 if __name__ == "__main__":

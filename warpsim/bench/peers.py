@@ -1,11 +1,12 @@
-"""Other tools' tag environments, timed side by side with warpsim (optional extras).
+"""Other tools' environments, timed side by side with warpsim (optional extras).
 
-Each peer (WarpDrive's CPU TagContinuous, VMAS, MPE2 and JaxMARL simple_tag) has a
-script in ``benchmarks/peers/`` that runs in that tool's own virtual environment, times
-its sim step and prints one JSON object. This module runs such a script with a given Python
-executable, under a timeout, and turns its output into a sim-tier record like those
-of :mod:`warpsim.bench.runner` (``tool`` tells them apart), ready for ``runner.append_result``.
-See ``benchmarks/peers/README.md`` for creating the virtual environments.
+Each peer has a script in ``benchmarks/peers/`` for its tag environment (WarpDrive's CPU
+TagContinuous, VMAS, MPE2 and JaxMARL simple_tag) and some for MPE's simple_spread (VMAS
+and JaxMARL). A script runs in its tool's own Python environment, times the sim step and
+prints one JSON object. This module runs such a script with a given Python executable,
+under a timeout, and turns its output into a sim-tier record like those of
+:mod:`warpsim.bench.runner` (``tool`` tells them apart), ready for ``runner.append_result``.
+See ``benchmarks/peers/README.md`` for creating the environments.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import datetime
 import json
 import os
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 
 from warpsim.configs import NAMED_CONFIGS
@@ -23,7 +25,9 @@ from warpsim.validation import require_int
 
 PEER_SCRIPTS = {"warpdrive": "warpdrive_cpu.py", "vmas": "vmas_tag.py", "mpe2": "mpe2_tag.py",
                 "jaxmarl": "jaxmarl_tag.py"}
-"""Peer name (as in ``--peer NAME=PYTHON``) -> its script in ``benchmarks/peers/``."""
+"""Peer name (as in ``--peer NAME=PYTHON``) -> its script of the tag environment in ``benchmarks/peers/``."""
+SPREAD_PEER_SCRIPTS = {"vmas": "vmas_spread.py", "jaxmarl": "jaxmarl_spread.py"}
+"""Peer name -> its script of MPE's simple_spread (``benchmarks/mpe_speed.py --peer``)."""
 PEER_SCRIPTS_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "peers"
 """Where the scripts are in a source checkout (they are not part of the installed package)."""
 DEFAULT_TIMEOUT = 1800.0
@@ -62,20 +66,20 @@ def tag_params(num_agents: int) -> dict:
     return params
 
 
-def parse_peer(text: str) -> tuple[str, Path]:
-    """``"vmas=peers-venv/vmas/bin/python"`` -> ``("vmas", Path(...))``, checked."""
+def parse_peer(text: str, scripts: Mapping[str, str] = PEER_SCRIPTS) -> tuple[str, Path]:
+    """``"vmas=peers-venv/vmas/bin/python"`` -> ``("vmas", Path(...))``, checked against the peers of ``scripts``."""
     name, separator, python = text.partition("=")
     if not separator or not python:
         raise InvalidValueError(f"--peer {text!r} is not allowed; give NAME=PYTHON, e.g. "
-                         f"vmas=peers-venv/vmas/bin/python (names: {', '.join(PEER_SCRIPTS)})")
-    check_peer(name, Path(python))
+                         f"vmas=peers-venv/vmas/bin/python (names: {', '.join(scripts)})")
+    check_peer(name, Path(python), scripts)
     return name, Path(python)
 
 
-def check_peer(name: str, python: Path) -> None:
-    """Raises ValueError unless ``name`` is a known peer and ``python`` an executable file."""
-    if name not in PEER_SCRIPTS:
-        raise InvalidValueError(f"peer {name!r} is not known; allowed: {', '.join(PEER_SCRIPTS)}")
+def check_peer(name: str, python: Path, scripts: Mapping[str, str] = PEER_SCRIPTS) -> None:
+    """Raises ValueError unless ``name`` is a peer of ``scripts`` and ``python`` an executable file."""
+    if name not in scripts:
+        raise InvalidValueError(f"peer {name!r} is not known; allowed: {', '.join(scripts)}")
     if not python.is_file() or not os.access(python, os.X_OK):
         raise InvalidValueError(f"peer {name!r}: Python executable {str(python)!r} does not exist or cannot be run; "
                          f"create that tool's virtual environment as benchmarks/peers/README.md shows")
@@ -83,15 +87,17 @@ def check_peer(name: str, python: Path) -> None:
 
 def run_peer(name: str, python: Path, num_agents: int, num_envs: tuple[int, ...] = (1,), steps: int = 20,
              repeats: int = 3, warmup_steps: int = 5, max_seconds: float = 120.0,
-             timeout: float = DEFAULT_TIMEOUT, scripts_dir: Path = PEER_SCRIPTS_DIR) -> dict:
-    """Runs peer ``name``'s script with ``python``; returns the JSON object it printed.
+             timeout: float = DEFAULT_TIMEOUT, scripts_dir: Path = PEER_SCRIPTS_DIR,
+             scripts: Mapping[str, str] = PEER_SCRIPTS) -> dict:
+    """Runs peer ``name``'s script of ``scripts`` (the tag environment's by default) with ``python``;
+    returns the JSON object it printed.
 
     The object's ``status`` is "ok" or why it could not run. A script that runs past
     ``timeout`` seconds, crashes or prints no JSON gets a status saying so (and the
     ``tool`` name of its peer); a bad ``name`` or ``python`` raises ValueError.
     """
-    check_peer(name, Path(python))
-    script = Path(scripts_dir) / PEER_SCRIPTS[name]
+    check_peer(name, Path(python), scripts)
+    script = Path(scripts_dir) / scripts[name]
     if not script.is_file():
         raise InvalidValueError(f"peer script {str(script)!r} not found; peers run from a warpsim source checkout "
                          f"(benchmarks/peers/)")
