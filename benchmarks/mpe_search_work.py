@@ -9,9 +9,10 @@ scenarios' grid kernels do (``GridLayout``'s bodies per cell, the box of warpsim
 counts the bodies in the cells each search reads for ``--queries`` of the agents: the rings of
 ``k_nearest`` until its bound is met (without the rounding slack) and the square of ``count_within``.
 Beside each it puts what comparing every pair reads (the kernels before the grids). The contact
-forces compare every pair either way. It prints the counts at the start (uniform bodies in the box)
-and over the episode: at N = 1000 simple_spread's contact forces drive most agents out of the box
-within a few steps, where the grids bin them in their edge cells.
+forces compare every pair either way, but compute the force in full only for the agents within
+reach of a touch (``OUT_OF_CONTACT``), a count it prints too. It prints the counts at the start
+(uniform bodies in the box) and over the episode: at N = 1000 simple_spread's contact forces drive
+most agents out of the box within a few steps, where the grids bin them in their edge cells.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ import numpy as np
 import torch
 
 from warpsim.kernels.grid_layout import GridLayout, agents_per_cell
-from warpsim.kernels.mpe import BOX_LENGTH, BOX_ORIGIN
+from warpsim.envs.simple_spread.params import CONTACT_DISTANCE
+from warpsim.envs.simple_tag.params import ADVERSARY_SIZE, GOOD_SIZE
+from warpsim.kernels.mpe import BOX_LENGTH, BOX_ORIGIN, OUT_OF_CONTACT
 from warpsim.registry import make
 
 SPREAD_CONTACT = 0.3
@@ -108,6 +111,24 @@ def in_the_box(bodies: dict[str, np.ndarray]) -> float:
     return float(np.mean(inside[0] & inside[1]))
 
 
+def forces_in_full(bodies: dict[str, np.ndarray], reach: np.ndarray) -> float:
+    """Per agent, the other agents whose contact force the kernels compute in full: those nearer than their
+    pair's contact distance ``reach`` (float32[n, n]) plus OUT_OF_CONTACT."""
+    x, y = bodies["pos_x"], bodies["pos_y"]
+    d2 = (x[:, None] - x[None]) ** 2 + (y[:, None] - y[None]) ** 2
+    near = d2 <= (reach + OUT_OF_CONTACT) ** 2
+    np.fill_diagonal(near, False)
+    return float(near.sum(axis=1).mean())
+
+
+def contact_reach(scenario: str, n: int) -> np.ndarray:
+    """Each pair's contact distance: simple_spread's 0.3, or the sum of simple_tag's two radii."""
+    if scenario == "simple_spread":
+        return np.full((n, n), CONTACT_DISTANCE)
+    size = np.where(np.arange(n) < adversaries_of(n), ADVERSARY_SIZE, GOOD_SIZE)
+    return size[:, None] + size[None]
+
+
 def spread_reads(bodies: dict[str, np.ndarray], k: int, queries: np.ndarray) -> dict[str, tuple[float, float]]:
     """Per agent, simple_spread's reads on grids and by every pair, (grid, pairs) by search, averaged
     over the agents and landmarks of index ``queries``."""
@@ -165,6 +186,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {scenario}: agents in the box after each step: "
               + " ".join(f"{share:.0%}" for share in inside[1:]))
         counts = [[reads(bodies, args.observed, queries) for bodies in run] for run in episodes]
+        reach = contact_reach(scenario, args.agents)
+        in_full = np.mean([[forces_in_full(bodies, reach) for bodies in run] for run in episodes], axis=0)
+        print(f"  {scenario}: contact forces computed in full, of {args.agents - 1}, at the start "
+              f"{in_full[0]:.0f}, over {args.steps + 1} steps {in_full.mean():.0f}")
         for when, states in (("at the start", [run[:1] for run in counts]), (f"over {args.steps + 1} steps", counts)):
             grid_total = pairs_total = 0.0
             for search in counts[0][0]:

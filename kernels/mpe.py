@@ -22,6 +22,10 @@ KEPT_VELOCITY = np.float32(0.75)
 CONTACT_FORCE = np.float32(100.0)
 CONTACT_MARGIN = np.float32(1e-3)
 """k of the contact force's softplus: 100 x k softplus(-(distance - contact distance) / k) along the line of centres."""
+OUT_OF_CONTACT = np.float32(0.081)
+"""Farther than the contact distance by more than this, the contact force is exactly 0: its softplus is taken
+below -80 (0.08 / CONTACT_MARGIN), where warpsim.kernels.exponential gives 0, with room for rounding."""
+FLOAT32_MAX = np.float32(np.finfo(np.float32).max)
 SENSITIVITY = np.float32(5.0)
 """The force of a unit action where a scenario gives its agents no acceleration of their own."""
 BODY_DRAWS = 2
@@ -57,8 +61,16 @@ def advance_clock(max_cycles, t, done):
 @cuda.jit(device=True)
 def contact_device(force_x, force_y, dx, dy, reach):
     """(force_x, force_y) plus the contact force on a body at offset (dx, dy) from another, touching below ``reach``;
-    twin of ``contact``."""
-    distance = math.sqrt(squared_distance(dx, dy))
+    twin of ``contact``.
+
+    A body out of contact (finitely far) adds an exact zero, which leaves a sum that is never -0 unchanged: it is
+    skipped, with its square root, exponential and divisions, and the sums keep ``contact``'s bits.
+    """
+    d2 = squared_distance(dx, dy)
+    far = add(reach, OUT_OF_CONTACT)
+    if mul(far, far) < d2 <= FLOAT32_MAX:
+        return force_x, force_y
+    distance = math.sqrt(d2)
     penetration = mul(softplus_device(-sub(distance, reach) / CONTACT_MARGIN), CONTACT_MARGIN)
     return (add(force_x, mul(mul(CONTACT_FORCE, dx) / distance, penetration)),
             add(force_y, mul(mul(CONTACT_FORCE, dy) / distance, penetration)))

@@ -62,3 +62,10 @@ def test_the_count_prints_each_search_at_the_start_and_over_the_episode(work, ca
         with pytest.raises(SystemExit):
             work.main(wrong)
     assert "give N >= 2 and 1 <= K < N" in capsys.readouterr().err
+
+
+def test_forces_are_computed_in_full_only_within_reach_of_a_touch(work):
+    bodies = dict(pos_x=np.array([0, 0.38, 1.0]), pos_y=np.zeros(3))
+    assert work.forces_in_full(bodies, work.contact_reach("simple_spread", 3)) == 2 / 3
+    tag = work.contact_reach("simple_tag", 4)  # 3 adversaries of radius 0.075, then a good agent of 0.05
+    assert np.allclose(tag[0, :], [0.15, 0.15, 0.15, 0.125]) and np.isclose(tag[3, 3], 0.1)

@@ -28,8 +28,9 @@ def test_the_gpu_presets_fit_an_h100(name):
 
 def test_the_estimate_counts_the_minibatches_that_minibatch_size_makes():
     # 5M samples: in 4 minibatches the update's copies and activations dwarf the rollout; in 77 of 65,536, not
-    base = dict(env="simple_spread", env_params=dict(N=100, num_agent_neighbors=5, num_landmark_neighbors=5),
-                num_envs=2000, rollout_steps=25)
-    spec, per_env = layout("simple_spread", 1, **base["env_params"])
-    in_four, by_size = (training_bytes(TrainConfig(**base, minibatch_size=size), spec, per_env) for size in (0, 2**16))
+    env_params = dict(N=100, num_agent_neighbors=5, num_landmark_neighbors=5)
+    spec, per_env = layout("simple_spread", 1, **env_params)
+    in_four, by_size = (training_bytes(TrainConfig(env="simple_spread", env_params=env_params, num_envs=2000,
+                                                   rollout_steps=25, minibatch_size=size), spec, per_env)
+                        for size in (0, 2**16))
     assert by_size < in_four / 2
