@@ -127,6 +127,14 @@ def test_a_missing_python_or_unknown_peer_is_a_clear_error(tmp_path):
         peers.parse_peer(f"gym={sys.executable}")
     with pytest.raises(ValueError, match="give NAME=PYTHON"):
         peers.parse_peer("vmas")
+
+
+def test_a_peers_python_may_be_a_command_on_the_path(tmp_path, monkeypatch):
+    python = fake_python(tmp_path, "")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert peers.parse_peer("vmas=python") == ("vmas", python)
+    with pytest.raises(ValueError, match=r"peer 'vmas': Python executable 'python9' does not exist"):
+        peers.parse_peer("vmas=python9")
     assert peers.parse_peer(f"mpe2={sys.executable}") == ("mpe2", Path(sys.executable))
 
 

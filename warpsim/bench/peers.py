@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import shutil
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
@@ -67,13 +68,15 @@ def tag_params(num_agents: int) -> dict:
 
 
 def parse_peer(text: str, scripts: Mapping[str, str] = PEER_SCRIPTS) -> tuple[str, Path]:
-    """``"vmas=peers-venv/vmas/bin/python"`` -> ``("vmas", Path(...))``, checked against the peers of ``scripts``."""
+    """``"vmas=peers-venv/vmas/bin/python"`` -> ``("vmas", Path(...))``, checked against the peers of ``scripts``;
+    a bare command (``vmas=python3``) is looked up on PATH."""
     name, separator, python = text.partition("=")
     if not separator or not python:
         raise InvalidValueError(f"--peer {text!r} is not allowed; give NAME=PYTHON, e.g. "
                          f"vmas=peers-venv/vmas/bin/python (names: {', '.join(scripts)})")
-    check_peer(name, Path(python), scripts)
-    return name, Path(python)
+    executable = Path(shutil.which(python) or python) if os.sep not in python else Path(python)
+    check_peer(name, executable, scripts)
+    return name, executable
 
 
 def check_peer(name: str, python: Path, scripts: Mapping[str, str] = PEER_SCRIPTS) -> None:
