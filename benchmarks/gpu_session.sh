@@ -18,7 +18,8 @@
 # OUT_DIR) and self-play (train-ref, both roles learn), each one call of at most 10 minutes;
 # learning runs all four in turn; peers-mpe (simple_spread beside VMAS on CUDA and JaxMARL), peers-jaxmarl and
 # peers-jaxmarl-headline (JaxMARL's simple_tag at train-ref's and at headline's E x N).
-# mpe, mpe-roles and the peers' stages need packages the image lacks: carry the wheels that
+# mpe, mpe-roles, mpe-scale's speed and the peers' stages need packages the image lacks (MPE2 and the peers,
+# which benchmarks/mpe_speed.py times beside warpsim): carry the wheels that
 # benchmarks/peers/gpu_wheels.sh DIR downloads and name their folder in PEER_WHEELS (benchmarks/peers/README.md).
 # Stages given to one call run in turn; separate calls may run at once.
 # Each stage writes under OUT_DIR: logs, bench records (bench/*.json), run metrics and plots.
@@ -151,8 +152,8 @@ for stage in "$@"; do
         mpe-scale)  # simple_spread's and simple_tag's grid searches: exact at N = 1000 and 4096, and simple_tag's
             # speed at N = 1000 with the 10 nearest (simple_spread's is mpe's mpe-N1000)
             step mpe-grid-tests 150 python3 -m pytest -m gpu -q tests/test_mpe_grids.py
-            step mpe-tag-N1000 180 python3 benchmarks/mpe_speed.py --scenario simple_tag --agents 1000 --neighbours 10 \
-                --seconds 10 --num-envs 64 --num-envs 256 --results-dir "$out/mpe_speed" ;;
+            peer_packages && step mpe-tag-N1000 180 python3 benchmarks/mpe_speed.py --scenario simple_tag --agents 1000 \
+                --neighbours 10 --seconds 10 --num-envs 64 --num-envs 256 --results-dir "$out/mpe_speed" ;;
         simple-spread-1k)  # MPE at 2000 x 1000 agents, the 10 nearest observed: trained for at most 270 s (a run
             # the limit stops keeps the checkpoint of its last iteration), then evaluated against random play
             learn simple-spread-1k 270 return_agent ;;
