@@ -297,3 +297,35 @@ def test_the_vmas_spread_script_reports_a_missing_vmas_as_its_status():
     output = json.loads(result.stdout)
     assert result.returncode == 0 and output["status"] == "missing tool: No module named 'vmas'", result.stderr[-500:]
     assert output["num_agents"] == 3 and output["requested_num_envs"] == 2
+
+
+def test_a_pytorch_peer_runs_on_the_gpu_where_torch_sees_one_and_waits_for_it():
+    """peer_timing.torch_device's GPU path, which only a GPU machine takes, run here with a stand-in torch."""
+    synchronized = []
+
+    class Cuda:
+        available = True
+
+        @classmethod
+        def is_available(cls):
+            return cls.available
+
+        @staticmethod
+        def get_device_name():
+            return "NVIDIA H200"
+
+        @staticmethod
+        def synchronize():
+            synchronized.append(True)
+
+    class Torch:
+        cuda = Cuda
+
+    result: dict[str, Any] = {"device": "Some CPU"}
+    device, wait = peer_timing.torch_device(Torch, result)
+    wait("launched")
+    assert (device, result, synchronized) == ("cuda", {"device": "NVIDIA H200", "backend": "torch-cuda"}, [True])
+    Cuda.available = False
+    result = {"device": "Some CPU"}
+    assert peer_timing.torch_device(Torch, result) == ("cpu", None)
+    assert result == {"device": "Some CPU", "backend": "torch-cpu"}
