@@ -79,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--peer-seconds", type=float, default=120.0,
                         help="a peer's time budget at one E, compilation aside (default 120)")
     args = parser.parse_args(argv)
+    if not args.peer_seconds > 0:
+        parser.error(f"--peer-seconds {args.peer_seconds}: give a time budget above 0")
     if args.peer and (args.scenario != "simple_spread" or args.neighbours is not None):
         parser.error("--peer times the peers' simple_spread, where every agent observes every other: give it "
                      "without --scenario and --neighbours")

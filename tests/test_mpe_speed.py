@@ -69,7 +69,8 @@ def test_a_peer_that_cannot_run_shows_why_and_records_nothing(tmp_path, capsys):
 @pytest.mark.parametrize("flags, message", [
     (["--neighbours", "1"], "give it without --scenario and --neighbours"),
     (["--scenario", "simple_tag"], "give it without --scenario and --neighbours"),
-    ([], "peer 'mpe2' is not known; allowed: vmas, jaxmarl")])
+    ([], "peer 'mpe2' is not known; allowed: vmas, jaxmarl"),
+    (["--peer-seconds", "0"], "--peer-seconds 0.0: give a time budget above 0")])
 def test_peers_time_simple_spread_at_full_observation_alone(flags, message, tmp_path, capsys):
     with pytest.raises(SystemExit):
         mpe_speed.main([*flags, "--peer", f"{'mpe2' if not flags else 'vmas'}={fake_python(tmp_path, '')}"])
