@@ -107,7 +107,8 @@ def episode(scenario: str, n: int, k: int, seed: int, steps: int) -> Iterator[di
 
 def in_the_box(bodies: dict[str, np.ndarray]) -> float:
     """The share of the agents inside the grids' box."""
-    inside = [(value >= BOX_ORIGIN) & (value <= BOX_ORIGIN + BOX_LENGTH) for value in (bodies["pos_x"], bodies["pos_y"])]
+    inside = [(value >= BOX_ORIGIN) & (value <= BOX_ORIGIN + BOX_LENGTH)
+              for value in (bodies["pos_x"], bodies["pos_y"])]
     return float(np.mean(inside[0] & inside[1]))
 
 
