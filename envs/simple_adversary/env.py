@@ -55,6 +55,14 @@ class SimpleAdversary(Environment):
                            nearest_landmarks=np.bool_(p.num_landmark_neighbors is not None),
                            nearest_agents=np.bool_(p.num_agent_neighbors is not None))
 
+    def workspace_bytes(self) -> int:
+        """The NumPy reference's temporaries: an agent's offsets to all others, some 64 bytes an agent,
+        and two copies of the observations."""
+        if self.backend != "numpy":
+            return 0
+        e, n = self.num_envs, self.num_agents
+        return 64 * e * n + 8 * e * n * self.spec.observation_size
+
     def reset_numpy(self, envs: np.ndarray) -> None:
         reference.reset(self.views, self.params, self.seed, envs)
 

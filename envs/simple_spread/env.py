@@ -8,6 +8,7 @@ from warpsim import EnvSpec, Environment, StateArray
 from warpsim.envs.simple_spread import kernels, reference
 from warpsim.envs.simple_spread.grid_kernels import GridKernels, grid_kernels
 from warpsim.envs.simple_spread.params import COMMUNICATION_SIZE, SimpleSpreadParams
+from warpsim.kernels.chunks import pairwise_entries
 from warpsim.kernels.grid_layout import GridLayout, agents_per_cell
 from warpsim.kernels.mpe import MOVES_X, MOVES_Y, advance_clock
 
@@ -98,6 +99,15 @@ class SimpleSpread(Environment):
                            landmark_slots=np.int32(p.landmark_slots), agent_slots=np.int32(p.agent_slots),
                            **self._agent_grid.kernel_constants("agent_grid"),
                            **self._landmark_grid.kernel_constants("landmark_grid"))
+
+    def workspace_bytes(self) -> int:
+        """The NumPy reference's temporaries: a chunk of environments' N x N offsets, distances and
+        orders, some 32 bytes a pair; forces and distances, some 32 bytes an agent; and a copy of the
+        observations."""
+        if self.backend != "numpy":
+            return 0
+        e, n = self.num_envs, self.num_agents
+        return 32 * pairwise_entries(e, n, n) + 32 * e * n + 4 * e * n * self.spec.observation_size
 
     def reset_numpy(self, envs: np.ndarray) -> None:
         reference.reset(self.views, self.params, self.seed, envs)

@@ -9,6 +9,7 @@ import numpy as np
 
 from warpsim.envs.simple_spread.params import CONTACT_DISTANCE, DRAWS_PER_AGENT, SimpleSpreadParams
 from warpsim.kernels.actions import clamp
+from warpsim.kernels.chunks import env_chunks
 from warpsim.kernels.mpe import DT, KEPT_VELOCITY, MOVES_X, MOVES_Y, SENSITIVITY, contact, searched
 from warpsim.kernels.random import reset_uniform
 
@@ -47,10 +48,12 @@ def step(v, p: SimpleSpreadParams, global_weight: np.float32, local_weight: np.f
     for landmark in range(p.N):  # minus the distance of each landmark's nearest agent, landmark 0 first
         dx, dy = v.pos_x - v.landmark_x[:, landmark:landmark + 1], v.pos_y - v.landmark_y[:, landmark:landmark + 1]
         coverage = coverage - np.sqrt(searched(dx * dx + dy * dy)).min(axis=1)
-    dx = v.pos_x[:, :, None] - v.pos_x[:, None, :]
-    dy = v.pos_y[:, :, None] - v.pos_y[:, None, :]
-    touching = (np.sqrt(dx * dx + dy * dy) < CONTACT_DISTANCE) & ~np.eye(p.N, dtype=bool)
-    collisions = -touching.sum(axis=2).astype(np.float32)
+    collisions = np.empty_like(v.pos_x)
+    for envs in env_chunks(np.arange(v.pos_x.shape[0]), p.N, p.N):
+        dx = v.pos_x[envs, :, None] - v.pos_x[envs, None, :]
+        dy = v.pos_y[envs, :, None] - v.pos_y[envs, None, :]
+        touching = (np.sqrt(dx * dx + dy * dy) < CONTACT_DISTANCE) & ~np.eye(p.N, dtype=bool)
+        collisions[envs] = -touching.sum(axis=2).astype(np.float32)
     v.rewards[:] = coverage[:, None] * global_weight + collisions * local_weight
     observe(v, p, np.arange(v.pos_x.shape[0]))
 
@@ -69,6 +72,12 @@ def observe(v, p: SimpleSpreadParams, envs: np.ndarray) -> None:
     the other agents' utterances (zeros). With num_*_neighbors, only that many nearest, nearest first (by
     float32 squared distance, the lower index first at a tie), zeros filling the slots beyond those there
     are; without, all of them in their own order."""
+    for chunk in env_chunks(envs, p.N, p.N):
+        observe_chunk(v, p, chunk)
+
+
+def observe_chunk(v, p: SimpleSpreadParams, envs: np.ndarray) -> None:
+    """``observe`` of environments ``envs`` at once (N x N offsets each)."""
     n = p.N
     x, y = v.pos_x[envs], v.pos_y[envs]
     others = np.array([[j for j in range(n) if j != i] for i in range(n)], np.int64).reshape(n, n - 1)

@@ -8,6 +8,7 @@ from warpsim import EnvSpec, Environment, StateArray
 from warpsim.envs.simple_tag import kernels, reference
 from warpsim.envs.simple_tag.grid_kernels import GridKernels, grid_kernels
 from warpsim.envs.simple_tag.params import SimpleTagParams
+from warpsim.kernels.chunks import pairwise_entries
 from warpsim.kernels.grid_layout import GridLayout, agents_per_cell
 from warpsim.kernels.mpe import MOVES_X, MOVES_Y, advance_clock, reset_agents
 
@@ -104,6 +105,15 @@ class SimpleTag(Environment):
                            nearest_obstacles=np.bool_(p.num_landmark_neighbors is not None),
                            **self._adversary_grid.kernel_constants("adversary_grid"),
                            **self._agent_grid.kernel_constants("agent_grid"))
+
+    def workspace_bytes(self) -> int:
+        """The NumPy reference's temporaries: a chunk of environments' adversary-to-good-agent distances,
+        some 16 bytes a pair; an agent's offsets to all others, some 64 bytes an agent; and two copies of
+        the observations."""
+        if self.backend != "numpy":
+            return 0
+        e, n, a = self.num_envs, self.num_agents, self.params.num_adversaries
+        return 16 * pairwise_entries(e, a, n - a) + 64 * e * n + 8 * e * n * self.spec.observation_size
 
     def reset_numpy(self, envs: np.ndarray) -> None:
         reference.reset(self.views, self.params, self.seed, envs)

@@ -17,6 +17,7 @@ from warpsim.envs.simple_tag.params import (
     SimpleTagParams,
 )
 from warpsim.kernels.actions import clamp
+from warpsim.kernels.chunks import env_chunks
 from warpsim.kernels.exponential import exp
 from warpsim.kernels.mpe import DT, KEPT_VELOCITY, MOVES_X, MOVES_Y, contact, searched
 from warpsim.kernels.random import reset_uniform
@@ -81,9 +82,11 @@ def step(v, p: SimpleTagParams) -> None:
         v.vel_x[:] = np.where(too_fast, vel_x / speed * body["max_speed"], vel_x)
         v.vel_y[:] = np.where(too_fast, vel_y / speed * body["max_speed"], vel_y)
     a, n = p.num_adversaries, p.num_agents
-    dx = v.pos_x[:, :a, None] - v.pos_x[:, None, a:]
-    dy = v.pos_y[:, :a, None] - v.pos_y[:, None, a:]
-    caught = (np.sqrt(dx * dx + dy * dy) < body["size"][:a, None] + body["size"][None, a:]).sum(axis=1)
+    caught = np.empty((v.pos_x.shape[0], n - a), np.int64)
+    for envs in env_chunks(np.arange(v.pos_x.shape[0]), a, n - a):
+        dx = v.pos_x[envs, :a, None] - v.pos_x[envs, None, a:]
+        dy = v.pos_y[envs, :a, None] - v.pos_y[envs, None, a:]
+        caught[envs] = (np.sqrt(dx * dx + dy * dy) < body["size"][:a, None] + body["size"][None, a:]).sum(axis=1)
     v.tags[:] += caught.sum(axis=1, dtype=np.int32)
     v.rewards[:, :a] = (CATCH_REWARD * caught.sum(axis=1).astype(np.float32))[:, None]
     good = -CATCH_REWARD * caught.astype(np.float32)

@@ -14,6 +14,7 @@ from warpsim.envs.tag_continuous.grid_search import observation_words_per_thread
 from warpsim.envs.tag_continuous.nearest import KEYS_PER_CHUNK
 from warpsim.envs.tag_continuous.params import TWO_PI, Constants, TagContinuousParams
 from warpsim.envs.tag_continuous.step_kernels import StepKernels, step_kernels
+from warpsim.kernels.chunks import pairwise_entries
 from warpsim.kernels.grid_layout import GridLayout, agents_per_cell
 
 TAGGER, RUNNER = 1, 0
@@ -142,14 +143,14 @@ class TagContinuous(Environment):
 
     def workspace_bytes(self) -> int:
         """The NumPy reference's pairwise temporaries: a chunk of environments x N x N
-        entries, at least one environment's, of some 64 bytes each (full observations)
-        or 24 (the keys of the K-nearest search)."""
+        entries, at least one environment's, of some 64 bytes each (full observations);
+        or 24 bytes each of the K-nearest search's keys and a copy of the observations."""
         if self.backend != "numpy":
             return 0
         n = self.num_agents
         if self.params.use_full_observation:
-            return 64 * max(n * n, reference.PAIRWISE_CHUNK)
-        return 24 * max(n * n, KEYS_PER_CHUNK)
+            return 64 * pairwise_entries(self.num_envs, n, n)
+        return 24 * max(n * n, KEYS_PER_CHUNK) + 4 * self.num_envs * n * self.spec.observation_size
 
     def reset_numpy(self, envs: np.ndarray) -> None:
         reference.reset(self.views, self.params, self.constants, self.seed, envs)

@@ -17,11 +17,9 @@ from warpsim.envs.tag_continuous.nearest import nearest_in_game
 from warpsim.envs.tag_continuous.params import DRAWS_PER_AGENT, HALF_PI, TWO_PI, ZERO, Constants, TagContinuousParams
 from warpsim.kernels.actions import clamp
 from warpsim.kernels.bfloat16 import bfloat16_bits
+from warpsim.kernels.chunks import env_chunks
 from warpsim.kernels.random import reset_uniform
 from warpsim.kernels.trig import sin_cos
-
-PAIRWISE_CHUNK = 1 << 22
-"""Most pairwise entries (environments x agents x agents) held at once."""
 
 
 def wrap_angle(angle: np.ndarray) -> np.ndarray:
@@ -29,13 +27,6 @@ def wrap_angle(angle: np.ndarray) -> np.ndarray:
     wrapped = np.fmod(angle, TWO_PI)
     wrapped = np.where(wrapped < ZERO, wrapped + TWO_PI, wrapped)
     return np.where(wrapped >= TWO_PI, ZERO, wrapped).astype(np.float32)
-
-
-def env_chunks(envs: np.ndarray, num_agents: int, columns: int):
-    """Splits ``envs`` so that chunk * N * columns stays under PAIRWISE_CHUNK."""
-    size = max(1, PAIRWISE_CHUNK // (num_agents * columns))
-    for start in range(0, len(envs), size):
-        yield envs[start:start + size]
 
 
 def reset(v, p: TagContinuousParams, c: Constants, seed: np.uint64, envs: np.ndarray) -> None:
