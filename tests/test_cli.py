@@ -53,3 +53,17 @@ def test_flags_that_would_be_ignored_are_refused_or_said(tmp_path, capsys):
     assert main([*gridworld, "--config", "tag-small", "--run-dir", str(tmp_path / "c")]) == 0
     assert ("note: --env tag_gridworld replaces --config tag-small's environment (tag_continuous), and so its "
             "environment parameters too") in capsys.readouterr().err
+
+
+def test_a_preset_sized_for_a_gpu_says_so_when_its_environments_run_on_the_cpu(tmp_path, capsys):
+    short = ["train", "--config", "grid-chase", "--backend", "numpy", "--iterations", "1", "--rollout-steps", "2",
+             "--stagger-steps", "0", "--quiet"]
+    assert main([*short, "--run-dir", str(tmp_path / "full")]) == 0
+    note = ("note: grid-chase is sized for a GPU, and its 2000 environments of 5 agents will step in NumPy on the "
+            "CPU, many times slower than on a GPU; the presets sized for a CPU are tag-small,")
+    assert note in capsys.readouterr().err
+    assert main([*short, "--num-envs", "8", "--run-dir", str(tmp_path / "small")]) == 0
+    assert "sized for a GPU" not in capsys.readouterr().err
+    assert main(["train", "--config", "tag-small", "--iterations", "1", "--num-envs", "2000", "--rollout-steps", "2",
+                 "--quiet", "--run-dir", str(tmp_path / "cpu-preset")]) == 0
+    assert "sized for a GPU" not in capsys.readouterr().err

@@ -5,7 +5,7 @@ import pytest
 
 from warpsim.registry import layout
 from warpsim.train.config import TrainConfig, build_config
-from warpsim.train.presets import PRESETS
+from warpsim.train.presets import PRESETS, sized_for_gpu
 from warpsim.train.storage import SAFETY, training_bytes
 
 H100_BYTES = 78 * 2**30
@@ -19,7 +19,7 @@ def test_every_preset_builds_its_environment(name):
     assert spec.num_agents >= 1 and per_env > 0
 
 
-@pytest.mark.parametrize("name", sorted(name for name, preset in PRESETS.items() if preset["num_envs"] >= 2000))
+@pytest.mark.parametrize("name", sorted(filter(sized_for_gpu, PRESETS)))
 def test_the_gpu_presets_fit_an_h100(name):
     config = build_config(PRESETS[name])
     spec, per_env = layout(config.env, 1, **config.env_params)

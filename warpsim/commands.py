@@ -12,6 +12,7 @@ from warpsim.analysis.evaluate_experiment import ExperimentEvaluation, evaluate_
 from warpsim.analysis.play import Player
 from warpsim.analysis.plot import plot_experiment, plot_runs
 from warpsim.analysis.render import EPISODE_FILE, play_episode, write_gif
+from warpsim.device import resolve_placement
 from warpsim.errors import InvalidValueError
 from warpsim.registry import layout, parse_env_settings
 from warpsim.train import checkpoint, opponents
@@ -25,7 +26,7 @@ from warpsim.train.experiment import (
     seeds_from_file,
 )
 from warpsim.train.loop import default_run_dir, train, train_experiment
-from warpsim.train.presets import PRESETS
+from warpsim.train.presets import GPU_NUM_ENVS, PRESETS, sized_for_gpu
 from warpsim.train.run_dir import output_file
 
 NOT_FLAGS = ("env_params", "opponents")
@@ -115,6 +116,7 @@ def run_train(args) -> int:
     layers.append({"env_params": parse_env_settings(env_id, args.set)})
     config = build_config(*layers)
     _check_flags(args, flags, config)
+    _note_gpu_preset(args.config, config)
     run_dir = args.run_dir or default_run_dir(config)
     if args.seeds is not None or args.sweep or experiment:
         file_seeds = f"{args.config_file}: seeds"
@@ -145,6 +147,19 @@ def _check_flags(args, flags: dict, config: TrainConfig) -> None:
     if "env" in flags and preset.get("env_params") and preset["env"] != flags["env"]:
         print(f"note: --env {flags['env']} replaces --config {args.config}'s environment ({preset['env']}), and so "
               f"its environment parameters too; give {flags['env']}'s own with --set", file=sys.stderr)
+
+
+def _note_gpu_preset(name: str | None, config: TrainConfig) -> None:
+    """Says so when a preset sized for a GPU is about to train at its size with its environments on the CPU."""
+    if not name or not sized_for_gpu(name) or config.num_envs < GPU_NUM_ENVS:
+        return
+    if resolve_placement(config.backend).backend != "numpy":
+        return
+    spec = layout(config.env, 1, **config.env_params)[0]
+    cpu_presets = ", ".join(preset for preset in PRESETS if not sized_for_gpu(preset))
+    print(f"note: {name} is sized for a GPU, and its {config.num_envs} environments of {spec.num_agents} agents "
+          f"will step in NumPy on the CPU, many times slower than on a GPU; the presets sized for a CPU are "
+          f"{cpu_presets} (or lower --num-envs)", file=sys.stderr)
 
 
 def print_next_steps(is_writer: bool, run_dir: Path) -> None:

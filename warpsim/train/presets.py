@@ -80,3 +80,12 @@ PRESETS = {
     "grid": _reference("grid", GRID_CHASE_RULES, iterations=300, stagger_steps=100, log_every=10),
 }
 """Settings by preset name; fields not named keep TrainConfig's defaults."""
+
+
+GPU_NUM_ENVS = 2000
+"""A preset of this many environments or more is sized for a GPU (docs/benchmarks.md's scale)."""
+
+
+def sized_for_gpu(name: str) -> bool:
+    """Whether preset ``name`` is sized for a GPU rather than a CPU."""
+    return PRESETS[name]["num_envs"] >= GPU_NUM_ENVS
