@@ -12,7 +12,9 @@ import pytest
 import torch
 
 import warpsim
+from warpsim import Environment, registry
 from warpsim.cli import main
+from warpsim.envs.template import Beacon
 from warpsim.errors import WarpsimError
 from warpsim.registry import _registry, register
 from warpsim.train import TrainConfig
@@ -111,12 +113,20 @@ def test_a_config_file_with_a_list_for_env_params_is_one_line(tmp_path, capsys):
     assert "env_params=[1, 2]" in one_line_error(capsys, "train")
 
 
-def test_rendering_an_environment_without_frame_is_one_line(tmp_path, capsys):
+class Unframed(Beacon):
+    """The template without its optional frame()."""
+
+    frame = Environment.frame
+
+
+def test_rendering_an_environment_without_frame_is_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(registry, "_registry", dict(registry._registry))
+    register("unframed", Unframed)
     run = tmp_path / "run"
-    train(TrainConfig(env="beacon", env_params=dict(num_agents=1, episode_length=2), num_envs=1, rollout_steps=2,
+    train(TrainConfig(env="unframed", env_params=dict(num_agents=1, episode_length=2), num_envs=1, rollout_steps=2,
                       minibatches=1, iterations=1, backend="numpy"), run, progress=None)
     assert main(["render", str(run), "--backend", "numpy", "--out", str(tmp_path / "b.gif")]) == 2
-    assert "Beacon does not define frame()" in one_line_error(capsys, "render")
+    assert "Unframed does not define frame()" in one_line_error(capsys, "render")
 
 
 @pytest.mark.parametrize("dtype", [np.uint16, np.uint32, np.uint64, np.int8, np.int16, np.uint8])

@@ -4,7 +4,9 @@ import numpy as np
 import pytest
 
 import warpsim
+from warpsim.registry import registered
 from warpsim.render import FrameCanvas, agent_colours, role_colours
+from warpsim.spec import Frame
 
 
 def test_taggers_and_runners_look_the_same_in_every_environment():
@@ -67,3 +69,34 @@ def test_a_frame_without_headings_or_counts_still_draws():
     image = canvas.draw(env.frame(0))
     assert env.frame(0).headings is None and env.frame(0).counts == {}
     assert image.ndim == 3 and canvas.title.get_text().endswith("t = 0") and canvas.arrows.get_segments() == []
+
+
+@pytest.mark.parametrize("name", registered())
+def test_every_built_in_environment_draws(name):
+    pytest.importorskip("matplotlib")
+    env = warpsim.make(name, 1, backend="numpy")
+    canvas = FrameCanvas(env.spec, env.display_name)
+    image = canvas.draw(env.frame(0))
+    assert image.shape == (320, 320, 3) and canvas.title.get_text().endswith("t = 0")
+
+
+def test_mpe_worlds_show_their_landmarks_and_goal_and_keep_agents_pushed_out_of_the_box_in_view():
+    pytest.importorskip("matplotlib")
+    env = warpsim.make("simple_adversary", 1, backend="numpy", N=3)
+    frame = env.frame(0)
+    state = env.state
+    assert frame.landmarks is not None
+    assert frame.origin == -1 and frame.extent == 2, "MPE's box [-1, 1]^2 holds every body at the start"
+    np.testing.assert_array_equal(frame.landmarks[:, 0], state.landmark_x[0].numpy())
+    assert frame.goal == int(state.goal[0])
+    canvas = FrameCanvas(env.spec, env.display_name)
+    canvas.show(frame)
+    np.testing.assert_array_equal(canvas.landmarks.get_offsets(), frame.landmarks)
+    np.testing.assert_array_equal(canvas.goal.get_offsets(), frame.landmarks[[frame.goal]])
+    assert canvas.axes.get_xlim()[0] < -1 < 1 < canvas.axes.get_xlim()[1]
+    assert role_colours(env.spec.role_names) == ["tab:red", "tab:green"], "adversaries red as taggers are"
+    pushed = Frame.centred(np.array([[0.2, -2.3], [np.nan, 0.0], [0.0, 0.0], [1.0, 1.0]]), 5, np.array([[0.5, 0.5]]))
+    assert (pushed.origin, pushed.extent) == (-2.5, 5.0), "the least half-width in steps of 0.5 that holds them"
+    canvas.show(pushed)
+    low, high = canvas.axes.get_ylim()
+    assert low < -2.3 and high > 2.3 and pushed.goal is None and np.shape(canvas.goal.get_offsets()) == (0, 2)

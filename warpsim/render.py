@@ -13,7 +13,7 @@ from warpsim.errors import UnavailableError
 from warpsim.extras import install_hint
 from warpsim.spec import EnvSpec, Frame
 
-ROLE_COLOURS = {"tagger": "tab:red", "runner": "tab:blue"}
+ROLE_COLOURS = {"tagger": "tab:red", "adversary": "tab:red", "runner": "tab:blue"}
 """Roles drawn alike in every environment, whatever order it declares its roles in."""
 OTHER_COLOURS = ("tab:green", "tab:orange", "tab:purple", "tab:brown", "tab:pink", "tab:olive", "tab:cyan")
 """Colours of the other roles, in the order they are declared."""
@@ -43,9 +43,10 @@ class FrameCanvas:
     """A matplotlib figure (Agg, no window) that draws Frames of one environment, in order.
 
     Agents are coloured by role, with a legend of the roles that have agents below the arena; agents out
-    of the game are faded. Each agent trails its last positions; an agent with a heading
-    (``Frame.headings``) points an arrow along it; where an agent leaves the game (a runner
-    tagged out) a cross stays for a few frames. The title gives the step and the episode's
+    of the game are faded; landmarks (``Frame.landmarks``) are grey rings, the goal among them filled.
+    Each agent trails its last positions; an agent with a heading (``Frame.headings``) points an
+    arrow along it; where an agent leaves the game (a runner tagged out) a cross stays for a few
+    frames. The title gives the step and the episode's
     events so far (``Frame.counts``). An earlier time than the last frame's starts a new episode.
     ``show(frame)`` updates the figure, ``draw(frame)`` also renders it to uint8[H, W, 3].
     """
@@ -78,6 +79,9 @@ class FrameCanvas:
         self.arrows = LineCollection([], colors=colours, linewidths=1.2)
         self.axes.add_collection(self.arrows)
         self.marks = self.axes.scatter([], [], marker="x", c="black", s=30, linewidths=1.2)
+        self.landmarks = self.axes.scatter([], [], facecolors="none", edgecolors="grey", s=60, linewidths=1.2,
+                                           zorder=0)
+        self.goal = self.axes.scatter([], [], c="grey", s=60, zorder=0)
         self.title = self.axes.set_title("", fontsize=8)
         self.name = name
         self._history: list[Frame] = []
@@ -93,9 +97,12 @@ class FrameCanvas:
             self._left += [(self._history[-1].positions[agent], frame.time) for agent in np.flatnonzero(left)]
         self._left = [(position, time) for position, time in self._left if frame.time - time < MARK_FRAMES]
         self._history = [*self._history[-(TRAIL - 1):], frame]
-        margin = 0.03 * frame.extent
-        self.axes.set_xlim(-margin, frame.extent + margin)
-        self.axes.set_ylim(-margin, frame.extent + margin)
+        low, high = frame.origin - 0.03 * frame.extent, frame.origin + 1.03 * frame.extent
+        self.axes.set_xlim(low, high)
+        self.axes.set_ylim(low, high)
+        landmarks = np.zeros((0, 2)) if frame.landmarks is None else frame.landmarks
+        self.landmarks.set_offsets(landmarks)
+        self.goal.set_offsets(landmarks[[frame.goal]] if frame.goal is not None else np.zeros((0, 2)))
         self.points.set_offsets(frame.positions)
         self.points.set_alpha(np.where(frame.active, 1.0, 0.15).tolist())
         path = np.stack([old.positions for old in self._history], axis=1)  # [N, frames, 2]

@@ -3,6 +3,7 @@ and the namespace through which its arrays are reached by name."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -143,7 +144,7 @@ class Frame:
     active: np.ndarray
     """bool[N], False for agents out of the game (drawn faded)."""
     extent: float
-    """The arena is the square [0, extent] x [0, extent]."""
+    """The arena is the square [origin, origin + extent] x [origin, origin + extent]."""
     time: int
     """Steps since the environment's reset."""
     headings: np.ndarray | None = None
@@ -151,6 +152,24 @@ class Frame:
     counts: dict[str, int] = field(default_factory=dict)
     """Events of the episode so far by counter (e.g. ``{"tags": 3}``), shown in the title; ``play_episode``
     fills it from the environment's counters."""
+    origin: float = 0.0
+    """The arena's lower left corner, on both axes."""
+    landmarks: np.ndarray | None = None
+    """float[L, 2], x and y of fixed points that are not agents (MPE's landmarks and obstacles), drawn as rings."""
+    goal: int | None = None
+    """The landmark some agents are to reach, drawn filled."""
+
+    @classmethod
+    def centred(cls, positions: np.ndarray, time: int, landmarks: np.ndarray | None = None,
+                goal: int | None = None) -> Frame:
+        """A frame of a world centred on (0, 0), as MPE's: every agent active, the view the square
+        [-h, h]^2 of the least half-width h, a multiple of 0.5 and at least 1, that holds every finite
+        agent and landmark (agents pushed out of MPE's box stay in view)."""
+        points = positions if landmarks is None else np.concatenate([positions, landmarks])
+        finite = np.abs(points[np.isfinite(points)])
+        half = max(1.0, math.ceil(2 * float(finite.max(initial=0))) / 2)
+        return cls(positions, np.ones(len(positions), bool), 2 * half, time, origin=-half, landmarks=landmarks,
+                   goal=goal)
 
 
 class ArrayNamespace:

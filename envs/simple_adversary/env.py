@@ -2,10 +2,10 @@
 
 import numpy as np
 
-from warpsim import EnvSpec, Environment, StateArray
+from warpsim import EnvSpec, Environment, Frame, StateArray
 from warpsim.envs.simple_adversary import kernels, reference
 from warpsim.envs.simple_adversary.params import SimpleAdversaryParams
-from warpsim.kernels.mpe import MOVES_X, MOVES_Y, advance_clock, reset_agents
+from warpsim.kernels.mpe import MOVES_X, MOVES_Y, advance_clock, host_points, reset_agents
 
 
 class SimpleAdversary(Environment):
@@ -54,6 +54,11 @@ class SimpleAdversary(Environment):
                            agent_slots=np.int32(p.agent_slots),
                            nearest_landmarks=np.bool_(p.num_landmark_neighbors is not None),
                            nearest_agents=np.bool_(p.num_agent_neighbors is not None))
+
+    def frame(self, env_index: int) -> Frame:
+        s = self.state
+        return Frame.centred(host_points(s.pos_x, s.pos_y, env_index), int(s.t[env_index]),
+                             host_points(s.landmark_x, s.landmark_y, env_index), int(s.goal[env_index]))
 
     def workspace_bytes(self) -> int:
         """The NumPy reference's temporaries: an agent's offsets to all others, some 64 bytes an agent,

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from warpsim import EnvSpec, Environment, StateArray
+from warpsim import EnvSpec, Environment, Frame, StateArray
 from warpsim.envs.simple_adversary.kernels import reset_landmarks
 from warpsim.envs.simple_speaker_listener import kernels, reference
 from warpsim.envs.simple_speaker_listener.params import (
@@ -12,7 +12,7 @@ from warpsim.envs.simple_speaker_listener.params import (
     OBSERVATION_SIZES,
     SimpleSpeakerListenerParams,
 )
-from warpsim.kernels.mpe import MOVES_X, MOVES_Y, advance_clock, reset_agents
+from warpsim.kernels.mpe import MOVES_X, MOVES_Y, advance_clock, host_points, reset_agents
 
 
 class SimpleSpeakerListener(Environment):
@@ -62,6 +62,11 @@ class SimpleSpeakerListener(Environment):
 
     def setup(self) -> None:
         self.add_constants(moves_x=MOVES_X, moves_y=MOVES_Y, landmark_colours=LANDMARK_COLOURS)
+
+    def frame(self, env_index: int) -> Frame:
+        s = self.state
+        return Frame.centred(host_points(s.pos_x, s.pos_y, env_index), int(s.t[env_index]),
+                             host_points(s.landmark_x, s.landmark_y, env_index), int(s.goal[env_index]))
 
     def reset_numpy(self, envs: np.ndarray) -> None:
         reference.reset(self.views, self.params, self.seed, envs)

@@ -4,13 +4,13 @@ import functools
 
 import numpy as np
 
-from warpsim import EnvSpec, Environment, StateArray
+from warpsim import EnvSpec, Environment, Frame, StateArray
 from warpsim.envs.simple_spread import kernels, reference
 from warpsim.envs.simple_spread.grid_kernels import GridKernels, grid_kernels
 from warpsim.envs.simple_spread.params import COMMUNICATION_SIZE, SimpleSpreadParams
 from warpsim.kernels.chunks import pairwise_entries
 from warpsim.kernels.grid_layout import GridLayout, agents_per_cell
-from warpsim.kernels.mpe import MOVES_X, MOVES_Y, advance_clock
+from warpsim.kernels.mpe import MOVES_X, MOVES_Y, advance_clock, host_points
 
 
 class SimpleSpread(Environment):
@@ -99,6 +99,11 @@ class SimpleSpread(Environment):
                            landmark_slots=np.int32(p.landmark_slots), agent_slots=np.int32(p.agent_slots),
                            **self._agent_grid.kernel_constants("agent_grid"),
                            **self._landmark_grid.kernel_constants("landmark_grid"))
+
+    def frame(self, env_index: int) -> Frame:
+        s = self.state
+        return Frame.centred(host_points(s.pos_x, s.pos_y, env_index), int(s.t[env_index]),
+                             host_points(s.landmark_x, s.landmark_y, env_index))
 
     def workspace_bytes(self) -> int:
         """The NumPy reference's temporaries: a chunk of environments' N x N offsets, distances and

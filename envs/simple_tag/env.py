@@ -4,13 +4,13 @@ import functools
 
 import numpy as np
 
-from warpsim import EnvSpec, Environment, StateArray
+from warpsim import EnvSpec, Environment, Frame, StateArray
 from warpsim.envs.simple_tag import kernels, reference
 from warpsim.envs.simple_tag.grid_kernels import GridKernels, grid_kernels
 from warpsim.envs.simple_tag.params import SimpleTagParams
 from warpsim.kernels.chunks import pairwise_entries
 from warpsim.kernels.grid_layout import GridLayout, agents_per_cell
-from warpsim.kernels.mpe import MOVES_X, MOVES_Y, advance_clock, reset_agents
+from warpsim.kernels.mpe import MOVES_X, MOVES_Y, advance_clock, host_points, reset_agents
 
 
 class SimpleTag(Environment):
@@ -105,6 +105,11 @@ class SimpleTag(Environment):
                            nearest_obstacles=np.bool_(p.num_landmark_neighbors is not None),
                            **self._adversary_grid.kernel_constants("adversary_grid"),
                            **self._agent_grid.kernel_constants("agent_grid"))
+
+    def frame(self, env_index: int) -> Frame:
+        s, obstacles = self.state, self.params.num_obstacles
+        return Frame.centred(host_points(s.pos_x, s.pos_y, env_index), int(s.t[env_index]),
+                             host_points(s.obstacle_x, s.obstacle_y, env_index, obstacles))
 
     def workspace_bytes(self) -> int:
         """The NumPy reference's temporaries: a chunk of environments' adversary-to-good-agent distances,

@@ -5,7 +5,7 @@ Copy this folder to start an environment of your own (docs/custom_envs.md).
 
 import numpy as np
 
-from warpsim import EnvSpec, Environment, StateArray
+from warpsim import EnvSpec, Environment, Frame, StateArray
 from warpsim.envs.template import kernels, reference
 from warpsim.envs.template.params import BeaconParams
 
@@ -49,6 +49,15 @@ class Beacon(Environment):
         p = self.params
         self.add_constants(moves_x=reference.MOVES_X, moves_y=reference.MOVES_Y,
                            reach_radius_squared=np.float32(p.reach_radius) ** 2)
+
+    def frame(self, env_index: int) -> Frame:
+        """Optional: environment ``env_index`` for ``warpsim render``: the walkers, and the beacon as the
+        landmark they are to reach."""
+        s = self.state
+        walkers = np.stack([s.pos_x[env_index].cpu().numpy(), s.pos_y[env_index].cpu().numpy()], axis=1)
+        beacon = np.array([[s.beacon_x[env_index].item(), s.beacon_y[env_index].item()]])
+        return Frame(walkers, np.ones(self.num_agents, bool), self.params.grid_length, int(s.t[env_index]),
+                     landmarks=beacon, goal=0)
 
     def reset_numpy(self, envs: np.ndarray) -> None:
         reference.reset(self.views, self.params, self.seed, envs)
