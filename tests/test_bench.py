@@ -194,6 +194,30 @@ def test_time_limit_picks_the_largest_power_of_two_that_fits_then_cuts_steps():
                               max_seconds=0.055) == (1, 25, 5)
 
 
+def test_time_limit_probes_from_the_least_environments_given():
+    probed = []
+
+    def seconds_per_step(num_envs):
+        probed.append(num_envs)
+        return 1e-3 * num_envs
+
+    assert runner.fit_to_time(100, seconds_per_step, 5, 2, 1, max_seconds=0.2, least_envs=3) == (12, 5, 1)
+    assert probed == [3, 6, 12, 24]
+    assert runner.fit_to_time(100, seconds_per_step, 50, 2, 10, max_seconds=0.165, least_envs=3) == (3, 25, 5)
+
+
+def test_policy_tiers_time_a_role_of_one_agent_and_refuse_too_few_of_its_samples_in_bench_terms():
+    from warpsim.bench.policy_tiers import run_policy_tier
+    # One good agent a game: the time limit's first probe, at E=1, would hold 2 of its samples for 4 minibatches
+    one_good = BenchConfig("simple_tag", 8, dict(num_adversaries=3, num_good=1))
+    record = run_policy_tier(one_good, "train", backend="numpy", steps=2, repeats=1, max_seconds=60.0)
+    assert record["num_envs"] in (2, 4, 8)
+    too_few = dataclasses.replace(one_good, num_envs=1)
+    with pytest.raises(ValueError, match=r"a rollout of 2 steps of 1 environments holds 2 samples of role 'agent', "
+                                         r"too few for the update's 4 minibatches; give at least 2 environments"):
+        run_policy_tier(too_few, "sim+policy", backend="numpy", steps=2, repeats=1)
+
+
 # ----- the floor ------------------------------------------------------------------
 class Ledger(Environment):
     """Buffers of hand-picked sizes and a step that does nothing: the floor's bytes, by hand."""

@@ -33,7 +33,7 @@ from warpsim.bench.runner import (
 from warpsim.configs import BenchConfig
 from warpsim.device import resolve_placement
 from warpsim.errors import InvalidValueError
-from warpsim.registry import make
+from warpsim.registry import layout, make
 from warpsim.train.config import PRECISIONS, TrainConfig
 from warpsim.train.placement import resolve_policy_device
 from warpsim.train.storage import check_training_fits, fitting_rollout_steps
@@ -72,6 +72,7 @@ def run_policy_tier(config: BenchConfig, tier: str, backend: str = "auto", preci
         max_seconds = DEFAULT_MAX_SECONDS.get(resolve_placement(backend).backend, math.inf)
 
     requested_steps = steps
+    least_envs = _least_envs(config, steps)
 
     @functools.cache
     def rollout_steps(num_envs: int) -> int:
@@ -100,7 +101,7 @@ def run_policy_tier(config: BenchConfig, tier: str, backend: str = "auto", preci
     # A repeat is one rollout: the time budget is counted in rollouts, each as long as fits at its E
     # (a rollout halved to fit the requested E is whole again at the smaller E the budget allows).
     num_envs, _, _ = fit_to_time(config.num_envs, seconds_per_rollout, 1, repeats, warmup_steps, max_seconds,
-                                 progress)
+                                 progress, least_envs)
     steps = rollout_steps(num_envs)
     if steps < requested_steps and progress:
         progress(f"a rollout of {requested_steps} steps of {num_envs} environments does not fit in memory; "
@@ -192,6 +193,21 @@ def _wait(trainer: Trainer) -> None:
     synchronize(trainer.env)
     if trainer.hybrid and trainer.device.type == "cuda":
         torch.cuda.synchronize(trainer.device)
+
+
+def _least_envs(config: BenchConfig, steps: int) -> int:
+    """The fewest environments whose rollout of ``steps`` steps holds a sample of every role for each of
+    the update's minibatches; refuses a requested E below it, in the bench's own terms."""
+    spec = layout(config.env, 1, **config.params)[0]
+    fewest, role = min((spec.agent_roles.count(index), name) for index, name in enumerate(spec.role_names))
+    minibatches = TrainConfig.minibatches
+    least = -(-minibatches // (steps * fewest))
+    if config.num_envs < least:
+        raise InvalidValueError(f"a rollout of {steps} steps of {config.num_envs} environments holds "
+                                f"{steps * config.num_envs * fewest} samples of role {role!r}, too few for the "
+                                f"update's {minibatches} minibatches; give at least {least} environments "
+                                f"(--num-envs) or more steps (--steps)")
+    return least
 
 
 def _rollout_that_fits(config: BenchConfig, env_id: str, backend: str, precision: str, steps: int, seed: int,

@@ -112,17 +112,19 @@ def check_graphs(graphs: bool, backend: str) -> None:
 
 
 def fit_to_time(requested_envs: int, seconds_per_step: Callable[[int], float], steps: int, repeats: int,
-                warmup_steps: int, max_seconds: float, progress: Progress | None = None) -> tuple[int, int, int]:
+                warmup_steps: int, max_seconds: float, progress: Progress | None = None,
+                least_envs: int = 1) -> tuple[int, int, int]:
     """``(E, steps, warmup_steps)`` whose warm-up and timed steps take at most about ``max_seconds``.
 
     ``seconds_per_step(E)`` measures one step of E environments. E is the largest of
-    1, 2, 4, ... (capped at the requested E) whose step fits; steps are cut only when
-    even one environment does not fit.
+    L, 2L, 4L, ... (L = ``least_envs``, all capped at the requested E) whose step fits; steps
+    are cut only when even L environments do not fit.
     """
     if math.isinf(max_seconds):
         return requested_envs, steps, warmup_steps
     total_steps = warmup_steps + repeats * steps
-    fitted, num_envs = None, 1
+    least_envs = min(least_envs, requested_envs)
+    fitted, num_envs = None, least_envs
     while True:
         step_seconds = seconds_per_step(num_envs)
         if step_seconds * total_steps > max_seconds:
@@ -133,7 +135,7 @@ def fit_to_time(requested_envs: int, seconds_per_step: Callable[[int], float], s
         num_envs = min(2 * num_envs, requested_envs)
     if fitted is None:
         scale = max_seconds / (step_seconds * total_steps)
-        result = (1, max(1, int(steps * scale)), max(1, int(warmup_steps * scale)))
+        result = (least_envs, max(1, int(steps * scale)), max(1, int(warmup_steps * scale)))
     else:
         result = (fitted, steps, warmup_steps)
     if progress and result[:2] != (requested_envs, steps):
