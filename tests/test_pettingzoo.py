@@ -26,6 +26,11 @@ SMALL: dict[str, Any] = {
     "tag_gridworld": dict(num_taggers=3, grid_length=3, episode_length=30),
     "tag_gridworld_partial": dict(num_taggers=3, grid_length=3, episode_length=30, use_full_observation=False),
     "beacon": dict(num_agents=3, episode_length=12),
+    "simple_spread": dict(N=3),
+    "simple_spread_partial": dict(N=4, num_agent_neighbors=2, num_landmark_neighbors=2),
+    "simple_tag": {},
+    "simple_adversary": {},
+    "simple_speaker_listener": {},
 }
 API_CASES = [pytest.param(name.removesuffix("_partial"), params, id=name) for name, params in SMALL.items()]
 CUDA = pytest.param("cuda", marks=pytest.mark.gpu)
@@ -298,6 +303,18 @@ def test_render_draws_the_environment_as_an_rgb_image():
     assert len(np.unique(image.reshape(-1, 3), axis=0)) > 3  # agents, legend and frame, not a blank canvas
     put(penv, loc_x=[1, 2, 3, 4], loc_y=[1, 2, 3, 4])
     assert not np.array_equal(penv.render(), image)
+    penv.close()
+
+
+@pytest.mark.parametrize("env_id", ["simple_spread", "simple_tag", "simple_adversary", "simple_speaker_listener"])
+def test_render_draws_mpe_scenarios_as_they_move(env_id):
+    pytest.importorskip("matplotlib")
+    penv = parallel_env(env_id, render_mode="rgb_array")
+    penv.reset(seed=0)
+    image = penv.render()
+    for _ in range(5):
+        penv.step({name: penv.action_space(name).sample() for name in penv.agents})
+    assert image.shape == (320, 320, 3) and not np.array_equal(penv.render(), image)
     penv.close()
 
 
