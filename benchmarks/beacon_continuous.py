@@ -23,6 +23,7 @@ import warpsim
 from warpsim.analysis.evaluate_experiment import evaluate_experiment
 from warpsim.analysis.play import Player, evaluate
 from warpsim.analysis.statistics import aggregate
+from warpsim.commands import positive_int
 from warpsim.envs.template.heuristic import walk_to_beacon
 from warpsim.train.config import build_config
 from warpsim.train.experiment import parse_seeds
@@ -43,7 +44,7 @@ class HeuristicPlayer(Player):
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", default="0-4", help="as warpsim train --seeds (default 0-4)")
-    parser.add_argument("--episodes", type=int, default=200)
+    parser.add_argument("--episodes", type=positive_int, default=200)
     args = parser.parse_args(argv)
     config = build_config(PRESETS["beacon-continuous"], {"backend": "numpy"})
     env = warpsim.make(config.env, EVALUATION["num_envs"], backend="numpy", seed=EVALUATION["seed"],

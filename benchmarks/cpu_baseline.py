@@ -22,6 +22,7 @@ from pathlib import Path
 
 from warpsim.bench import peers
 from warpsim.bench.runner import RESULTS_DIR, append_result, print_progress, run_sim
+from warpsim.commands import positive_int
 from warpsim.configs import BenchConfig
 
 PEER_BATCH_SIZES = {"vmas": (1, 4, 16, 64, 256, 1024, 4096)}
@@ -61,9 +62,9 @@ def _parse(argv) -> argparse.Namespace:
                         help=f"a peer and its virtual environment's python (names: {', '.join(peers.PEER_SCRIPTS)})")
     parser.add_argument("--agents", type=_positive_list, default=[25, 110], metavar="N1,N2",
                         help="agents per environment (default 25,110)")
-    parser.add_argument("--num-envs", type=int, default=256, help="warpsim's E (default 256)")
-    parser.add_argument("--steps", type=int, default=20, help="steps per timed repeat (default 20)")
-    parser.add_argument("--repeats", type=int, default=3, help="timed repeats (default 3)")
+    parser.add_argument("--num-envs", type=positive_int, default=256, help="warpsim's E (default 256)")
+    parser.add_argument("--steps", type=positive_int, default=20, help="steps per timed repeat (default 20)")
+    parser.add_argument("--repeats", type=positive_int, default=3, help="timed repeats (default 3)")
     parser.add_argument("--warmup-steps", type=int, default=3, help="untimed steps first (default 3)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-seconds", type=float, default=180.0,

@@ -24,6 +24,7 @@ from pathlib import Path
 from warpsim.analysis.evaluate import EPISODES, evaluate_run
 from warpsim.analysis.evaluate_experiment import evaluate_experiment
 from warpsim.bench.runner import RESULTS_DIR, append_result
+from warpsim.commands import positive_int
 from warpsim.device import device_name
 from warpsim.registry import make
 from warpsim.source_commit import source_commit
@@ -38,9 +39,10 @@ TARGET = 2.0
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", choices=sorted(PRESETS), default="tag-small")
-    parser.add_argument("--runs", type=int, default=10, help="R, the runs (seeds 0 to R-1; default 10)")
-    parser.add_argument("--iterations", type=int, default=5, help="iterations each run trains (default 5)")
-    parser.add_argument("--episodes", type=int, default=EPISODES, help=f"episodes of each play (default {EPISODES})")
+    parser.add_argument("--runs", type=positive_int, default=10, help="R, the runs (seeds 0 to R-1; default 10)")
+    parser.add_argument("--iterations", type=positive_int, default=5, help="iterations each run trains (default 5)")
+    parser.add_argument("--episodes", type=positive_int, default=EPISODES,
+                        help=f"episodes of each play (default {EPISODES})")
     parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR / "evaluation_speed")
     args = parser.parse_args(argv)
     config = build_config(PRESETS[args.config], {"iterations": args.iterations})

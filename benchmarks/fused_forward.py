@@ -31,6 +31,7 @@ from pathlib import Path
 import torch
 
 from warpsim.bench.runner import RESULTS_DIR, append_result
+from warpsim.commands import positive_int
 from warpsim.configs import NAMED_CONFIGS
 from warpsim.device import device_name, resolve_placement
 from warpsim.registry import make
@@ -158,9 +159,9 @@ def measure(config_name: str, num_envs: int, repeats: int, device: torch.device,
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", choices=sorted(NAMED_CONFIGS), default="train-ref")
-    parser.add_argument("--num-envs", type=int, help="default: the config's own")
-    parser.add_argument("--repeats", type=int, default=50)
-    parser.add_argument("--hidden-size", type=int, default=TrainConfig.hidden_size,
+    parser.add_argument("--num-envs", type=positive_int, help="default: the config's own")
+    parser.add_argument("--repeats", type=positive_int, default=50)
+    parser.add_argument("--hidden-size", type=positive_int, default=TrainConfig.hidden_size,
                         help="the networks' width (tag-chase's presets: 128)")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR / "fused_forward")

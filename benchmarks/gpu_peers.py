@@ -20,6 +20,7 @@ from pathlib import Path
 
 from warpsim.bench import peers
 from warpsim.bench.runner import RESULTS_DIR, append_result, print_progress
+from warpsim.commands import positive_int
 from warpsim.configs import NAMED_CONFIGS
 
 
@@ -54,8 +55,8 @@ def _parse(argv) -> argparse.Namespace:
                         help=f"a peer and its virtual environment's python (names: {', '.join(peers.PEER_SCRIPTS)})")
     parser.add_argument("--config", action="append", required=True, choices=peers.GPU_CONFIGS,
                         help="a named config whose E x N the peers run at (repeatable)")
-    parser.add_argument("--steps", type=int, default=20, help="steps per timed repeat (default 20)")
-    parser.add_argument("--repeats", type=int, default=3, help="timed repeats (default 3)")
+    parser.add_argument("--steps", type=positive_int, default=20, help="steps per timed repeat (default 20)")
+    parser.add_argument("--repeats", type=positive_int, default=3, help="timed repeats (default 3)")
     parser.add_argument("--warmup-steps", type=int, default=3, help="untimed steps first (default 3)")
     parser.add_argument("--max-seconds", type=float, default=120.0,
                         help="time budget of a peer's warm-up and timed steps at one E (default 120)")

@@ -23,6 +23,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from warpsim.bench.policy_tiers import FIXED_UPDATE
+from warpsim.commands import positive_int
 from warpsim.configs import NAMED_CONFIGS
 from warpsim.train import TrainConfig, Trainer
 
@@ -72,7 +73,7 @@ def summary(kernels: list[tuple[str, int, float]], per: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default="train-ref", choices=["train-ref", "headline", "grid"])
-    parser.add_argument("--steps", type=int, default=16, help="rollout steps")
+    parser.add_argument("--steps", type=positive_int, default=16, help="rollout steps")
     parser.add_argument("--compile", choices=["off", "on"], default="off", help="the eager path or the fused one")
     parser.add_argument("--gradient-kernels", action="store_true",
                         help="with --compile on: the update's networks and gradients as warpsim's kernels")

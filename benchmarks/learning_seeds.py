@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from warpsim.analysis.evaluate import PLAYS, evaluate_run
+from warpsim.commands import positive_int
 from warpsim.train.config import build_config
 from warpsim.train.loop import train
 from warpsim.train.presets import PRESETS
@@ -68,7 +69,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", choices=sorted(PRESETS), help="one preset (default: those of CPU_BARS)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
-    parser.add_argument("--episodes", type=int, default=64, help="episodes to evaluate per play (default 64)")
+    parser.add_argument("--episodes", type=positive_int, default=64, help="episodes to evaluate per play (default 64)")
     parser.add_argument("--measure", help="a ratio warpsim evaluate prints (default: the preset's, else tags)")
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=JSON", help="override a config field")
     args = parser.parse_args()

@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from warpsim.bench.runner import RESULTS_DIR, append_result, print_progress
+from warpsim.commands import positive_int
 from warpsim.device import device_name
 from warpsim.source_commit import source_commit
 from warpsim.train.config import build_config
@@ -51,8 +52,8 @@ def metrics(run_dir: Path) -> list[dict]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", choices=sorted(PRESETS), default="tag-small")
-    parser.add_argument("--runs", type=int, default=8, help="R, the runs (seeds 0 to R-1; default 8)")
-    parser.add_argument("--iterations", type=int, default=100, help="iterations of every run (default 100)")
+    parser.add_argument("--runs", type=positive_int, default=8, help="R, the runs (seeds 0 to R-1; default 8)")
+    parser.add_argument("--iterations", type=positive_int, default=100, help="iterations of every run (default 100)")
     parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR / "many_runs")
     args = parser.parse_args(argv)
     common = ["--config", args.config, "--iterations", str(args.iterations)]

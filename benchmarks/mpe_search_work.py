@@ -23,9 +23,10 @@ from collections.abc import Iterator
 import numpy as np
 import torch
 
-from warpsim.kernels.grid_layout import GridLayout, agents_per_cell
+from warpsim.commands import positive_int
 from warpsim.envs.simple_spread.params import CONTACT_DISTANCE
 from warpsim.envs.simple_tag.params import ADVERSARY_SIZE, GOOD_SIZE
+from warpsim.kernels.grid_layout import GridLayout, agents_per_cell
 from warpsim.kernels.mpe import BOX_LENGTH, BOX_ORIGIN, OUT_OF_CONTACT
 from warpsim.registry import make
 
@@ -164,12 +165,13 @@ def tag_reads(bodies: dict[str, np.ndarray], k: int, queries: np.ndarray) -> dic
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--agents", type=int, default=1000, help="N")
-    parser.add_argument("--observed", type=int, default=10, help="K, of the agents and of the landmarks")
-    parser.add_argument("--layouts", type=int, default=5, help="episodes, one seed each")
+    parser.add_argument("--agents", type=positive_int, default=1000, help="N")
+    parser.add_argument("--observed", type=positive_int, default=10, help="K, of the agents and of the landmarks")
+    parser.add_argument("--layouts", type=positive_int, default=5, help="episodes, one seed each")
     parser.add_argument("--steps", type=int, default=24, help="steps of each episode after its start (MPE2's "
                         "episode: 24 after the start)")
-    parser.add_argument("--queries", type=int, default=100, help="agents whose searches are counted, evenly spaced")
+    parser.add_argument("--queries", type=positive_int, default=100,
+                        help="agents whose searches are counted, evenly spaced")
     args = parser.parse_args(argv)
     if args.agents < 2 or not 1 <= args.observed < args.agents:
         parser.error(f"--agents {args.agents} --observed {args.observed}: give N >= 2 and 1 <= K < N")

@@ -33,6 +33,7 @@ import numpy as np
 from warpsim.adapters.pettingzoo import parallel_env
 from warpsim.bench import peers
 from warpsim.bench.runner import RESULTS_DIR, append_result, print_progress, run_sim
+from warpsim.commands import positive_int
 from warpsim.configs import BenchConfig
 
 SCENARIOS = {
@@ -66,10 +67,11 @@ def agent_steps_per_second(env, seconds: float, seed: int) -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenario", choices=sorted(SCENARIOS), default="simple_spread")
-    parser.add_argument("--agents", type=int, action="append", help="N, agents in all, repeatable (default 4, "
+    parser.add_argument("--agents", type=positive_int, action="append", help="N, agents in all, repeatable (default 4, "
                         "3 for simple_spread, 2 for simple_speaker_listener)")
-    parser.add_argument("--neighbours", type=int, help="observe the K nearest (default: all, MPE2's default)")
-    parser.add_argument("--num-envs", type=int, action="append", help="warpsim's E, repeatable (default 1, 1024)")
+    parser.add_argument("--neighbours", type=positive_int, help="observe the K nearest (default: all, MPE2's default)")
+    parser.add_argument("--num-envs", type=positive_int, action="append",
+                        help="warpsim's E, repeatable (default 1, 1024)")
     parser.add_argument("--backend", default="auto")
     parser.add_argument("--seconds", type=float, default=3.0, help="each PettingZoo timing (default 3)")
     parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR / "mpe_speed")

@@ -26,6 +26,7 @@ import torch
 
 import warpsim
 from warpsim.analysis import statistics
+from warpsim.commands import positive_int
 from warpsim.envs.simple_spread.heuristic import ScriptedTeam, coverage
 from warpsim.errors import WarpsimError
 from warpsim.files import write_output
@@ -67,8 +68,8 @@ def trained_team(run: Path) -> Callable:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("experiment", type=Path, help="an experiment of simple_spread runs (warpsim train --seeds)")
-    parser.add_argument("--episodes", type=int, default=640)
-    parser.add_argument("--num-envs", type=int, default=64)
+    parser.add_argument("--episodes", type=positive_int, default=640)
+    parser.add_argument("--num-envs", type=positive_int, default=64)
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args(argv)
     if not is_experiment(args.experiment):

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from warpsim.bench.policy_tiers import run_policy_tier
 from warpsim.bench.runner import RESULTS_DIR, append_result, print_progress, summary
+from warpsim.commands import positive_int
 from warpsim.configs import NAMED_CONFIGS, BenchConfig
 from warpsim.device import gpu_available
 from warpsim.train.presets import TAG_SMALL_ENV
@@ -39,9 +40,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--placements", nargs="+", choices=sorted(PLACEMENTS), default=list(PLACEMENTS))
     parser.add_argument("--sizes", nargs="+", choices=sorted(SIZES), default=list(SIZES))
-    parser.add_argument("--hidden", type=int, nargs="+", default=list(HIDDEN_SIZES), help="hidden layer widths")
-    parser.add_argument("--steps", type=int, default=32, help="rollout steps per iteration (default 32)")
-    parser.add_argument("--repeats", type=int, default=5, help="timed iterations (default 5)")
+    parser.add_argument("--hidden", type=positive_int, nargs="+", default=list(HIDDEN_SIZES),
+                        help="hidden layer widths")
+    parser.add_argument("--steps", type=positive_int, default=32, help="rollout steps per iteration (default 32)")
+    parser.add_argument("--repeats", type=positive_int, default=5, help="timed iterations (default 5)")
     parser.add_argument("--max-seconds", type=float, default=60.0,
                         help="time budget of one measurement; environments are scaled down to fit (default 60)")
     parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR)

@@ -27,6 +27,7 @@ import argparse
 
 import numpy as np
 
+from warpsim.commands import positive_int
 from warpsim.kernels.grid_layout import agents_per_cell
 from warpsim.kernels.neighbours import STRIP_WIDTH
 
@@ -118,9 +119,9 @@ def one_layout(rng, n: int, k: int, margins: tuple[int, ...]) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--agents", type=int, default=1000, help="N")
-    parser.add_argument("--observed", type=int, default=10, help="K")
-    parser.add_argument("--environments", type=int, default=20, help="random layouts")
+    parser.add_argument("--agents", type=positive_int, default=1000, help="N")
+    parser.add_argument("--observed", type=positive_int, default=10, help="K")
+    parser.add_argument("--environments", type=positive_int, default=20, help="random layouts")
     args = parser.parse_args(argv)
     margins = (1, 2, 3)
     rng = np.random.default_rng(0)

@@ -20,6 +20,7 @@ import torch
 from torch.func import functional_call, stack_module_state
 
 import warpsim
+from warpsim.commands import positive_int
 from warpsim.train import TrainConfig
 from warpsim.train.policy import RolePolicies, RunPolicies
 from warpsim.train.presets import PRESETS
@@ -27,11 +28,11 @@ from warpsim.train.presets import PRESETS
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=8)
-    parser.add_argument("--batch", type=int, default=512, help="samples per run (a minibatch; default 512)")
-    parser.add_argument("--hidden", type=int, default=64)
+    parser.add_argument("--runs", type=positive_int, default=8)
+    parser.add_argument("--batch", type=positive_int, default=512, help="samples per run (a minibatch; default 512)")
+    parser.add_argument("--hidden", type=positive_int, default=64)
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--repeats", type=int, default=200)
+    parser.add_argument("--repeats", type=positive_int, default=200)
     args = parser.parse_args(argv)
     device = torch.device(args.device)
     torch.set_num_threads(1)

@@ -1,0 +1,37 @@
+"""Every count a benchmark script takes is refused at 0 as a one-line usage error, before anything runs."""
+
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import load_script
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+COUNTS = [
+    ("beacon_continuous", "--episodes"), ("cpu_baseline", "--num-envs"), ("cpu_baseline", "--steps"),
+    ("cpu_baseline", "--repeats"), ("evaluation_speed", "--runs"), ("evaluation_speed", "--iterations"),
+    ("evaluation_speed", "--episodes"), ("fused_forward", "--num-envs"), ("fused_forward", "--repeats"),
+    ("fused_forward", "--hidden-size"), ("gpu_peers", "--steps"), ("gpu_peers", "--repeats"),
+    ("iteration_profile", "--steps"), ("learning_seeds", "--episodes"), ("many_runs", "--runs"),
+    ("many_runs", "--iterations"), ("mpe_search_work", "--agents"), ("mpe_search_work", "--observed"),
+    ("mpe_search_work", "--layouts"), ("mpe_search_work", "--queries"), ("mpe_speed", "--agents"),
+    ("mpe_speed", "--neighbours"), ("mpe_speed", "--num-envs"), ("mpe_spread_learning", "--episodes"),
+    ("mpe_spread_learning", "--num-envs"), ("placement", "--hidden"), ("placement", "--steps"),
+    ("placement", "--repeats"), ("search_work", "--agents"), ("search_work", "--observed"),
+    ("search_work", "--environments"), ("stacked_networks", "--runs"), ("stacked_networks", "--batch"),
+    ("stacked_networks", "--hidden"), ("stacked_networks", "--repeats"),
+]
+
+
+@pytest.mark.parametrize("script, option", COUNTS)
+def test_a_count_of_zero_is_a_usage_error(script, option, monkeypatch, capsys):
+    try:
+        module = load_script(BENCHMARKS / f"{script}.py")
+    except ImportError as error:
+        pytest.skip(f"{script}.py needs {error.name}")
+    monkeypatch.setattr(sys, "argv", [f"{script}.py", option, "0"])
+    with pytest.raises(SystemExit) as stopped:
+        module.main()
+    assert stopped.value.code == 2
+    last_line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last_line.endswith(f"error: argument {option}: 0 is not allowed; give an integer >= 1"), last_line
