@@ -75,9 +75,6 @@ def main(argv: list[str] | None = None) -> int:
     if not is_experiment(args.experiment):
         parser.error(f"{args.experiment} holds no experiment; make one with warpsim train --config "
                      f"simple-spread-small --seeds 5 --run-dir {args.experiment}")
-    for flag, value in (("--episodes", args.episodes), ("--num-envs", args.num_envs)):
-        if value < 1:
-            parser.error(f"{flag}={value} is not allowed; give an integer >= 1")
     if args.json:  # checked before anything is played: never a file of a run or an experiment
         try:
             output_file(args.json, "learning figures", ".json")

@@ -35,3 +35,11 @@ def test_a_count_of_zero_is_a_usage_error(script, option, monkeypatch, capsys):
     assert stopped.value.code == 2
     last_line = capsys.readouterr().err.strip().splitlines()[-1]
     assert last_line.endswith(f"error: argument {option}: 0 is not allowed; give an integer >= 1"), last_line
+
+
+def test_the_search_count_takes_no_steps_after_the_start_but_not_fewer(capsys):
+    script = load_script(BENCHMARKS / "mpe_search_work.py")
+    with pytest.raises(SystemExit) as stopped:
+        script.main(["--steps", "-1"])
+    assert stopped.value.code == 2
+    assert "--steps -1 is not allowed; give an integer >= 0 (0: the start alone)" in capsys.readouterr().err

@@ -64,7 +64,7 @@ def test_it_plays_simple_spread_with_discrete_actions_alone(params, message):
 
 @pytest.mark.parametrize("arguments, message", [
     (["{missing}"], "holds no experiment; make one with warpsim train"),
-    (["{experiment}", "--episodes", "0"], "--episodes=0 is not allowed"),
+    (["{experiment}", "--episodes", "0"], "argument --episodes: 0 is not allowed"),
     (["{tag_experiment}"], "is not an experiment of simple_spread runs"),
     (["{experiment}", "--json", "{experiment}/experiment.json"], "which warpsim never replaces")])
 def test_the_learning_script_refuses_what_it_cannot_measure_in_one_line(tmp_path, capsys, arguments, message):
