@@ -46,8 +46,8 @@ class FrameCanvas:
     of the game are faded; landmarks (``Frame.landmarks``) are grey rings, the goal among them filled.
     Each agent trails its last positions; an agent with a heading (``Frame.headings``) points an
     arrow along it; where an agent leaves the game (a runner tagged out) a cross stays for a few
-    frames. The title gives the step and the episode's
-    events so far (``Frame.counts``). An earlier time than the last frame's starts a new episode.
+    frames. The title gives the step and the episode's events so far (``Frame.counts``). An
+    earlier time than the last frame's starts a new episode.
     ``show(frame)`` updates the figure, ``draw(frame)`` also renders it to uint8[H, W, 3].
     """
 

@@ -199,7 +199,8 @@ def _least_envs(config: BenchConfig, steps: int) -> int:
     """The fewest environments whose rollout of ``steps`` steps holds a sample of every role for each of
     the update's minibatches; refuses a requested E below it, in the bench's own terms."""
     spec = layout(config.env, 1, **config.params)[0]
-    fewest, role = min((spec.agent_roles.count(index), name) for index, name in enumerate(spec.role_names))
+    fewest, role = min((count, name) for index, name in enumerate(spec.role_names)
+                       if (count := spec.agent_roles.count(index)))
     minibatches = TrainConfig.minibatches
     least = -(-minibatches // (steps * fewest))
     if config.num_envs < least:
