@@ -122,3 +122,22 @@ def test_the_plot_s_random_line_is_evaluate_s_random_play(tmp_path):
     assert evaluation.random is not None
     for metric in ("tags_per_episode", "episode_length"):
         assert random_play_value(config, metric, evaluation.settings["episodes"]) == evaluation.random.means[metric]
+
+
+def test_the_default_is_a_counter_else_the_return_of_the_first_role_that_learns(tmp_path, monkeypatch):
+    from warpsim.analysis import plot
+
+    asked: list[str] = []
+
+    def random_play_value(config, metric: str, episodes: int) -> float:
+        asked.append(metric)
+        return 0.0
+
+    monkeypatch.setattr(plot, "random_play_value", random_play_value)
+    train(TrainConfig(**GRID, iterations=2), tmp_path / "grid", progress=None)
+    # simple_adversary counts nothing and every episode lasts max_cycles: its length would be a flat line
+    train(TrainConfig(env="simple_adversary", num_envs=2, rollout_steps=25, iterations=2, backend="numpy",
+                      log_every=1, opponents={"adversary": "random"}), tmp_path / "mpe", progress=None)
+    plot_runs([tmp_path / "grid"], tmp_path / "grid.png", baseline_episodes=1)
+    plot_runs([tmp_path / "mpe"], tmp_path / "mpe.png", baseline_episodes=1)
+    assert asked == ["tags_per_episode", "return_agent"]

@@ -270,7 +270,8 @@ def add_plot(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR",
                         help="training runs to draw, or one experiment directory (a curve per setting)")
     parser.add_argument("--metric", help="a metrics.jsonl key, e.g. episode_length (default: the first counter "
-                                         "per episode, e.g. tags_per_episode)")
+                                         "per episode, e.g. tags_per_episode, else the return of the first role "
+                                         "that learns)")
     parser.add_argument("--out", type=file_path,
                         help="the .png to write (default RUN_DIR/<metric>.png of the first run)")
     parser.add_argument("--baseline-episodes", type=int, default=EPISODES,

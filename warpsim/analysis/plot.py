@@ -103,14 +103,14 @@ def plot_runs(run_dirs: list[Path | str], out: Path | str, metric: str | None = 
               baseline_episodes: int = EPISODES) -> Path:
     """Draws ``metric`` of every run against env steps and wall time into the PNG ``out``.
 
-    ``metric`` defaults to the first counter per episode (e.g. tags_per_episode);
-    ``baseline_episodes=0`` leaves the random-play lines out.
+    ``metric`` defaults to the first counter per episode (e.g. tags_per_episode), else the return of
+    the first role that learns; ``baseline_episodes=0`` leaves the random-play lines out.
     """
     out = output_file(out, "plot", ".png")
     _check_baseline_episodes(baseline_episodes)
     plt = _pyplot()
     series = [(Path(run_dir), read_config(run_dir), read_metrics(run_dir)) for run_dir in run_dirs]
-    metric = metric or _default_metric(series[0][2])
+    metric = metric or _default_metric(series[0][2], series[0][1].opponents)
     figure, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
     levels = []
     for index, (path, config, records) in enumerate(series):
@@ -180,12 +180,13 @@ def curve_points(records: list[dict], metric: str) -> list[dict]:
     return points
 
 
-def _default_metric(records: list[dict]) -> str:
-    for record in records:
-        for key in record:
-            if key.endswith("_per_episode"):
-                return key
-    return "episode_length"
+def _default_metric(records: list[dict], opponents: dict) -> str:
+    """The first counter per episode; without counters, the return of the first role that learns
+    (in MPE's scenarios and the template an episode's length is fixed); else episode_length."""
+    keys = list(dict.fromkeys(key for record in records for key in record))
+    counters = [key for key in keys if key.endswith("_per_episode")]
+    returns = [key for key in keys if key.startswith("return_") and key.removeprefix("return_") not in opponents]
+    return (counters or returns or ["episode_length"])[0]
 
 
 def plot_experiment(source: Path | str, out: Path | str, metric: str | None = None,
@@ -200,7 +201,8 @@ def plot_experiment(source: Path | str, out: Path | str, metric: str | None = No
     planned, diverged = experiment.planned_runs(), experiment.diverged()
     started = {run.name for run in planned if (experiment.path / run.name / METRICS_FILE).is_file()}
     curves = {run.name: read_metrics(experiment.path / run.name) if run.name in started else [] for run in planned}
-    metric = metric or _default_metric([record for records in curves.values() for record in records])
+    metric = metric or _default_metric([record for records in curves.values() for record in records],
+                                       planned[0].config.opponents)
     settings = list(dict.fromkeys(setting_label(run.setting) for run in planned))
     faint = max(0.12, min(0.4, 4 / len(planned)))  # fainter as the runs grow many
     figure, axis = plt.subplots(figsize=(10, 5))
