@@ -81,7 +81,8 @@ def test_evaluating_with_other_shapes_is_refused(tmp_path, capsys):
     train(TrainConfig(**GRID, iterations=1), tmp_path, progress=None)
     code = main(["evaluate", str(tmp_path), "--set", "num_taggers=3", "--backend", "numpy"])
     assert code == 2
-    assert "observation_size 13 there, 17 here" in capsys.readouterr().err
+    assert ("observation_size 13 there, 17 here (its environment's parameters: num_taggers=2 there, 3 here)"
+            in capsys.readouterr().err), "the parameter that changed the shape is named, and no other"
 
 
 def test_nan_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path, monkeypatch):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
+import json
 from pathlib import Path
 
 import torch
@@ -44,8 +46,23 @@ def check_compatible(checkpoint: dict, env: Environment, source: Path | str) -> 
     differences = [f"{key} {found.get(key)!r} there, {expected[key]!r} here"
                    for key in expected if found.get(key) != expected[key]]
     if differences:
+        parameters = parameter_differences(checkpoint.get("config"), env)
         raise InvalidValueError(f"checkpoint {source} was trained on another environment or shape: "
-                         f"{'; '.join(differences)}")
+                                f"{'; '.join(differences)}"
+                                + (f" (its environment's parameters: {'; '.join(parameters)})" if parameters else ""))
+
+
+def parameter_differences(config, env: Environment) -> list[str]:
+    """``name=value there, value here`` for each parameter of ``env`` that differs from the one a
+    checkpoint's ``config`` trained with, where both are the same environment."""
+    if not isinstance(config, dict) or config.get("env") != env.name:
+        return []
+    given, params = config.get("env_params"), dataclasses.asdict(env.params)
+    trained = {field.name: field.default for field in dataclasses.fields(env.params)
+               if field.default is not dataclasses.MISSING}
+    trained.update(given if isinstance(given, dict) else {})
+    return [f"{name}={trained.get(name)!r} there, {value!r} here" for name, value in params.items()
+            if json.dumps(trained.get(name), default=str) != json.dumps(value, default=str)]
 
 
 def save(path: Path, payload: dict) -> None:
