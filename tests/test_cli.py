@@ -23,6 +23,12 @@ def test_set_takes_true_and_false_in_any_case(text, value):
     assert parse_env_settings("tag_continuous", [f"use_full_observation={text}"]) == {"use_full_observation": value}
 
 
+@pytest.mark.parametrize("text", ["none", "None", "NONE"])
+def test_set_takes_none_in_any_case_but_for_a_string_parameter(text):
+    assert parse_env_settings("simple_spread", [f"num_agent_neighbors={text}"]) == {"num_agent_neighbors": None}
+    assert parse_env_settings("tag_continuous", ["observation_dtype=none"]) == {"observation_dtype": "none"}
+
+
 def subparsers() -> dict[str, argparse.ArgumentParser]:
     (action,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
     return dict(action.choices)

@@ -185,7 +185,8 @@ def _class_and_params(env: str | type[Environment], kwargs: dict) -> tuple[type[
 
 def parse_env_settings(env_id: str | type[Environment], settings: list[str]) -> dict:
     """``NAME=VALUE`` pairs into parameters; values are Python literals (10, 0.5, False),
-    true/false in any case are booleans, and a bare word is a string parameter's value."""
+    true/false in any case are booleans, none in any case is None (but for a string parameter),
+    and a bare word is a string parameter's value."""
     declared = dataclasses.fields(env_class(env_id).Params)
     fields = {f.name for f in declared}
     strings = {f.name for f in declared if f.type in (str, "str")}
@@ -198,6 +199,9 @@ def parse_env_settings(env_id: str | type[Environment], settings: list[str]) -> 
         if text.strip().lower() in ("true", "false"):
             params[name] = text.strip().lower() == "true"
             continue
+        if text.strip().lower() == "none" and name not in strings:
+            params[name] = None
+            continue
         try:
             params[name] = ast.literal_eval(text)
         except (ValueError, SyntaxError):
@@ -205,5 +209,5 @@ def parse_env_settings(env_id: str | type[Environment], settings: list[str]) -> 
                 params[name] = text.strip()
                 continue
             raise InvalidValueError(
-                f"--set {setting!r}: {text!r} is not a number, true/false or a quoted string") from None
+                f"--set {setting!r}: {text!r} is not a number, true/false, none or a quoted string") from None
     return params
