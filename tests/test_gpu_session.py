@@ -1,10 +1,21 @@
 """benchmarks/gpu_session.sh, which no CPU run executes: it parses, an unknown stage is refused with
-every stage's name, and each stage is named in its header, so that it cannot go stale unseen."""
+every stage's name, each stage is named in its header, and every command of every stage parses as
+its program (warpsim or a benchmark script) takes it, so that it cannot go stale unseen."""
 
+import argparse
+import contextlib
+import io
 import os
 import re
+import shlex
 import subprocess
+import sys
 from pathlib import Path
+
+from doc_blocks import command_error
+from helpers import load_script
+
+from warpsim.cli import build_parser
 
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "gpu_session.sh"
 
@@ -39,3 +50,74 @@ def test_a_peer_stage_without_the_carried_wheels_says_where_to_name_them(tmp_pat
     assert result.returncode == 0, result.stderr
     summary = (tmp_path / "out" / "summary.txt").read_text().splitlines()
     assert summary == ["=== peers: set PEER_WHEELS to the folder of carried wheels (benchmarks/peers/README.md)"] * 2
+
+
+VALUES = {"out": "/tmp/out", "run": "/tmp/out/runs/tag-chase", "preset": "tag-chase", "preset//-/_": "tag_chase",
+          "metric": "episode_length", "config": "headline", "search": "grid", "peer_site": "/tmp/site"}
+"""What the script's variables hold where its commands use them (a stage's own values)."""
+SEPARATORS = {";", ";;", "&&", "||", "|"}
+
+
+def session_commands() -> list[tuple[str, list[str]]]:
+    """Every command a stage runs, as (program, arguments): a benchmark script (``benchmarks/NAME.py``)
+    or ``warpsim``; the script's ``bench`` and ``learn`` calls as the warpsim commands they run."""
+    commands = []
+    for line in SCRIPT.read_text().replace("\\\n", " ").splitlines():
+        lexer = shlex.shlex(re.split(r"\s#\s", line)[0], posix=True, punctuation_chars="&|;")
+        lexer.whitespace_split = True
+        words = list(lexer)
+        for start, word in enumerate(words):
+            end = next((index for index in range(start, len(words)) if words[index] in SEPARATORS), len(words))
+            rest = [word for word in words[start + 1:end] if word != "$@"]  # a function's own arguments
+            if word == "python3" and rest and rest[0].startswith("benchmarks/"):
+                commands.append((rest[0], rest[1:]))
+            elif word == "warpsim":
+                commands.append(("warpsim", rest))
+            elif word == "bench" and start == 0:
+                commands.append(("warpsim", ["bench", "--no-baseline", "--results-dir", "/tmp/out/bench", *rest[2:]]))
+            elif word == "learn" and start == 0:
+                commands.append(("warpsim", ["train", "--config", rest[0], "--run-dir", "/tmp/out/runs/x", *rest[3:]]))
+    return [(program, [expanded(text) for text in arguments]) for program, arguments in commands]
+
+
+def expanded(text: str) -> str:
+    """``text`` with the script's variables (``$name``, ``${name}``) replaced by their VALUES."""
+    return re.sub(r"\$\{([^}]*)\}|\$(\w+)", lambda match: VALUES[match.group(1) or match.group(2)], text)
+
+
+class Parsed(Exception):
+    """A script's arguments parsed: stop before it runs anything."""
+
+
+def test_every_command_of_every_stage_parses_as_its_program_takes_it(monkeypatch):
+    commands = session_commands()
+    scripts = {program for program, _ in commands if program != "warpsim"}
+    assert len(commands) > 40 and len(scripts) > 10, "the commands were found"
+    errors = [f"warpsim {' '.join(arguments)}: {error}" for program, arguments in commands if program == "warpsim"
+              if (error := command_error(build_parser(), arguments))]
+    parse_args = argparse.ArgumentParser.parse_args
+
+    def parse_only(parser, args=None, namespace=None):
+        parse_args(parser, args, namespace)
+        raise Parsed
+
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", parse_only)
+    parsed = 0
+    for program, arguments in commands:
+        if program == "warpsim":
+            continue
+        try:
+            module = load_script(SCRIPT.parent.parent / program)
+        except ImportError:
+            continue  # a peer's script whose packages only the GPU machine's stage installs
+        monkeypatch.setattr(sys, "argv", [program, *arguments])
+        said = io.StringIO()
+        try:
+            with contextlib.redirect_stderr(said), contextlib.redirect_stdout(io.StringIO()):
+                module.main()
+        except Parsed:
+            parsed += 1
+            continue
+        except SystemExit:
+            errors.append(f"{program} {' '.join(arguments)}: {said.getvalue().strip().splitlines()[-1]}")
+    assert errors == [] and parsed > 20
