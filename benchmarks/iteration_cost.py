@@ -40,7 +40,9 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 
 from warpsim.bench.policy_tiers import FIXED_UPDATE
+from warpsim.commands import json_output
 from warpsim.configs import NAMED_CONFIGS
+from warpsim.files import write_output
 from warpsim.source_commit import source_commit
 from warpsim.train import TrainConfig, Trainer, compiled
 
@@ -364,7 +366,7 @@ def main() -> None:
                         help="the eager path (off, the baseline), the fused one (on), the fused one with gradient "
                              "kernels (kernels), or all three (default)")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--json", help="also write every figure to this file")
+    parser.add_argument("--json", type=json_output("cost model figures"), help="also write every figure to this file")
     args = parser.parse_args()
     paths = list(PATHS) if args.path == "all" else [args.path]
     records = {}
@@ -376,8 +378,8 @@ def main() -> None:
         # The last path's figures (with gradient kernels when all were counted), the others beside them.
         records[name] = {**results[paths[-1]], "baseline": results.get("off"), "fused": results.get("on")}
     if args.json:
-        with open(args.json, "w") as file:
-            json.dump(next(iter(records.values())) if len(records) == 1 else records, file, indent=1)
+        figures = next(iter(records.values())) if len(records) == 1 else records
+        write_output(args.json, json.dumps(figures, indent=1).encode(), "cost model figures")
 
 
 if __name__ == "__main__":

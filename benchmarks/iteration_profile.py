@@ -23,8 +23,9 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from warpsim.bench.policy_tiers import FIXED_UPDATE
-from warpsim.commands import positive_int
+from warpsim.commands import json_output, positive_int
 from warpsim.configs import NAMED_CONFIGS
+from warpsim.files import write_output
 from warpsim.train import TrainConfig, Trainer
 
 TOP = 25
@@ -77,7 +78,7 @@ def main() -> None:
     parser.add_argument("--compile", choices=["off", "on"], default="off", help="the eager path or the fused one")
     parser.add_argument("--gradient-kernels", action="store_true",
                         help="with --compile on: the update's networks and gradients as warpsim's kernels")
-    parser.add_argument("--json", help="write the figures to this file")
+    parser.add_argument("--json", type=json_output("profile"), help="write the figures to this file")
     args = parser.parse_args()
     config = NAMED_CONFIGS[args.config]
     trainer = Trainer(TrainConfig(env=config.env, env_params=dict(config.params), num_envs=config.num_envs,
@@ -99,8 +100,7 @@ def main() -> None:
               "graph_us_per_small_kernel": graph_kernel_cost()}
     print(json.dumps(result, indent=1))
     if args.json:
-        with open(args.json, "w") as file:
-            json.dump(result, file, indent=1)
+        write_output(args.json, json.dumps(result, indent=1).encode(), "profile")
 
 
 if __name__ == "__main__":

@@ -26,12 +26,10 @@ import torch
 
 import warpsim
 from warpsim.analysis import statistics
-from warpsim.commands import positive_int
+from warpsim.commands import json_output, positive_int
 from warpsim.envs.simple_spread.heuristic import ScriptedTeam, coverage
-from warpsim.errors import WarpsimError
 from warpsim.files import write_output
 from warpsim.train.experiment import ExperimentDirectory, is_experiment
-from warpsim.train.run_dir import output_file
 
 SEED = 1234
 """The environments' seed: every team plays the same starts."""
@@ -70,16 +68,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("experiment", type=Path, help="an experiment of simple_spread runs (warpsim train --seeds)")
     parser.add_argument("--episodes", type=positive_int, default=640)
     parser.add_argument("--num-envs", type=positive_int, default=64)
-    parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    parser.add_argument("--json", type=json_output("learning figures"), help="also write the figures to this file")
     args = parser.parse_args(argv)
     if not is_experiment(args.experiment):
         parser.error(f"{args.experiment} holds no experiment; make one with warpsim train --config "
                      f"simple-spread-small --seeds 5 --run-dir {args.experiment}")
-    if args.json:  # checked before anything is played: never a file of a run or an experiment
-        try:
-            output_file(args.json, "learning figures", ".json")
-        except WarpsimError as error:
-            parser.error(str(error))
     runs = ExperimentDirectory(args.experiment, resume=True).planned_runs()
     env_params = dict(runs[0].config.env_params)
     if runs[0].config.env != "simple_spread" or any(run.config.env_params != env_params for run in runs):

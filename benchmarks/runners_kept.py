@@ -16,6 +16,9 @@ import argparse
 import json
 from pathlib import Path
 
+from warpsim.commands import json_output
+from warpsim.files import write_output
+
 BAR = 1.5
 
 
@@ -31,7 +34,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("trained", type=Path)
     parser.add_argument("random_runners", type=Path)
-    parser.add_argument("--out", type=Path, help="also write the figures to this JSON file")
+    parser.add_argument("--out", type=json_output("runners kept"), help="also write the figures to this JSON file")
     args = parser.parse_args()
     trained, baseline = (json.loads(path.read_text()) for path in (args.trained, args.random_runners))
     figures = {}
@@ -45,9 +48,9 @@ def main() -> None:
         print(f"{play} play: trained runners keep {mine:.2f} in the game, random ones {theirs:.2f}: {ratio:.2f}x "
               f"(bar {BAR}x: {'met' if ratio >= BAR else 'missed'})")
     if args.out:
-        args.out.write_text(json.dumps({"trained": str(args.trained), "random_runners": str(args.random_runners),
-                                        "device": trained["device"], "warpsim_commit": trained["warpsim_commit"],
-                                        "plays": figures}, indent=1) + "\n")
+        write_output(args.out, (json.dumps({"trained": str(args.trained), "random_runners": str(args.random_runners),
+                                            "device": trained["device"], "warpsim_commit": trained["warpsim_commit"],
+                                            "plays": figures}, indent=1) + "\n").encode(), "runners kept")
 
 
 if __name__ == "__main__":

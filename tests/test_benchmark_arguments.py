@@ -1,10 +1,14 @@
-"""Every count a benchmark script takes is refused at 0 as a one-line usage error, before anything runs."""
+"""Every count a benchmark script takes is refused at 0, and an output file that a run or an experiment is
+made of is refused, each as a one-line usage error before anything runs."""
 
 import sys
 from pathlib import Path
 
 import pytest
 from helpers import load_script
+
+from warpsim.train import TrainConfig
+from warpsim.train.loop import train
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 COUNTS = [
@@ -43,3 +47,22 @@ def test_the_search_count_takes_no_steps_after_the_start_but_not_fewer(capsys):
         script.main(["--steps", "-1"])
     assert stopped.value.code == 2
     assert "--steps -1 is not allowed; give an integer >= 0 (0: the start alone)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("script, arguments", [
+    ("iteration_cost", ["--json", "{run}/config.json"]),
+    ("iteration_profile", ["--json", "{run}/config.json"]),
+    ("runners_kept", ["a.json", "b.json", "--out", "{run}/config.json"]),
+    ("mpe_spread_learning", ["{run}", "--json", "{run}/config.json"]),
+])
+def test_an_output_file_is_never_one_of_a_runs_own(script, arguments, tmp_path, monkeypatch, capsys):
+    run = tmp_path / "run"
+    train(TrainConfig(env="beacon", env_params=dict(num_agents=1, episode_length=2), num_envs=1, rollout_steps=2,
+                      minibatches=1, iterations=1, backend="numpy"), run, progress=None)
+    config = (run / "config.json").read_bytes()
+    module = load_script(BENCHMARKS / f"{script}.py")
+    monkeypatch.setattr(sys, "argv", [f"{script}.py", *(argument.format(run=run) for argument in arguments)])
+    with pytest.raises(SystemExit) as stopped:
+        module.main()
+    assert stopped.value.code == 2 and "which warpsim never replaces" in capsys.readouterr().err
+    assert (run / "config.json").read_bytes() == config

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from warpsim.analysis.evaluate import EPISODES, NUM_ENVS, PLAYS, SEED, RunEvaluation, evaluate_run, load_run
@@ -13,7 +14,7 @@ from warpsim.analysis.play import Player
 from warpsim.analysis.plot import plot_experiment, plot_runs
 from warpsim.analysis.render import EPISODE_FILE, play_episode, write_gif
 from warpsim.device import resolve_placement
-from warpsim.errors import InvalidValueError
+from warpsim.errors import InvalidValueError, WarpsimError
 from warpsim.registry import layout, parse_env_settings
 from warpsim.train import checkpoint, opponents
 from warpsim.train.config import TrainConfig, build_config, field_docs, read_config_file, saved_config
@@ -307,6 +308,19 @@ def file_path(text: str) -> Path:
     if not text.strip():
         raise argparse.ArgumentTypeError("an empty path is not allowed; give a file name")
     return Path(text)
+
+
+def json_output(what: str) -> Callable[[str], Path]:
+    """An argparse type: a .json file for ``what`` that is none of the files a run or an experiment is
+    made of (``run_dir.output_file``), refused when the arguments are read, before anything runs."""
+
+    def checked(text: str) -> Path:
+        try:
+            return output_file(text, what, ".json")
+        except WarpsimError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    return checked
 
 
 def directory_path(text: str) -> Path:
