@@ -42,12 +42,6 @@ BOX_LENGTH = np.float32(2)
 it, and bin a body that strays beyond it at its edge (the searches stay exact)."""
 
 
-def host_points(x, y, env_index: int, count: int | None = None) -> np.ndarray:
-    """float[K, 2]: x and y (tensors [E, K]) of environment ``env_index``'s first ``count`` bodies (all by
-    default), on the host: a Frame's positions or landmarks."""
-    return np.stack([x[env_index, :count].cpu().numpy(), y[env_index, :count].cpu().numpy()], axis=1)
-
-
 def searched(d2: np.ndarray) -> np.ndarray:
     """The squared distances (float32) a nearest-first search finds, those below inf, and inf for the rest: as
     the kernels' searches (``nearest_after``, warpsim.kernels.neighbours), the references find no body at NaN

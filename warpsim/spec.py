@@ -172,6 +172,12 @@ class Frame:
                    goal=goal)
 
 
+def host_points(x, y, env_index: int, count: int | None = None) -> np.ndarray:
+    """float[K, 2]: x and y (tensors [E, K]) of environment ``env_index``'s first ``count`` bodies (all by
+    default), on the host: a Frame's positions or landmarks."""
+    return np.stack([x[env_index, :count].cpu().numpy(), y[env_index, :count].cpu().numpy()], axis=1)
+
+
 class ArrayNamespace:
     """Arrays reachable by attribute; an attribute cannot be rebound, only written into."""
 

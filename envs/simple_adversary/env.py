@@ -5,7 +5,8 @@ import numpy as np
 from warpsim import EnvSpec, Environment, Frame, StateArray
 from warpsim.envs.simple_adversary import kernels, reference
 from warpsim.envs.simple_adversary.params import SimpleAdversaryParams
-from warpsim.kernels.mpe import MOVES_X, MOVES_Y, advance_clock, host_points, reset_agents
+from warpsim.kernels.mpe import MOVES_X, MOVES_Y, advance_clock, reset_agents
+from warpsim.spec import host_points
 
 
 class SimpleAdversary(Environment):

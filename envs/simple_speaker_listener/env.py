@@ -12,7 +12,8 @@ from warpsim.envs.simple_speaker_listener.params import (
     OBSERVATION_SIZES,
     SimpleSpeakerListenerParams,
 )
-from warpsim.kernels.mpe import MOVES_X, MOVES_Y, advance_clock, host_points, reset_agents
+from warpsim.kernels.mpe import MOVES_X, MOVES_Y, advance_clock, reset_agents
+from warpsim.spec import host_points
 
 
 class SimpleSpeakerListener(Environment):

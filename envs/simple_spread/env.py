@@ -10,7 +10,8 @@ from warpsim.envs.simple_spread.grid_kernels import GridKernels, grid_kernels
 from warpsim.envs.simple_spread.params import COMMUNICATION_SIZE, SimpleSpreadParams
 from warpsim.kernels.chunks import pairwise_entries
 from warpsim.kernels.grid_layout import GridLayout, agents_per_cell
-from warpsim.kernels.mpe import MOVES_X, MOVES_Y, advance_clock, host_points
+from warpsim.kernels.mpe import MOVES_X, MOVES_Y, advance_clock
+from warpsim.spec import host_points
 
 
 class SimpleSpread(Environment):

@@ -16,6 +16,7 @@ from warpsim.envs.tag_continuous.params import TWO_PI, Constants, TagContinuousP
 from warpsim.envs.tag_continuous.step_kernels import StepKernels, step_kernels
 from warpsim.kernels.chunks import pairwise_entries
 from warpsim.kernels.grid_layout import GridLayout, agents_per_cell
+from warpsim.spec import host_points
 
 TAGGER, RUNNER = 1, 0
 GRID_SEARCH_MIN_AGENTS = 128
@@ -133,8 +134,7 @@ class TagContinuous(Environment):
 
     def frame(self, env_index: int) -> Frame:
         s = self.state
-        positions = np.stack([s.loc_x[env_index].cpu().numpy(), s.loc_y[env_index].cpu().numpy()], axis=1)
-        return Frame(positions, s.still_in_game[env_index].cpu().numpy() == 1,
+        return Frame(host_points(s.loc_x, s.loc_y, env_index), s.still_in_game[env_index].cpu().numpy() == 1,
                      self.params.grid_length, int(s.t[env_index]), headings=s.direction[env_index].cpu().numpy())
 
     def game_over(self) -> torch.Tensor:

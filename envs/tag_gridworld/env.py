@@ -10,6 +10,7 @@ import torch
 from warpsim.environment import EnvSpec, Environment, Frame, StateArray
 from warpsim.envs.tag_gridworld import kernels, reference
 from warpsim.envs.tag_gridworld.params import MOVE_X, MOVE_Y, NUM_ACTIONS, RUNNER, TAGGER, Constants, TagGridworldParams
+from warpsim.spec import host_points
 
 
 class TagGridworld(Environment):
@@ -65,8 +66,7 @@ class TagGridworld(Environment):
 
     def frame(self, env_index: int) -> Frame:
         s = self.state
-        positions = np.stack([s.loc_x[env_index].cpu().numpy(), s.loc_y[env_index].cpu().numpy()], axis=1)
-        return Frame(positions.astype(np.float32), np.ones(self.num_agents, bool),
+        return Frame(host_points(s.loc_x, s.loc_y, env_index).astype(np.float32), np.ones(self.num_agents, bool),
                      float(self.params.grid_length), int(s.t[env_index]))
 
     def game_over(self) -> torch.Tensor:

@@ -8,6 +8,7 @@ import numpy as np
 from warpsim import EnvSpec, Environment, Frame, StateArray
 from warpsim.envs.template import kernels, reference
 from warpsim.envs.template.params import BeaconParams
+from warpsim.spec import host_points
 
 
 class Beacon(Environment):
@@ -54,10 +55,9 @@ class Beacon(Environment):
         """Optional: environment ``env_index`` for ``warpsim render``: the walkers, and the beacon as the
         landmark they are to reach."""
         s = self.state
-        walkers = np.stack([s.pos_x[env_index].cpu().numpy(), s.pos_y[env_index].cpu().numpy()], axis=1)
         beacon = np.array([[s.beacon_x[env_index].item(), s.beacon_y[env_index].item()]])
-        return Frame(walkers, np.ones(self.num_agents, bool), self.params.grid_length, int(s.t[env_index]),
-                     landmarks=beacon, goal=0)
+        return Frame(host_points(s.pos_x, s.pos_y, env_index), np.ones(self.num_agents, bool),
+                     self.params.grid_length, int(s.t[env_index]), landmarks=beacon, goal=0)
 
     def reset_numpy(self, envs: np.ndarray) -> None:
         reference.reset(self.views, self.params, self.seed, envs)
