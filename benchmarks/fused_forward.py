@@ -41,12 +41,17 @@ from warpsim.train import fused_forward
 from warpsim.train.config import TrainConfig
 from warpsim.train.policy import RolePolicies, RunPolicies
 
-LAUNCH_SHAPES = [(16, 4), (32, 4), (64, 4), (64, 8), (128, 4), (128, 8)]
-"""(rows, warps) per program at which a GPU times the kernel alone."""
-BACKWARD_LAUNCH_SHAPES = [(16, 4, True), (16, 8, True), (32, 8, True), (16, 4, False), (32, 4, False), (32, 8, False)]
-"""(rows, warps, whole trunks) per program at which a GPU times the gradients' kernels alone: a whole trunk's
-gradients a launch (at width 64 in 255 registers by 4 warps at 16 rows, 218 by 8; 231 by 8 at 32 rows, the
-default; ptxas, sm_90) or a layer's (``launch_backward``'s ``whole_trunks``)."""
+LAUNCH_SHAPES = [(16, 4, 2, True), (32, 4, 2, True), (64, 4, 1, True), (64, 4, 2, True), (64, 4, 3, True),
+                 (64, 8, 2, True), (128, 4, 2, True), (128, 8, 2, True), (64, 4, 1, False)]
+"""(rows, warps, stages, aligned rows) per program at which a GPU times the kernel alone; the last is the launch
+before rows were aligned (``fused_forward.ROW_ALIGNMENT``)."""
+BACKWARD_LAUNCH_SHAPES = [(16, 4, True, 1, True), (16, 8, True, 1, True), (32, 8, True, 1, True),
+                          (32, 8, True, 2, True), (16, 4, False, 1, True), (32, 4, False, 1, True),
+                          (32, 8, False, 1, True), (32, 8, False, 2, True), (32, 8, True, 1, False)]
+"""(rows, warps, whole trunks, stages, aligned rows) per program at which a GPU times the gradients' kernels alone:
+a whole trunk's gradients a launch (at width 64 in 255 registers by 4 warps at 16 rows, 218 by 8; 214 by 8 at 32
+rows, the default; ptxas, sm_90) or a layer's (``launch_backward``'s ``whole_trunks``); the last the default before
+rows were aligned."""
 
 
 def timed(step, repeats: int, device: torch.device) -> float:
@@ -68,24 +73,40 @@ def timed(step, repeats: int, device: torch.device) -> float:
     return statistics.median(seconds)
 
 
-def launch_shape_times(operands: list[tuple], backward_operands: list[tuple], repeats: int,
+def unaligned(arguments: tuple, inputs: int, observations_at: int = 0) -> tuple:
+    """``actor_critic``'s (or its gradients') arguments with the observations, at ``observations_at``, and the
+    trunks' first weights cut back to ``inputs`` entries a row, contiguous: the operands before rows were
+    aligned."""
+    cut = {observations_at, observations_at + 1, observations_at + 5}
+    return tuple(value[..., :inputs].contiguous() if index in cut and value.numel() else value
+                 for index, value in enumerate(arguments))
+
+
+def launch_shape_times(operands: list[tuple], backward_operands: list[tuple], inputs: list[int], repeats: int,
                        device: torch.device) -> tuple[list[dict], list[dict]]:
     """The forward kernel's time at each of ``LAUNCH_SHAPES`` on every role's ``operands`` (``actor_critic``'s
-    arguments), and the gradients' kernels' at each of ``BACKWARD_LAUNCH_SHAPES`` on ``backward_operands``."""
-    def forward(block_rows: int, warps: int) -> None:
-        for arguments in operands:
-            fused_forward.launch(*arguments, block_rows=block_rows, warps=warps)
+    arguments, their rows aligned; each role's observation has ``inputs`` entries), and the gradients' kernels'
+    at each of ``BACKWARD_LAUNCH_SHAPES`` on ``backward_operands``."""
+    def forward(block_rows: int, warps: int, stages: int, aligned: bool) -> None:
+        for arguments, size in zip(operands, inputs):
+            fused_forward.launch(*(arguments if aligned else unaligned(arguments, size)), block_rows=block_rows,
+                                 warps=warps, stages=stages)
 
-    def backward(block_rows: int, warps: int, whole_trunks: bool) -> None:
-        for arguments in backward_operands:
-            fused_forward.launch_backward(*arguments, block_rows=block_rows, warps=warps, whole_trunks=whole_trunks)
+    def backward(block_rows: int, warps: int, whole_trunks: bool, stages: int, aligned: bool) -> None:
+        for arguments, size in zip(backward_operands, inputs):
+            fused_forward.launch_backward(*(arguments if aligned else unaligned(arguments, size, 2)),
+                                          block_rows=block_rows, warps=warps, whole_trunks=whole_trunks,
+                                          stages=stages)
 
-    forward_times = [{"block_rows": block_rows, "warps": warps,
-                      "ms": 1e3 * timed(functools.partial(forward, block_rows, warps), repeats, device)}
-                     for block_rows, warps in LAUNCH_SHAPES]
-    backward_times = [{"block_rows": block_rows, "warps": warps, "whole_trunks": whole_trunks,
-                       "ms": 1e3 * timed(functools.partial(backward, block_rows, warps, whole_trunks), repeats, device)}
-                      for block_rows, warps, whole_trunks in BACKWARD_LAUNCH_SHAPES]
+    forward_times = [{"block_rows": block_rows, "warps": warps, "stages": stages, "aligned": aligned,
+                      "ms": 1e3 * timed(functools.partial(forward, block_rows, warps, stages, aligned), repeats,
+                                        device)}
+                     for block_rows, warps, stages, aligned in LAUNCH_SHAPES]
+    backward_times = [{"block_rows": block_rows, "warps": warps, "whole_trunks": whole_trunks, "stages": stages,
+                       "aligned": aligned,
+                       "ms": 1e3 * timed(functools.partial(backward, block_rows, warps, whole_trunks, stages, aligned),
+                                         repeats, device)}
+                      for block_rows, warps, whole_trunks, stages, aligned in BACKWARD_LAUNCH_SHAPES]
     return forward_times, backward_times
 
 
@@ -143,12 +164,13 @@ def measure(config_name: str, num_envs: int, repeats: int, device: torch.device,
              gradient[1], *arguments) for gradient, arguments in zip(gradients, operands)]
 
     # the kernels alone at each launch shape, on a GPU: the defaults' choice, measured
-    shapes, backward_shapes = launch_shape_times(operands, backward_operands, repeats, device) \
-        if device.type == "cuda" else ([], [])
+    shapes, backward_shapes = launch_shape_times(operands, backward_operands, [batch.shape[-1] for batch in inputs],
+                                                 repeats, device) if device.type == "cuda" else ([], [])
     return {"config": config_name, "num_envs": num_envs, "hidden_size": hidden_size, "agents": agents,
             "eager_ms": 1e3 * eager_seconds, "fused_ms": 1e3 * fused_seconds, "speedup": eager_seconds / fused_seconds,
             "fused_bytes_per_agent": moved / agents, "fused_bytes_per_second": moved / fused_seconds,
-            "default_block_rows": fused_forward.BLOCK_ROWS, "launch_shapes": shapes,
+            "default_block_rows": fused_forward.BLOCK_ROWS, "default_stages": fused_forward.STAGES,
+            "launch_shapes": shapes,
             "eager_learning_ms": 1e3 * eager_learning_seconds, "fused_learning_ms": 1e3 * fused_learning_seconds,
             "learning_speedup": eager_learning_seconds / fused_learning_seconds,
             "default_backward_block_rows": fused_forward.BACKWARD_BLOCK_ROWS,
@@ -178,13 +200,14 @@ def main(argv: list[str] | None = None) -> int:
           f"{result['fused_ms']:.3f} ms ({result['speedup']:.1f}x), the kernel moving "
           f"{result['fused_bytes_per_agent']:.0f} B per agent at {result['fused_bytes_per_second'] / 1e9:.0f} GB/s")
     for shape in result["launch_shapes"]:
-        print(f"  the kernel alone, {shape['block_rows']} rows by {shape['warps']} warps a program: "
-              f"{shape['ms']:.3f} ms")
+        print(f"  the kernel alone, {shape['block_rows']} rows by {shape['warps']} warps a program, "
+              f"{shape['stages']} stages, rows {'aligned' if shape['aligned'] else 'unaligned'}: {shape['ms']:.3f} ms")
     print(f"  forward and backward: eager {result['eager_learning_ms']:.3f} ms, fused "
           f"{result['fused_learning_ms']:.3f} ms ({result['learning_speedup']:.1f}x)")
     for shape in result["backward_launch_shapes"]:
         print(f"  the gradients' kernels alone, {'a whole trunk' if shape['whole_trunks'] else 'a layer'} a launch, "
-              f"{shape['block_rows']} rows by {shape['warps']} warps a program: {shape['ms']:.3f} ms")
+              f"{shape['block_rows']} rows by {shape['warps']} warps a program, {shape['stages']} stages, rows "
+              f"{'aligned' if shape['aligned'] else 'unaligned'}: {shape['ms']:.3f} ms")
     return 0
 
 

@@ -162,11 +162,11 @@ for stage in "$@"; do
         fused-forward)  # the rollout's networks as one Triton kernel: its GPU tests, then its time against eager's
             step fused-forward-tests 240 python3 -m pytest -m gpu -q -p no:cacheprovider -n 0 \
                 tests/test_fused_forward.py tests/test_discounted_scan.py tests/test_compiled.py
-            step fused-forward-train-ref 60 python3 benchmarks/fused_forward.py --config train-ref \
+            step fused-forward-train-ref 75 python3 benchmarks/fused_forward.py --config train-ref \
                 --results-dir "$out/fused_forward"
-            step fused-forward-train-ref-128 60 python3 benchmarks/fused_forward.py --config train-ref \
+            step fused-forward-train-ref-128 75 python3 benchmarks/fused_forward.py --config train-ref \
                 --hidden-size 128 --results-dir "$out/fused_forward"
-            step fused-forward-headline 60 python3 benchmarks/fused_forward.py --config headline \
+            step fused-forward-headline 75 python3 benchmarks/fused_forward.py --config headline \
                 --results-dir "$out/fused_forward" ;;
         evaluation-speed)  # 10 tag-small runs evaluated side by side against one alone (target: 2x)
             step evaluation-speed 300 python3 benchmarks/evaluation_speed.py --config tag-small --runs 10 \

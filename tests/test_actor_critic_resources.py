@@ -2,38 +2,23 @@
 shapes they stay in registers. The forward kernel's first form took all 255 registers, spilled, and
 ran no faster than the eager forward on an H200 (benchmarks/results/train-speed/README.md)."""
 
-import re
-import subprocess
-import tempfile
+from pathlib import Path
 
 import pytest
+from helpers import load_script
 
 from warpsim.train import fused_forward
 
 triton = pytest.importorskip("triton")
+NETWORK_KERNELS = load_script(Path(__file__).resolve().parent.parent / "benchmarks" / "network_kernel_resources.py")
+ALIGNED = frozenset({"inputs", "run_stride"})
+"""The sizes Triton specializes as multiples of 16 at train-ref's 71 inputs, rows aligned to 80."""
 
 
-def resources(kernel, constants: dict, float32: set[str], warps: int) -> dict[str, int]:
-    """ptxas's registers and spill bytes of ``kernel`` at these constants, pointers named in ``float32``
-    to float32 and the others to int16 (bfloat16 bits)."""
-    from triton.backends.compiler import GPUTarget
-    from triton.backends.nvidia.compiler import get_ptxas
-    from triton.compiler import ASTSource
-
-    signature = {name: "constexpr" if name in constants else ("*fp32" if name in float32 else "*i16")
-                 if name.endswith("_ptr") else "i32" for name in kernel.arg_names}
-    source = ASTSource(kernel, signature, constexprs={(kernel.arg_names.index(name),): value
-                                                      for name, value in constants.items()})
-    compiled = triton.compile(source, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=warps, num_stages=1))
-    with tempfile.NamedTemporaryFile("w", suffix=".ptx") as ptx:
-        ptx.write(compiled.asm["ptx"])
-        ptx.flush()
-        report = subprocess.run([get_ptxas(90).path, "-v", "--gpu-name=sm_90a", ptx.name, "-o", "/dev/null"],
-                                capture_output=True, text=True, check=True).stderr
-    spills = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", report)
-    registers = re.search(r"Used (\d+) registers", report)
-    assert spills and registers, report
-    return {"registers": int(registers[1]), "spill_stores": int(spills[1]), "spill_loads": int(spills[2])}
+def resources(kernel, constants: dict, float32: set[str], warps: int, stages: int = 1) -> dict[str, int]:
+    """What ``kernel`` uses at these constants, launched on train-ref's rows aligned
+    (benchmarks/network_kernel_resources.py)."""
+    return NETWORK_KERNELS.resources(kernel, constants, float32, warps, stages, ALIGNED)
 
 
 @pytest.mark.parametrize("hidden, outputs, shared, most_registers", [
@@ -47,8 +32,9 @@ def test_the_forward_kernel_stays_in_registers(hidden, outputs, shared, most_reg
     from warpsim.train.actor_critic_kernel import fused_actor_critic
     constants = dict(HIDDEN=hidden, LAYERS=2, OUTPUTS=outputs, SHARED=shared, BLOCK_ROWS=fused_forward.BLOCK_ROWS,
                      BLOCK_INPUTS=fused_forward.BLOCK_INPUTS, BLOCK_HIDDEN=hidden, BLOCK_OUTPUTS=64, DOT=tl.bfloat16)
-    used = resources(fused_actor_critic, constants, {"values_ptr", "value_weight_ptr", "value_bias_ptr"}, 4)
-    assert used["spill_stores"] == used["spill_loads"] == 0 and used["registers"] <= most_registers, used
+    used = resources(fused_actor_critic, constants, {"values_ptr", "value_weight_ptr", "value_bias_ptr"}, 4,
+                     fused_forward.STAGES)
+    assert used["spill_bytes"] == 0 and used["registers"] <= most_registers, used
 
 
 @pytest.mark.parametrize("hidden", [64, 128], ids=["train-ref", "width 128"])
@@ -70,7 +56,7 @@ def test_the_gradients_kernel_stays_in_registers(hidden, target, outputs, with_v
     float32 = {"value_weight_ptr", "value_gradient_ptr", "weight_sums_ptr", "bias_sums_ptr"}
     float32 |= {"head_weight_ptr", "head_gradient_ptr"} if outputs == 1 else set()
     used = resources(fused_actor_critic_backward, constants, float32, fused_forward.backward_warps(hidden, False))
-    assert used["spill_stores"] == used["spill_loads"] == 0, used
+    assert used["spill_bytes"] == 0, used
 
 
 @pytest.mark.parametrize("outputs, with_value", [(42, False), (1, False), (2, True)],
@@ -90,4 +76,25 @@ def test_a_whole_trunks_gradients_kernel_stays_in_registers(outputs, with_value)
     float32 |= {"value_weight_ptr", "value_gradient_ptr"}
     float32 |= {"head_weight_ptr", "head_gradient_ptr"} if outputs == 1 else set()
     used = resources(fused_trunk_backward, constants, float32, fused_forward.backward_warps(hidden, True))
-    assert used["spill_stores"] == used["spill_loads"] == 0, used
+    assert used["spill_bytes"] == 0, used
+
+
+@pytest.mark.parametrize("hidden", [64, 128], ids=["train-ref", "width 128"])
+def test_aligned_rows_make_the_forward_kernel_read_vectors_pipelined_on_no_more_registers(hidden):
+    """Rows of 80 entries, not 71: no observation entry read alone, the first layer's reads pipelined, and at
+    least as many programs on an SM."""
+    unaligned, aligned = (NETWORK_KERNELS.forward(hidden, stages, rows_aligned)
+                          for stages, rows_aligned in ((1, False), (fused_forward.STAGES, True)))
+    assert unaligned["loads_2_bytes"] > 0 and unaligned["async_copies"] == 0, unaligned
+    assert aligned["loads_2_bytes"] < unaligned["loads_2_bytes"] / 8 and aligned["async_copies"] > 0, aligned
+    assert aligned["registers"] < unaligned["registers"] and aligned["spill_bytes"] == 0, (aligned, unaligned)
+    assert aligned["programs_per_sm"] >= unaligned["programs_per_sm"], (aligned, unaligned)
+
+
+def test_aligned_rows_make_the_gradients_kernels_read_vectors():
+    """The whole-trunk gradients' kernels at train-ref's shapes read no 2-byte entry from aligned rows."""
+    for outputs in (42, 1):
+        unaligned, aligned = (NETWORK_KERNELS.trunk_backward(outputs, False, rows_aligned)
+                              for rows_aligned in (False, True))
+        assert unaligned["loads_2_bytes"] > 0 and aligned["loads_2_bytes"] == 0, (outputs, aligned, unaligned)
+        assert aligned["spill_bytes"] == 0 and aligned["programs_per_sm"] >= unaligned["programs_per_sm"], aligned

@@ -79,6 +79,61 @@ def test_the_kernel_computes_as_the_eager_forward_in_tritons_interpreter():
         assert differences["value"] <= 1e-5 * case["scale"] * case["hidden"], case
 
 
+def test_aligned_rows_pad_with_zeros_to_a_multiple_of_16():
+    rows = torch.randn((2, 3, 71))
+    aligned = fused_forward.aligned_rows(rows)
+    assert aligned.shape == (2, 3, 80) and torch.equal(aligned[..., :71], rows) and not aligned[..., 71:].any()
+    assert fused_forward.aligned_rows(aligned) is aligned
+
+
+def test_the_fused_operands_rows_are_aligned():
+    """The observations and both trunks' first weights as the kernels take them; the other weights as they are."""
+    (network,) = stacked("tag_continuous", {"num_runners": 3}, 2)[:1]
+    inputs = next(network.trunk.parameters()).shape[2]
+    operands = network.fused_operands(torch.randn((2, 5, inputs)))
+    assert inputs % fused_forward.ROW_ALIGNMENT and operands[0].shape[-1] == operands[1].shape[-1] == \
+        operands[5].shape[-1] == inputs - inputs % -fused_forward.ROW_ALIGNMENT
+    assert operands[3].shape[-1] == operands[3].shape[-2]
+
+
+def test_aligned_rows_give_the_kernels_results_bit_for_bit_in_tritons_interpreter():
+    """The forward kernel's outputs and the gradients' kernels' sums on rows padded to a multiple of 16 are those
+    on the rows as they are: the same blocks of inputs, zeros where masked zeros were; the padding's gradients
+    are zero. At train-ref's 71 inputs (whole trunks) and at 130 (three layers, a layer a launch)."""
+    pytest.importorskip("triton")
+    program = f"""
+import json, sys
+import torch
+sys.path[:0] = [{str(INTERPRETER.parent)!r}]
+from interpret_actor_critic import weights
+from interpret_actor_critic_backward import output_gradients
+from warpsim.train import fused_forward
+results = []
+for case in {[CASES[0], CASES[2]]!r}:
+    arguments = weights(case)
+    aligned = tuple(fused_forward.aligned_rows(value) if index in (0, 1, 5) else value
+                    for index, value in enumerate(arguments))
+    forward = [fused_forward.launch(*operands) for operands in (arguments, aligned)]
+    gradients = output_gradients(arguments, case["seed"])
+    backward = [fused_forward.launch_backward(*gradients, *operands, programs=2) for operands in (arguments, aligned)]
+    inputs = case["inputs"]
+    results.append({{
+        "forward": all(torch.equal(mine, theirs) for mine, theirs in zip(*forward)),
+        "backward": all(torch.equal(mine[..., :inputs] if index in (0, 4) else mine, theirs)
+                        for index, (mine, theirs) in enumerate(zip(backward[1], backward[0]))),
+        "padding_gradients_zero": all(not backward[1][index][..., inputs:].any() for index in (0, 4)),
+        "aligned_inputs": [backward[1][index].shape[-1] for index in (0, 4)]}})
+print(json.dumps(results))
+"""
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                            env={**os.environ, "TRITON_INTERPRET": "1"}, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    for case, outcome in zip([CASES[0], CASES[2]], json.loads(result.stdout)):
+        padded = case["inputs"] - case["inputs"] % -fused_forward.ROW_ALIGNMENT
+        assert outcome == {"forward": True, "backward": True, "padding_gradients_zero": True,
+                           "aligned_inputs": [padded, padded]}, case
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("case", CASES, ids=["train-ref", "shared", "saturated"])
 def test_the_kernel_computes_as_the_eager_forward_on_a_gpu(case):
@@ -198,18 +253,23 @@ from interpret_actor_critic import weights
 from interpret_actor_critic_backward import output_gradients
 from pathlib import Path
 script = load_script(Path({str(tests.parent / "benchmarks" / "fused_forward.py")!r}))
-script.LAUNCH_SHAPES, script.BACKWARD_LAUNCH_SHAPES = [(16, 4)], [(16, 8, True), (16, 4, False)]
-arguments = weights({CASES[0]!r})
-print(json.dumps(script.launch_shape_times([arguments], [(*output_gradients(arguments, 0), *arguments)], 1,
-                                           torch.device("cpu"))))
+from warpsim.train import fused_forward
+script.LAUNCH_SHAPES = [(16, 4, 2, True), (16, 4, 1, False)]
+script.BACKWARD_LAUNCH_SHAPES = [(16, 8, True, 2, True), (16, 4, False, 1, True), (16, 8, True, 1, False)]
+arguments = tuple(fused_forward.aligned_rows(value) if index in (0, 1, 5) else value
+                  for index, value in enumerate(weights({CASES[0]!r})))
+print(json.dumps(script.launch_shape_times([arguments], [(*output_gradients(arguments, 0), *arguments)],
+                                           [{CASES[0]["inputs"]}], 1, torch.device("cpu"))))
 """
     result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
                             env={**os.environ, "TRITON_INTERPRET": "1"}, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
-    (forward,), (whole, by_layer) = json.loads(result.stdout)
-    assert (forward["block_rows"], forward["warps"]) == (16, 4)
-    assert [(shape["warps"], shape["whole_trunks"]) for shape in (whole, by_layer)] == [(8, True), (4, False)]
-    assert forward["ms"] > 0 and whole["ms"] > 0 and by_layer["ms"] > 0
+    (forward, before), (whole, by_layer, whole_before) = json.loads(result.stdout)
+    assert [(shape["stages"], shape["aligned"]) for shape in (forward, before)] == [(2, True), (1, False)]
+    assert [(shape["warps"], shape["whole_trunks"], shape["stages"], shape["aligned"])
+            for shape in (whole, by_layer, whole_before)] == [(8, True, 2, True), (4, False, 1, True),
+                                                              (8, True, 1, False)]
+    assert all(shape["ms"] > 0 for shape in (forward, before, whole, by_layer, whole_before))
 
 
 def test_the_kernel_refuses_weights_that_are_not_bfloat16():

@@ -35,15 +35,32 @@ BLOCK_ROWS = 64
 """Rows of one program. The fastest of the shapes measured on an H200 at widths 64 and 128, with 4
 warps (benchmarks/results/fused_forward/)."""
 BLOCK_INPUTS = 16
-"""Observation entries per product of the first layer: fewer keep the block in registers (ptxas: 126
-registers at train-ref's widths, against 255 and spills at 64), and 71 inputs pad to 80."""
+"""Observation entries per product of the first layer: fewer keep the block in registers (ptxas: 127
+registers at train-ref's widths on rows of 71 entries, 99 on aligned rows, against 255 and spills at 64)."""
 MAX_HIDDEN = 128
 """The widest hidden layer the kernel holds; wider networks keep the eager forward (at 256 a block's
 weights no longer fit: ptxas spills)."""
+ROW_ALIGNMENT = 16
+"""The kernels take the observations' rows, and the first layer's weight's, padded with zeros to a multiple of
+this many entries (``aligned_rows``). Triton specializes a size divisible by 16: the kernels then read a row's
+entries 8 at a time (16-byte loads, against one 2-byte load each), and the forward kernel pipelines the first
+layer's reads (ptxas, sm_90, at train-ref's 71 inputs padded to 80: 99 registers against 127;
+benchmarks/results/kernel_resources-networks.md)."""
+STAGES = 2
+"""Software-pipelining stages of the forward kernel's first layer (Triton's ``num_stages``): the next block of
+inputs is read while the current one is multiplied. With aligned rows, 2 keeps as many programs on an SM as
+unaligned rows without pipelining did at width 64, and one more at 128 (ptxas, sm_90)."""
 
 
 def _bfloat16(values: torch.Tensor) -> torch.Tensor:
     return values.to(torch.bfloat16)
+
+
+def aligned_rows(values: torch.Tensor) -> torch.Tensor:
+    """``values`` [..., D] with its rows padded with zeros to a multiple of ``ROW_ALIGNMENT`` entries. A zero
+    input times a zero weight adds nothing: the networks compute what they compute on the unpadded rows."""
+    missing = -values.shape[-1] % ROW_ALIGNMENT
+    return torch.nn.functional.pad(values, (0, missing)) if missing else values
 
 
 def autocast_operands(weight: torch.Tensor, bias: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -130,11 +147,11 @@ def launch(observations: torch.Tensor, actor_weight: torch.Tensor, actor_bias: t
            critic_bias: torch.Tensor, critic_hidden_weights: torch.Tensor, critic_hidden_biases: torch.Tensor,
            policy_weight: torch.Tensor, policy_bias: torch.Tensor, value_weight: torch.Tensor,
            value_bias: torch.Tensor, shared_trunk: bool, block_rows: int = BLOCK_ROWS,
-           warps: int = 4) -> tuple[torch.Tensor, torch.Tensor]:
+           warps: int = 4, stages: int = STAGES) -> tuple[torch.Tensor, torch.Tensor]:
     """``actor_critic`` by the Triton kernel (``actor_critic_kernel``, imported here: a CPU-only install
     may lack Triton), on the observations' device; on a CPU (``TRITON_INTERPRET=1``) through Triton's
-    interpreter. ``block_rows`` (rows per program) and ``warps`` (per program) are the launch's shape,
-    which benchmarks/fused_forward.py compares."""
+    interpreter. ``block_rows`` (rows per program), ``warps`` (per program) and ``stages`` (``STAGES``)
+    are the launch's shape, which benchmarks/fused_forward.py compares."""
     import triton.language as tl
 
     from warpsim.train.actor_critic_kernel import fused_actor_critic
@@ -154,7 +171,7 @@ def launch(observations: torch.Tensor, actor_weight: torch.Tensor, actor_bias: t
         HIDDEN=hidden, LAYERS=actor_hidden_weights.shape[1] + 1, OUTPUTS=outputs, SHARED=shared_trunk,
         BLOCK_ROWS=block_rows, BLOCK_INPUTS=min(BLOCK_INPUTS, _power_of_two(inputs)),
         BLOCK_HIDDEN=_power_of_two(hidden), BLOCK_OUTPUTS=_power_of_two(outputs),
-        DOT=tl.float32 if observations.device.type == "cpu" else tl.bfloat16, num_warps=warps, num_stages=1)
+        DOT=tl.float32 if observations.device.type == "cpu" else tl.bfloat16, num_warps=warps, num_stages=stages)
     return policy, values
 
 
@@ -263,7 +280,7 @@ BACKWARD_BLOCK_ROWS = 32
 """Rows of a block of the gradients' kernels: at 64 a whole trunk's program spills at width 64, and so does a
 first layer's (ptxas, sm_90); at 32 neither does, nor a layer's at width 128."""
 WHOLE_TRUNK_HIDDEN = 64
-"""The widest trunk whose gradients one program sums all at once (``fused_trunk_backward``, 8 warps: 231
+"""The widest trunk whose gradients one program sums all at once (``fused_trunk_backward``, 8 warps: 214
 registers at train-ref's shapes, no spills; at 128 it spills), if it has at most two layers."""
 
 
@@ -286,14 +303,14 @@ def launch_backward(policy_gradient: torch.Tensor, value_gradient: torch.Tensor,
                     policy_weight: torch.Tensor, policy_bias: torch.Tensor, value_weight: torch.Tensor,
                     value_bias: torch.Tensor, shared_trunk: bool, block_rows: int = BACKWARD_BLOCK_ROWS,
                     warps: int | None = None, programs: int | None = None,
-                    whole_trunks: bool | None = None) -> list[torch.Tensor]:
+                    whole_trunks: bool | None = None, stages: int = 1) -> list[torch.Tensor]:
     """``actor_critic_backward`` by the Triton kernels (``actor_critic_backward_kernel``) on the observations'
     device (a CPU through Triton's interpreter): with ``whole_trunks`` one launch per trunk
     (``fused_trunk_backward``), otherwise one per layer and head of each (``fused_actor_critic_backward``);
     by default whole trunks where they fit (``WHOLE_TRUNK_HIDDEN``, two layers at most). ``block_rows`` and
-    ``warps`` (default: ``backward_warps``) shape a program; ``programs``: per run, how many partial sums
-    each launch makes (default ``PARTIAL_SUMS`` over the runs, at most one per block of rows; a program
-    left without rows sums to zero)."""
+    ``warps`` (default: ``backward_warps``) shape a program, ``stages`` pipelines its loops (Triton's
+    ``num_stages``); ``programs``: per run, how many partial sums each launch makes (default ``PARTIAL_SUMS``
+    over the runs, at most one per block of rows; a program left without rows sums to zero)."""
     import triton.language as tl
 
     from warpsim.train.actor_critic_backward_kernel import fused_actor_critic_backward, fused_trunk_backward
@@ -332,7 +349,7 @@ def launch_backward(policy_gradient: torch.Tensor, value_gradient: torch.Tensor,
             rows, inputs, programs, offsets[-1], HIDDEN=hidden, LAYERS=layers, OUTPUTS=outputs,
             WITH_VALUE=with_value, BLOCK_ROWS=block_rows, BLOCK_INPUTS=min(BLOCK_INPUTS, _power_of_two(inputs)),
             BLOCK_HIDDEN=_power_of_two(hidden), BLOCK_OUTPUTS=_power_of_two(outputs), BLOCK_IN=first_columns,
-            DOT=dot, num_warps=warps, num_stages=1)
+            DOT=dot, num_warps=warps, num_stages=stages)
 
     def launch_for(trunk: int, target: int, head: int, with_value: bool) -> None:
         """The partial sums of the gradients of layer ``target``'s weight and bias of the trunk whose
@@ -351,7 +368,7 @@ def launch_backward(policy_gradient: torch.Tensor, value_gradient: torch.Tensor,
             programs, offsets[-1], out, into, HIDDEN=hidden, LAYERS=layers, OUTPUTS=outputs, TARGET=target,
             WITH_VALUE=with_value, BLOCK_ROWS=block_rows, BLOCK_INPUTS=min(BLOCK_INPUTS, _power_of_two(inputs)),
             BLOCK_HIDDEN=_power_of_two(hidden), BLOCK_OUTPUTS=_power_of_two(outputs), BLOCK_OUT=_power_of_two(out),
-            BLOCK_IN=columns, DOT=dot, num_warps=warps, num_stages=1)
+            BLOCK_IN=columns, DOT=dot, num_warps=warps, num_stages=stages)
 
     if whole_trunks:
         launch_trunk(0, 8, shared_trunk)

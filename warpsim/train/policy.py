@@ -273,9 +273,9 @@ class StackedActorCritic(ActorCriticBase):
         return self._with_log_std(policy.float()), value
 
     def fused_operands(self, observations: torch.Tensor) -> tuple:
-        """The arguments of ``fused_forward.actor_critic`` for these networks on float[R, B, D]; a shared trunk's
-        critic is empty (the kernels ignore it, and an autograd Function under torch.compile takes no tensor
-        twice)."""
+        """The arguments of ``fused_forward.actor_critic`` for these networks on float[R, B, D], the observations'
+        and the first layers' rows aligned (``fused_forward.aligned_rows``); a shared trunk's critic is empty (the
+        kernels ignore it, and an autograd Function under torch.compile takes no tensor twice)."""
         actor = _packed(self.trunk)
         if self.value_trunk is None:
             critic = tuple(tensor.new_empty(0) for tensor in actor)
@@ -283,7 +283,7 @@ class StackedActorCritic(ActorCriticBase):
             critic = _packed(self.value_trunk)
         policy_head, value_head = self.policy_head, self.value_head
         assert isinstance(policy_head, StackedLinear) and isinstance(value_head, StackedLinear)
-        return (observations.to(torch.bfloat16), *actor, *critic,
+        return (fused_forward.aligned_rows(observations.to(torch.bfloat16)), *actor, *critic,
                 *fused_forward.autocast_operands(policy_head.weight, policy_head.bias),
                 *fused_forward.autocast_operands(value_head.weight, value_head.bias), self.value_trunk is None)
 
@@ -294,14 +294,16 @@ def _linears(trunk: nn.Module) -> list[StackedLinear]:
 
 def _packed(trunk: nn.Module) -> tuple[torch.Tensor, ...]:
     """A stacked trunk's weights as ``fused_forward.actor_critic`` takes them: its first layer's weight
-    and bias, and its further layers' stacked ([R, L - 1, H, H] and [R, L - 1, H])."""
+    (its rows aligned as the observations') and bias, and its further layers' stacked ([R, L - 1, H, H] and
+    [R, L - 1, H])."""
     first, *further = _linears(trunk)
     runs, hidden = first.weight.shape[:2]
     if not further:
         stacked = first.weight.new_empty((runs, 0, hidden, hidden)), first.bias.new_empty((runs, 0, hidden))
     else:
         stacked = torch.stack([layer.weight for layer in further], 1), torch.stack([layer.bias for layer in further], 1)
-    return *fused_forward.autocast_operands(first.weight, first.bias), *fused_forward.autocast_operands(*stacked)
+    weight, bias = fused_forward.autocast_operands(first.weight, first.bias)
+    return fused_forward.aligned_rows(weight), bias, *fused_forward.autocast_operands(*stacked)
 
 
 class RunPolicies(HeadsByRole):

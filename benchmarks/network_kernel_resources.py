@@ -1,0 +1,119 @@
+"""What the networks' Triton kernels cost on an sm_90 GPU, from the compilers alone (no GPU needed).
+
+    python benchmarks/network_kernel_resources.py [OUTPUT.md]
+
+Compiles the forward kernel (``fused_actor_critic``) and the gradients' whole-trunk kernel
+(``fused_trunk_backward``) as their launchers launch them at train-ref's shapes (71 inputs,
+hidden layers of 64, 21 + 21 logits; the forward at tag-chase's width 128 too), with the
+observations' rows as they were (71 entries) and aligned (``fused_forward.aligned_rows``: 80),
+through Triton and ``ptxas -v``; prints one Markdown table: registers per thread, spill bytes,
+programs that fit on one SM by their registers and shared memory, and in the PTX the global loads
+of 2 bytes and of 16, and the asynchronous copies a pipelined loop issues (``cp.async``).
+tests/test_actor_critic_resources.py holds the kernels to these budgets.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import triton
+import triton.language as tl
+from triton.backends.compiler import GPUTarget
+from triton.backends.nvidia.compiler import get_ptxas
+from triton.compiler import ASTSource
+
+from warpsim.train import fused_forward
+
+REGISTERS_PER_SM = 65536
+SHARED_BYTES_PER_SM = 228 * 1024
+SHARED_RESERVED_PER_PROGRAM = 1024
+"""An H100's or H200's SM: its register file, its shared memory, and what the driver keeps of it per block."""
+TRAIN_REF_INPUTS = 71
+COLUMNS = ("registers", "spill_bytes", "programs_per_sm", "loads_2_bytes", "loads_16_bytes", "async_copies")
+
+
+def resources(kernel, constants: dict, float32: set[str], warps: int, stages: int = 1,
+              divisible: frozenset[str] = frozenset()) -> dict[str, int]:
+    """``kernel`` compiled for sm_90 at these constants, as Triton's launcher specializes it: every pointer
+    16-byte aligned, and the integer arguments named in ``divisible`` multiples of 16 (Triton specializes a
+    size that is); pointers named in ``float32`` to float32, the others to int16 (bfloat16 bits)."""
+    signature = {name: "constexpr" if name in constants else ("*fp32" if name in float32 else "*i16")
+                 if name.endswith("_ptr") else "i32" for name in kernel.arg_names}
+    attributes = {(index,): [["tt.divisibility", 16]] for index, name in enumerate(kernel.arg_names)
+                  if name not in constants and (name.endswith("_ptr") or name in divisible)}
+    source = ASTSource(kernel, signature, constexprs={(kernel.arg_names.index(name),): value
+                                                      for name, value in constants.items()}, attrs=attributes)
+    compiled = triton.compile(source, target=GPUTarget("cuda", 90, 32),
+                              options=dict(num_warps=warps, num_stages=stages))
+    ptx = compiled.asm["ptx"]
+    with tempfile.NamedTemporaryFile("w", suffix=".ptx") as file:
+        file.write(ptx)
+        file.flush()
+        report = subprocess.run([get_ptxas(90).path, "-v", "--gpu-name=sm_90a", file.name, "-o", "/dev/null"],
+                                capture_output=True, text=True, check=True).stderr
+    spills = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", report)
+    registers = re.search(r"Used (\d+) registers", report)
+    assert spills and registers, report
+    used = int(registers[1])
+    by_registers = REGISTERS_PER_SM // (-(-used // 8) * 8 * 32 * warps)
+    by_shared = SHARED_BYTES_PER_SM // (compiled.metadata.shared + SHARED_RESERVED_PER_PROGRAM)
+    return {"registers": used, "spill_bytes": int(spills[1]) + int(spills[2]),
+            "programs_per_sm": min(by_registers, by_shared),
+            "loads_2_bytes": len(re.findall(r"ld\.global(?:\.\w+)*\.b16\b", ptx)),
+            "loads_16_bytes": len(re.findall(r"ld\.global(?:\.\w+)*\.v4\.b32\b", ptx)),
+            "async_copies": len(re.findall(r"cp\.async\.c[ag]\.shared\.global", ptx))}
+
+
+def forward(hidden: int, stages: int, aligned: bool) -> dict[str, int]:
+    """The forward kernel as ``fused_forward.launch`` launches it for train-ref's roles at width ``hidden``."""
+    from warpsim.train.actor_critic_kernel import fused_actor_critic
+    constants = dict(HIDDEN=hidden, LAYERS=2, OUTPUTS=42, SHARED=False, BLOCK_ROWS=fused_forward.BLOCK_ROWS,
+                     BLOCK_INPUTS=fused_forward.BLOCK_INPUTS, BLOCK_HIDDEN=hidden, BLOCK_OUTPUTS=64, DOT=tl.bfloat16)
+    return resources(fused_actor_critic, constants, {"values_ptr", "value_weight_ptr", "value_bias_ptr"}, 4, stages,
+                     frozenset({"inputs", "run_stride"} if aligned else ()))
+
+
+def trunk_backward(outputs: int, with_value: bool, aligned: bool) -> dict[str, int]:
+    """The whole-trunk gradients' kernel as ``fused_forward.launch_backward`` launches it at train-ref's shapes:
+    the actor's (42 logits), the critic's (``outputs`` 1) or a shared trunk's (``with_value``)."""
+    from warpsim.train.actor_critic_backward_kernel import fused_trunk_backward
+    hidden = fused_forward.WHOLE_TRUNK_HIDDEN
+    constants = dict(HIDDEN=hidden, LAYERS=2, OUTPUTS=outputs, WITH_VALUE=with_value,
+                     BLOCK_ROWS=fused_forward.BACKWARD_BLOCK_ROWS, BLOCK_INPUTS=fused_forward.BLOCK_INPUTS,
+                     BLOCK_HIDDEN=hidden, BLOCK_OUTPUTS=max(16, 1 << (outputs - 1).bit_length()),
+                     BLOCK_IN=fused_forward.FIRST_LAYER_INPUTS, DOT=tl.bfloat16)
+    float32 = {name for name in fused_trunk_backward.arg_names if name.endswith("sums_ptr")}
+    float32 |= {"value_weight_ptr", "value_gradient_ptr"}
+    float32 |= {"head_weight_ptr", "head_gradient_ptr"} if outputs == 1 else set()
+    return resources(fused_trunk_backward, constants, float32, fused_forward.backward_warps(hidden, True), 1,
+                     frozenset({"run_stride", "inputs"} if aligned else ()))
+
+
+def rows(aligned: bool) -> str:
+    padded = TRAIN_REF_INPUTS - TRAIN_REF_INPUTS % -fused_forward.ROW_ALIGNMENT
+    return f"{padded} (aligned)" if aligned else str(TRAIN_REF_INPUTS)
+
+
+def table() -> str:
+    lines = ["| kernel | shape | row entries | stages | " + " | ".join(COLUMNS) + " |",
+             "|---|---|---|---:|" + "---:|" * len(COLUMNS)]
+    entries = [(f"forward, width {hidden}", "64 rows x 4 warps", aligned, stages, forward(hidden, stages, aligned))
+               for hidden in (64, 128) for aligned, stages in ((False, 1), (True, 1), (True, fused_forward.STAGES))]
+    entries += [(f"gradients, {name}", "32 rows x 8 warps", aligned, 1, trunk_backward(outputs, shared, aligned))
+                for name, outputs, shared in (("actor", 42, False), ("critic", 1, False))
+                for aligned in (False, True)]
+    for kernel, shape, aligned, stages, figures in entries:
+        lines.append(f"| {kernel} | {shape} | {rows(aligned)} | {stages} | "
+                     + " | ".join(str(figures[column]) for column in COLUMNS) + " |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    report = table()
+    print(report, end="")
+    if len(sys.argv) > 1:
+        Path(sys.argv[1]).write_text(report)
