@@ -126,7 +126,7 @@ def test_a_run_saved_with_compile_loss_resumes_eagerly():
 def test_the_start_line_says_whether_the_networks_run_fused(tmp_path, capsys):
     assert main(["train", "--env", "tag_gridworld", "--backend", "numpy", "--num-envs", "2", "--rollout-steps", "4",
                  "--iterations", "1", "--compile", "off", "--run-dir", str(tmp_path / "run")]) == 0
-    assert "epochs, eager" in capsys.readouterr().err
+    assert "epochs, not fused" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("option", [["--compile", "on"], ["--gradient-kernels"]])

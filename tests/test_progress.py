@@ -61,7 +61,7 @@ def test_the_run_says_where_and_on_what_before_the_first_iteration(tmp_path):
     first = stream.getvalue().splitlines()[0]
     assert first == (f"training tag_gridworld to iteration 2 in {tmp_path / 'run'}: environments on the numpy "
                      f"backend (cpu), networks on cpu in fp32, eager rollouts of 8 steps x 4 environments, eager "
-                     f"updates of 4 minibatches x 4 epochs, eager")
+                     f"updates of 4 minibatches x 4 epochs, not fused")
     stream = io.StringIO()
     train(None, tmp_path / "run", resume=True, progress=stream)
     assert stream.getvalue().splitlines()[0].startswith("resuming tag_gridworld at iteration 1, to iteration 2 in ")

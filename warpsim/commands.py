@@ -180,7 +180,8 @@ def add_evaluate(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("source", type=Path, help="a run directory, a checkpoint file, or an experiment directory "
                                                   "(every run, and each setting over its seeds)")
     parser.add_argument("--episodes", type=positive_int, default=EPISODES,
-                        help=f"episodes to finish (default {EPISODES})")
+                        help=f"episodes to finish, at least: every environment finishes as many (default {EPISODES}, "
+                             f"over {NUM_ENVS} environments {-(-EPISODES // NUM_ENVS)} each)")
     parser.add_argument("--measure", metavar="NAME",
                         help="an experiment's figure aggregated over seeds: a per-episode mean of the first play, "
                              "e.g. tags_per_episode (default: the return of the first learning role)")

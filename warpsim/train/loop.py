@@ -258,7 +258,7 @@ def start_line(trainer: Trainer, directories: list[RunDirectory], resumed: bool)
             f"{trainer.precision}, {trainer.launches} rollouts of {config.rollout_steps} steps x {config.num_envs} "
             f"environments, {trainer.update_launches} updates of {trainer.minibatches} minibatches x {config.epochs} "
             f"epoch{'s' if config.epochs != 1 else ''}, "
-            f"{'fused (compiled at the first iteration)' if trainer.compiled else 'eager'}")
+            f"{'fused (compiled at the first iteration)' if trainer.compiled else 'not fused'}")
 
 
 def _iterate(trainer: Trainer, directories: list[RunDirectory], logs: list[list[MetricLog]], bar,
@@ -314,8 +314,7 @@ def _iterate(trainer: Trainer, directories: list[RunDirectory], logs: list[list[
     elif bar:
         rate = (trainer.env_steps - steps_at_start) * world.size * trainer.runs / (time.perf_counter() - started)
         runs = "" if trainer.runs == 1 else f" over {trainer.runs} runs"
-        bar.message(f"done: iteration {trainer.iteration}, {rate:,.0f} env-steps/s overall{runs}; "
-                    f"{'run' if len(directories) == 1 else 'experiment'} directory {where}")
+        bar.message(f"done: iteration {trainer.iteration}, {rate:,.0f} env-steps/s overall{runs}")
 
 
 def _interrupted_line(stops: StopRequests, trainer: Trainer, directories: list[RunDirectory]) -> str:
