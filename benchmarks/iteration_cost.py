@@ -24,7 +24,8 @@ bytes are a fixed part (the weights) plus a part per sample, so two sizes give e
 agent-step or per sample at the config's own size. The update's once-per-update work (GAE,
 the shuffles, the value statistics) is shared out over its optimizer steps. The prediction of
 GPU time is bytes / copy bandwidth + kernels x the cost of a kernel in a replayed graph, both
-measured once on an H200 (``H200``).
+measured once on an H200 (``H200``), + the multiply-adds of warpsim's networks' kernels at the rate
+the forward kernel ran at on an H200: those kernels compute, where the rest only moves bytes.
 """
 
 from __future__ import annotations
@@ -46,9 +47,13 @@ from warpsim.files import write_output
 from warpsim.source_commit import source_commit
 from warpsim.train import TrainConfig, Trainer, compiled
 
-H200 = {"copy_bytes_per_second": 4.3e12, "seconds_per_kernel": 0.95e-6}
-"""One NVIDIA H200: a device-to-device copy's bytes read and written per second (4.3 TB/s), and the
-cost of one small kernel in a replayed CUDA graph (benchmarks/iteration_profile.py, 0.95-0.98 us)."""
+H200 = {"copy_bytes_per_second": 4.3e12, "seconds_per_kernel": 0.95e-6,
+        "network_multiply_adds_per_second": 220_000 * (2 * (80 * 64 + 64 * 64) + 43 * 64) / 0.1756e-3}
+"""One NVIDIA H200: a device-to-device copy's bytes read and written per second (4.3 TB/s), the
+cost of one small kernel in a replayed CUDA graph (benchmarks/iteration_profile.py, 0.95-0.98 us),
+and the multiply-adds per second of the networks' forward kernel (``network_multiply_adds``) at
+train-ref, 220,000 agents in 0.1756 ms at warpsim 37f6da5 (benchmarks/results/fused_forward/): 2.65e13.
+The gradients' kernels are taken to run at that rate too, until a GPU times them."""
 MEASURED = {("train-ref", "off"): {"rollout_ms": 149.0, "update_ms": 697.0, "commit": "9c79ab3"},
             ("train-ref", "on"): {"rollout_ms": 65.6, "update_ms": 405.0, "commit": "37f6da5"},
             ("grid", "on"): {"rollout_ms": 17.0, "update_ms": 20.1, "commit": "37f6da5"}}
@@ -69,6 +74,8 @@ EXTERN_KERNELS = {"mm", "bmm", "addmm", "baddbmm", "matmul", "linear", "actor_cr
 """Operations a compiled region calls as they are, inductor fusing nothing into them: the matrix products
 and warpsim's own kernels of the networks (``fused_forward.actor_critic`` and its gradients). Each moves
 its operands, its inputs and its outputs; but see ``OWN_LAUNCHERS``."""
+NETWORK_KERNELS = {"actor_critic", "actor_critic_backward"}
+"""warpsim's networks' kernels, whose multiply-adds are counted (``network_multiply_adds``)."""
 OWN_LAUNCHERS = {"actor_critic_backward"}
 """warpsim's operations that launch several kernels on a GPU (``fused_forward.launch_backward``): counted
 as that launcher runs them, its Triton kernel's launches recorded (``RecordedKernel``) and its torch
@@ -101,11 +108,30 @@ def tensors(value) -> list[torch.Tensor]:
     return []
 
 
+def network_multiply_adds(name: str, args: tuple) -> int:
+    """The multiply-adds of warpsim's networks' kernels on these arguments: ``actor_critic``'s forward pass
+    (each trunk's layers, then both heads), or ``actor_critic_backward``'s gradients as its whole-trunk
+    launches compute them (the trunks again, the features' gradients and each head's, each layer's weight's
+    and the gradients below each further layer). Every row of the observations as the kernels take them,
+    their padding included."""
+    operands = args[2:] if name == "actor_critic_backward" else args
+    observations, weight, hidden_weights, policy_weight, shared = (operands[index] for index in (0, 1, 3, 9, 13))
+    runs, rows, inputs = observations.shape
+    hidden, further, outputs = weight.shape[1], hidden_weights.shape[1], policy_weight.shape[1]
+    trunk, heads, trunks = inputs * hidden + further * hidden * hidden, (outputs + 1) * hidden, 1 if shared else 2
+    per_row = trunks * trunk + heads
+    if name == "actor_critic_backward":
+        per_row += heads + trunks * (trunk + further * hidden * hidden)
+    return runs * rows * per_row
+
+
 @dataclass
 class Tally:
     kernels: int = 0
     bytes: int = 0
     extern_bytes: int = 0
+    network_multiply_adds: int = 0
+    """Of warpsim's networks' kernels (``network_multiply_adds``)."""
     launched_within: int = 0
     """Kernels that operations called as they are launch beyond one each (``OWN_LAUNCHERS``)."""
     by_op: collections.Counter = field(default_factory=collections.Counter)
@@ -114,6 +140,7 @@ class Tally:
         self.kernels += other.kernels
         self.bytes += other.bytes
         self.extern_bytes += other.extern_bytes
+        self.network_multiply_adds += other.network_multiply_adds
         self.launched_within += other.launched_within
         self.by_op.update(other.by_op)
 
@@ -164,6 +191,8 @@ class Counter(TorchDispatchMode):
         kwargs = kwargs or {}
         result = func(*args, **kwargs)
         name = func.overloadpacket.__name__
+        if name in NETWORK_KERNELS:
+            self.tally.network_multiply_adds += network_multiply_adds(name, args)
         if name in OWN_LAUNCHERS:
             launched = launcher_tally(args)
             self.tally.add(launched)
@@ -246,7 +275,8 @@ def analyse(wrapper: compiled.Compiled, args: tuple) -> Tally:
     metrics.reset()
     _, codes = run_and_get_code(wrapper.compiled, *args)
     launches = [launch for code in codes for launch in LAUNCH.findall(code)]
-    tally = Tally(kernels=len(launches) + eager.tally.launched_within, extern_bytes=eager.tally.extern_bytes)
+    tally = Tally(kernels=len(launches) + eager.tally.launched_within, extern_bytes=eager.tally.extern_bytes,
+                  network_multiply_adds=eager.tally.network_multiply_adds)
     tally.by_op.update("fused" if launch.endswith(".run") or launch.startswith("cpp_fused") else "extern"
                        for launch in launches)
     if metrics.num_bytes_accessed:
@@ -293,9 +323,12 @@ def count(name: str, num_envs: int, path: str, device: str) -> dict:
         trainer.update(next_values)
     steps, optimizer_steps = trainer.config.rollout_steps, trainer.config.epochs * trainer.minibatches
     return {"rollout_kernels": rollout.tally.kernels / steps, "rollout_bytes": rollout.tally.bytes / steps,
+            "rollout_multiply_adds": rollout.tally.network_multiply_adds / steps,
             "rollout_ops": rollout.tally.by_op, "agents": trainer.env.num_agents * num_envs,
             "update_kernels": update.tally.kernels / optimizer_steps,
-            "update_bytes": update.tally.bytes / optimizer_steps, "update_ops": update.tally.by_op,
+            "update_bytes": update.tally.bytes / optimizer_steps,
+            "update_multiply_adds": update.tally.network_multiply_adds / optimizer_steps,
+            "update_ops": update.tally.by_op,
             "samples": sum(trainer.samples_per_role) * trainer.runs / trainer.minibatches}
 
 
@@ -313,17 +346,24 @@ def model(name: str, path: str, device: str) -> dict:
     real_samples = large["samples"] * named.num_envs / SMALL_BATCHES[1]
     rollout_bytes = at_size(small, large, "rollout_bytes", "agents", real_agents)
     update_bytes = at_size(small, large, "update_bytes", "samples", real_samples)
+    rollout_multiply_adds = large["rollout_multiply_adds"] / large["agents"]
+    update_multiply_adds = large["update_multiply_adds"] / large["samples"]
     optimizer_steps = 4 * 4
     rollout_seconds = ROLLOUT_STEPS * (large["rollout_kernels"] * H200["seconds_per_kernel"]
-                                       + rollout_bytes * real_agents / H200["copy_bytes_per_second"])
+                                       + rollout_bytes * real_agents / H200["copy_bytes_per_second"]
+                                       + rollout_multiply_adds * real_agents / H200["network_multiply_adds_per_second"])
     update_seconds = optimizer_steps * (large["update_kernels"] * H200["seconds_per_kernel"]
-                                        + update_bytes * real_samples / H200["copy_bytes_per_second"])
+                                        + update_bytes * real_samples / H200["copy_bytes_per_second"]
+                                        + update_multiply_adds * real_samples
+                                        / H200["network_multiply_adds_per_second"])
     return {
         "config": name, "path": path, **PATHS[path], "device": device, "precision": "bf16",
         "warpsim_commit": source_commit(),
         "rollout": {"kernels_per_step": large["rollout_kernels"], "bytes_per_agent_step": rollout_bytes,
+                    "network_multiply_adds_per_agent_step": rollout_multiply_adds,
                     "ops": dict(large["rollout_ops"].most_common(12)), "predicted_ms": 1e3 * rollout_seconds},
         "update": {"kernels_per_step": large["update_kernels"], "bytes_per_sample": update_bytes,
+                   "network_multiply_adds_per_sample": update_multiply_adds,
                    "samples_per_optimizer_step": real_samples, "ops": dict(large["update_ops"].most_common(12)),
                    "predicted_ms": 1e3 * update_seconds},
         "measured_h200_ms": MEASURED.get((name, path)),
@@ -335,15 +375,23 @@ TARGETS = {"update_bytes_per_sample": 3000, "update_kernels_per_step": 60, "roll
 """The targets of the training-speed work, at train-ref."""
 
 
+def multiply_adds(count: float, unit: str) -> str:
+    """The networks' kernels' multiply-adds per ``unit``, as ``report`` words them (none: nothing)."""
+    return f", {count:,.0f} multiply-adds of the networks' kernels per {unit}" if count else ""
+
+
 def report(result: dict) -> str:
     rollout, update = result["rollout"], result["update"]
     path = {"off": "eager", "on": "fused", "kernels": "fused, gradient kernels"}[result["path"]]
     lines = [f"{result['config']}, {path} ({result['device']}):",
              f"  rollout policy step: {rollout['kernels_per_step']:.1f} kernels per step, "
-             f"{rollout['bytes_per_agent_step']:,.0f} B per agent-step; predicted {rollout['predicted_ms']:.0f} ms "
-             f"per 100-step rollout on an H200",
+             f"{rollout['bytes_per_agent_step']:,.0f} B per agent-step"
+             f"{multiply_adds(rollout['network_multiply_adds_per_agent_step'], 'agent-step')}; predicted "
+             f"{rollout['predicted_ms']:.0f} ms per 100-step rollout on an H200",
              f"  update: {update['kernels_per_step']:.1f} kernels per optimizer step, "
-             f"{update['bytes_per_sample']:,.0f} B per sample; predicted {update['predicted_ms']:.0f} ms per update"]
+             f"{update['bytes_per_sample']:,.0f} B per sample"
+             f"{multiply_adds(update['network_multiply_adds_per_sample'], 'sample')}; predicted "
+             f"{update['predicted_ms']:.0f} ms per update"]
     if result["measured_h200_ms"]:
         measured = result["measured_h200_ms"]
         lines.append(f"  measured on an H200 ({measured['commit']}): rollout {measured['rollout_ms']:.0f} ms, update "

@@ -103,8 +103,8 @@ def table() -> str:
              "|---|---|---|---:|" + "---:|" * len(COLUMNS)]
     entries = [(f"forward, width {hidden}", "64 rows x 4 warps", aligned, stages, forward(hidden, stages, aligned))
                for hidden in (64, 128) for aligned, stages in ((False, 1), (True, 1), (True, fused_forward.STAGES))]
-    entries += [(f"gradients, {name}", "32 rows x 8 warps", aligned, 1, trunk_backward(outputs, shared, aligned))
-                for name, outputs, shared in (("actor", 42, False), ("critic", 1, False))
+    entries += [(f"gradients, {name}", "32 rows x 8 warps", aligned, 1, trunk_backward(outputs, with_value, aligned))
+                for name, outputs, with_value in (("actor", 42, False), ("critic", 1, False))
                 for aligned in (False, True)]
     for kernel, shape, aligned, stages, figures in entries:
         lines.append(f"| {kernel} | {shape} | {rows(aligned)} | {stages} | "

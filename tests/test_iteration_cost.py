@@ -48,6 +48,8 @@ def test_the_rollouts_own_kernel_moves_its_operands_and_is_one_launch_of_a_compi
     operands = sum(t.numel() * t.element_size() for t in arguments if isinstance(t, torch.Tensor))
     assert counter.tally.kernels == 1 and dict(counter.tally.by_op) == {"actor_critic": 1}
     assert counter.tally.bytes == counter.tally.extern_bytes == operands + rows * 3 * 2 + rows * 4  # a bfloat16 policy
+    # two one-layer trunks of 6 x 16, then 3 logits and the value from 16 features, for each of the 8 rows
+    assert counter.tally.network_multiply_adds == rows * (2 * inputs * hidden + (3 + 1) * hidden)
     wrapper = "    buf1 = torch.ops.warpsim.actor_critic.default(arg0_1, arg1_1)\n    extern_kernels.bmm(a, b, out=c)\n"
     assert iteration_cost.LAUNCH.findall(wrapper) == ["torch.ops.warpsim.actor_critic.default", "extern_kernels.bmm"]
 
@@ -93,3 +95,23 @@ def test_the_gradients_op_is_counted_as_its_launcher_runs_on_a_gpu():
     observations = rows * inputs * 2
     assert counter.tally.bytes == counter.tally.extern_bytes
     assert counter.tally.bytes > launches * observations + 2 * partial_sums
+    # per row: both trunks again, the features' and the heads' gradients, and each first layer's weight's
+    forward = 2 * inputs * hidden + (outputs + 1) * hidden
+    assert counter.tally.network_multiply_adds == rows * (forward + (outputs + 1) * hidden + 2 * inputs * hidden)
+
+
+def test_the_networks_multiply_adds_count_further_layers_and_a_shared_trunk_once():
+    """Two layers of 16 on 6 inputs, one trunk under both heads: its layers once forward, and in the gradients
+    again, with each further layer's weight's gradient and the gradient below it."""
+    rows, inputs, hidden, outputs = 5, 6, 16, 3
+    observations, weight, hidden_weights = torch.ones(2, rows, inputs), torch.ones(2, hidden, inputs), \
+        torch.ones(2, 1, hidden, hidden)
+    policy_weight, empty = torch.ones(2, outputs, hidden), torch.ones(0)
+    arguments = (observations, weight, empty, hidden_weights, empty, empty, empty, empty, empty, policy_weight,
+                 empty, empty, empty, True)
+    trunk = inputs * hidden + hidden * hidden
+    forward = trunk + (outputs + 1) * hidden
+    assert iteration_cost.network_multiply_adds("actor_critic", arguments) == 2 * rows * forward
+    gradients = forward + (outputs + 1) * hidden + trunk + hidden * hidden
+    assert iteration_cost.network_multiply_adds("actor_critic_backward", (empty, empty, *arguments)) == \
+        2 * rows * gradients
