@@ -97,16 +97,17 @@ for stage in "$@"; do
             TORCHINDUCTOR_MAX_AUTOTUNE_GEMM=1 bench train-ref-fused-autotune 420 --config train-ref --tier train \
                 --precision bf16 --graphs on --compile on --repeats 3 ;;
         gradient-kernels)  # the update's networks and gradients as kernels: checked, timed alone, then in training
-            step gradient-kernels-tests 110 python3 -m pytest -m gpu -q -p no:cacheprovider -n 0 \
+            # beside the fused train tier without them, on the same machine
+            step gradient-kernels-tests 100 python3 -m pytest -m gpu -q -p no:cacheprovider -n 0 \
                 tests/test_fused_forward.py -k gradients
             step gradient-kernels-train-ref 80 python3 benchmarks/fused_forward.py --config train-ref \
                 --results-dir "$out/fused_forward"
             bench train-ref-gradient-kernels 140 --config train-ref --tier train --precision bf16 --graphs on \
                 --compile on --gradient-kernels --repeats 3
-            step profile-gradient-kernels 80 python3 benchmarks/iteration_profile.py --config train-ref --compile on \
-                --gradient-kernels --json "$out/profile-gradient-kernels.json"
-            bench grid-gradient-kernels 60 --config grid --tier train --graphs on --compile on --gradient-kernels \
-                --repeats 3 ;;
+            bench train-ref-fused 90 --config train-ref --tier train --precision bf16 --graphs on --compile on \
+                --repeats 3
+            step profile-gradient-kernels 70 python3 benchmarks/iteration_profile.py --config train-ref --compile on \
+                --gradient-kernels --json "$out/profile-gradient-kernels.json" ;;
         grid-chase)
             learn grid-chase 300 episode_length ;;
         tag-chase)
