@@ -4,7 +4,8 @@
 # Stages: tests (pytest -m gpu over 4 pytest-xdist workers; it includes `warpsim check` at
 # scale), bench (the targets of docs/benchmarks.md), bf16 (headline with bfloat16 observations, to
 # set beside bench's headline), train-speed (the train tier, fused and eager, the cost model of
-# benchmarks/iteration_cost.py and the fused iteration's kernels from the profiler), train-speed-autotune
+# benchmarks/iteration_cost.py and the fused iteration's kernels from the profiler, then one table of them all,
+# benchmarks/train_speed_table.py), train-speed-autotune
 # (train-ref's fused train tier with inductor's autotuned matrix products), gradient-kernels (the update's networks
 # and gradients as warpsim's kernels: their GPU tests, their time against autograd's, the train tier and the profile
 # of an iteration with them),
@@ -92,13 +93,14 @@ for stage in "$@"; do
             step iteration-cost 100 python3 benchmarks/iteration_cost.py --config train-ref \
                 --json "$out/iteration-cost.json"
             step profile-fused 90 python3 benchmarks/iteration_profile.py --config train-ref --compile on \
-                --json "$out/profile-fused.json" ;;
+                --json "$out/profile-fused.json"
+            step train-speed-table 15 python3 benchmarks/train_speed_table.py "$out" ;;
         train-speed-autotune)  # the fused update's matrix products chosen by inductor's autotuning, against train-speed's
             TORCHINDUCTOR_MAX_AUTOTUNE_GEMM=1 bench train-ref-fused-autotune 420 --config train-ref --tier train \
                 --precision bf16 --graphs on --compile on --repeats 3 ;;
         gradient-kernels)  # the update's networks and gradients as kernels: checked, timed alone, then in training
             # beside the fused train tier without them, on the same machine
-            step gradient-kernels-tests 100 python3 -m pytest -m gpu -q -p no:cacheprovider -n 0 \
+            step gradient-kernels-tests 60 python3 -m pytest -m gpu -q -p no:cacheprovider -n 0 \
                 tests/test_fused_forward.py -k gradients
             step gradient-kernels-train-ref 80 python3 benchmarks/fused_forward.py --config train-ref \
                 --results-dir "$out/fused_forward"
@@ -106,8 +108,9 @@ for stage in "$@"; do
                 --compile on --gradient-kernels --repeats 3
             bench train-ref-fused 90 --config train-ref --tier train --precision bf16 --graphs on --compile on \
                 --repeats 3
-            step profile-gradient-kernels 70 python3 benchmarks/iteration_profile.py --config train-ref --compile on \
-                --gradient-kernels --json "$out/profile-gradient-kernels.json" ;;
+            step profile-gradient-kernels 95 python3 benchmarks/iteration_profile.py --config train-ref --compile on \
+                --gradient-kernels --json "$out/profile-gradient-kernels.json"
+            step train-speed-table 15 python3 benchmarks/train_speed_table.py "$out" ;;
         grid-chase)
             learn grid-chase 300 episode_length ;;
         tag-chase)
