@@ -87,15 +87,17 @@ def launch_shape_times(operands: list[tuple], backward_operands: list[tuple], in
     """The forward kernel's time at each of ``LAUNCH_SHAPES`` on every role's ``operands`` (``actor_critic``'s
     arguments, their rows aligned; each role's observation has ``inputs`` entries), and the gradients' kernels'
     at each of ``BACKWARD_LAUNCH_SHAPES`` on ``backward_operands``."""
+    # cut once, so that the times are the kernels' alone
+    as_they_were = [unaligned(arguments, size) for arguments, size in zip(operands, inputs)]
+    backward_as_they_were = [unaligned(arguments, size, 2) for arguments, size in zip(backward_operands, inputs)]
+
     def forward(block_rows: int, warps: int, stages: int, aligned: bool) -> None:
-        for arguments, size in zip(operands, inputs):
-            fused_forward.launch(*(arguments if aligned else unaligned(arguments, size)), block_rows=block_rows,
-                                 warps=warps, stages=stages)
+        for arguments in operands if aligned else as_they_were:
+            fused_forward.launch(*arguments, block_rows=block_rows, warps=warps, stages=stages)
 
     def backward(block_rows: int, warps: int, whole_trunks: bool, stages: int, aligned: bool) -> None:
-        for arguments, size in zip(backward_operands, inputs):
-            fused_forward.launch_backward(*(arguments if aligned else unaligned(arguments, size, 2)),
-                                          block_rows=block_rows, warps=warps, whole_trunks=whole_trunks,
+        for arguments in backward_operands if aligned else backward_as_they_were:
+            fused_forward.launch_backward(*arguments, block_rows=block_rows, warps=warps, whole_trunks=whole_trunks,
                                           stages=stages)
 
     forward_times = [{"block_rows": block_rows, "warps": warps, "stages": stages, "aligned": aligned,
