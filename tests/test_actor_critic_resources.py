@@ -1,6 +1,7 @@
 """The networks' kernels compiled for an sm_90 GPU by Triton and ptxas, with no GPU: at train-ref's
-shapes they stay in registers. The forward kernel's first form took all 255 registers, spilled, and
-ran no faster than the eager forward on an H200 (benchmarks/results/train-speed/README.md)."""
+shapes they stay in registers, and on its rows aligned to 16 entries they read vectors and the forward
+kernel pipelines its first layer's reads. The forward kernel's first form took all 255 registers,
+spilled, and ran no faster than the eager forward on an H200 (benchmarks/results/train-speed/README.md)."""
 
 from pathlib import Path
 
