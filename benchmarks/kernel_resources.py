@@ -17,6 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from warpsim.commands import table_script
+
 SCRIPT = Path(__file__).resolve().parent.parent / "tests" / "compile_kernels.py"
 PARTIAL = dict(use_full_observation=False, num_other_agents_observed=10)
 CONFIGS = (
@@ -67,7 +69,4 @@ def table() -> str:
 
 
 if __name__ == "__main__":
-    report = table()
-    print(report, end="")
-    if len(sys.argv) > 1:
-        Path(sys.argv[1]).write_text(report)
+    sys.exit(table_script(table, __doc__.splitlines()[0], "resources table"))

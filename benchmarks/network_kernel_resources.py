@@ -18,7 +18,6 @@ import re
 import subprocess
 import sys
 import tempfile
-from pathlib import Path
 
 import triton
 import triton.language as tl
@@ -26,6 +25,7 @@ from triton.backends.compiler import GPUTarget
 from triton.backends.nvidia.compiler import get_ptxas
 from triton.compiler import ASTSource
 
+from warpsim.commands import table_script
 from warpsim.train import fused_forward
 
 REGISTERS_PER_SM = 65536
@@ -113,7 +113,4 @@ def table() -> str:
 
 
 if __name__ == "__main__":
-    report = table()
-    print(report, end="")
-    if len(sys.argv) > 1:
-        Path(sys.argv[1]).write_text(report)
+    sys.exit(table_script(table, __doc__.splitlines()[0], "resources table"))

@@ -66,3 +66,20 @@ def test_an_output_file_is_never_one_of_a_runs_own(script, arguments, tmp_path, 
         module.main()
     assert stopped.value.code == 2 and "which warpsim never replaces" in capsys.readouterr().err
     assert (run / "config.json").read_bytes() == config
+
+
+def test_a_table_scripts_output_is_checked_before_the_table_is_made_and_then_written(tmp_path, capsys):
+    """warpsim.commands.table_script, which the kernel-resources scripts run: a file that is not Markdown is
+    a usage error before anything is compiled; a Markdown one receives what is printed."""
+    from warpsim.commands import table_script
+    made = []
+
+    def table() -> str:
+        made.append(True)
+        return "| a |\n"
+
+    with pytest.raises(SystemExit) as stopped:
+        table_script(table, "a table", "resources table", [str(tmp_path / "table.txt")])
+    assert stopped.value.code == 2 and made == [] and "must end in .md" in capsys.readouterr().err
+    assert table_script(table, "a table", "resources table", [str(tmp_path / "out" / "table.md")]) == 0
+    assert capsys.readouterr().out == "| a |\n" and (tmp_path / "out" / "table.md").read_text() == "| a |\n"

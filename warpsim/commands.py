@@ -15,6 +15,7 @@ from warpsim.analysis.plot import plot_experiment, plot_runs
 from warpsim.analysis.render import EPISODE_FILE, play_episode, write_gif
 from warpsim.device import resolve_placement
 from warpsim.errors import InvalidValueError, WarpsimError
+from warpsim.files import write_output
 from warpsim.registry import layout, parse_env_settings
 from warpsim.train import checkpoint, opponents
 from warpsim.train.config import TrainConfig, build_config, field_docs, read_config_file, saved_config
@@ -312,12 +313,31 @@ def file_path(text: str) -> Path:
 
 
 def json_output(what: str) -> Callable[[str], Path]:
-    """An argparse type: a .json file for ``what`` that is none of the files a run or an experiment is
-    made of (``run_dir.output_file``), refused when the arguments are read, before anything runs."""
+    """An argparse type: a .json file for ``what`` (``output``)."""
+    return output(what, ".json")
+
+
+def table_script(table: Callable[[], str], description: str, what: str, argv: list[str] | None = None) -> int:
+    """A script that makes a Markdown table: ``[OUTPUT.md]`` read and checked (``output``) before ``table()``
+    runs; the table printed, and written to OUTPUT.md too, atomically."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("output", nargs="?", type=output(what, ".md"), help=f"also write the {what} to this file")
+    args = parser.parse_args(argv)
+    report = table()
+    print(report, end="")
+    if args.output:
+        write_output(args.output, report.encode(), what)
+    return 0
+
+
+def output(what: str, suffix: str) -> Callable[[str], Path]:
+    """An argparse type: a file for ``what``, its name ending in ``suffix``, that is none of the files a run
+    or an experiment is made of (``run_dir.output_file``), refused when the arguments are read, before
+    anything runs."""
 
     def checked(text: str) -> Path:
         try:
-            return output_file(text, what, ".json")
+            return output_file(text, what, suffix)
         except WarpsimError as error:
             raise argparse.ArgumentTypeError(str(error)) from None
 
