@@ -8,7 +8,8 @@ Every role's networks of one run, initialised as training initialises them, play
 agents of the config's ``num_envs`` environments on random bfloat16 observations: the eager
 forward (two MLPs as batched products, each layer's activations written and read back) and the
 kernel (each block of rows read from memory once, only the outputs written). Times are the median of
-``--repeats`` steps, each timed alone, on a GPU by CUDA events; on a CPU the kernel's form is the
+``--repeats`` steps, each timed alone; on a GPU by CUDA events around its kernels, with the host's queuing of
+them hidden as a replayed CUDA graph hides it (``timed``); on a CPU the kernel's form is the
 eager computation, so only the Python path is exercised. The kernel's bytes are its operands
 (observations, weights, outputs); its bandwidth is those over its time. On a GPU the kernel is
 also timed alone at each launch shape (rows and warps per program). The update's side is timed
@@ -55,12 +56,21 @@ rows were aligned."""
 
 
 def timed(step, repeats: int, device: torch.device) -> float:
-    """Median seconds of ``step()`` over ``repeats`` calls after one to warm up (compiles)."""
+    """Median seconds of ``step()`` over ``repeats`` calls after one to warm up (compiles). On a GPU, the time
+    its kernels take: each call is queued behind a spinning kernel that outlasts the host's queuing of it, so
+    that the host's Python and launches (which a training rollout, a replayed CUDA graph, does not pay) count
+    only where the device would wait for them."""
     step()
-    seconds = []
+    seconds, spin = [], 0
+    if device.type == "cuda":
+        started = time.perf_counter()
+        step()
+        torch.cuda.synchronize()
+        spin = int(2 * (time.perf_counter() - started) * spin_cycles_per_second())
     for _ in range(repeats):
         if device.type == "cuda":
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            torch.cuda._sleep(spin)
             start.record()
             step()
             end.record()
@@ -71,6 +81,18 @@ def timed(step, repeats: int, device: torch.device) -> float:
             step()
             seconds.append(time.perf_counter() - started)
     return statistics.median(seconds)
+
+
+@functools.cache
+def spin_cycles_per_second(cycles: int = 10_000_000) -> float:
+    """The rate of ``torch.cuda._sleep``'s spinning kernel on this GPU, in cycles a second."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda._sleep(cycles)
+    start.record()
+    torch.cuda._sleep(cycles)
+    end.record()
+    end.synchronize()
+    return cycles / (start.elapsed_time(end) / 1e3)
 
 
 def unaligned(arguments: tuple, inputs: int, observations_at: int = 0) -> tuple:

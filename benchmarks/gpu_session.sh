@@ -30,11 +30,13 @@ out=$(realpath -m "$1"); shift
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 
-step() {  # step NAME SECONDS COMMAND...: run with a time limit, log its output and its wall time
+step() {  # step NAME SECONDS COMMAND...: run with a time limit, log its output and its wall time. At the limit
+    # the command gets an interrupt, as Ctrl-C: pytest then prints the failures so far, and training saves its
+    # checkpoint; what still runs 30 s later is killed
     local name=$1 limit=$2; shift 2
     local start=$SECONDS
     echo "=== $name: $*"
-    timeout "$limit" "$@" 2>&1 | tee "$out/$name.log"
+    timeout -s INT -k 30 "$limit" "$@" 2>&1 | tee "$out/$name.log"
     local rc=${PIPESTATUS[0]}
     echo "=== $name: exit $rc after $((SECONDS - start)) s" | tee -a "$out/summary.txt"
 }
@@ -72,7 +74,8 @@ peer_packages() {  # the peers' packages the image lacks (MPE2, PettingZoo, VMAS
 for stage in "$@"; do
     case $stage in
         tests)
-            step pytest-gpu 420 python3 -m pytest -m gpu -q -p no:cacheprovider -n 4 -rfEs ;;
+            # each test's result on a line of its own, as it ends: a stage cut short still names them
+            step pytest-gpu 420 python3 -m pytest -m gpu -v -p no:cacheprovider -n 4 -rfEs --durations=15 ;;
         bench)
             bench headline 90 --config headline --graphs both
             bench sweep-E 120 --config sweep-E --values 1,16,256,1024,4096,16384 --graphs both

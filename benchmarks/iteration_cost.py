@@ -24,8 +24,9 @@ bytes are a fixed part (the weights) plus a part per sample, so two sizes give e
 agent-step or per sample at the config's own size. The update's once-per-update work (GAE,
 the shuffles, the value statistics) is shared out over its optimizer steps. The prediction of
 GPU time is bytes / copy bandwidth + kernels x the cost of a kernel in a replayed graph, both
-measured once on an H200 (``H200``), + the multiply-adds of warpsim's networks' kernels at the rate
-the forward kernel ran at on an H200: those kernels compute, where the rest only moves bytes.
+measured once on an H200 (``H200``), + the multiply-adds of warpsim's networks' kernels at the rates
+the forward kernel and the gradients' kernels ran at on an H200: those kernels compute, where the rest
+only moves bytes.
 """
 
 from __future__ import annotations
@@ -48,18 +49,24 @@ from warpsim.source_commit import source_commit
 from warpsim.train import TrainConfig, Trainer, compiled
 
 H200 = {"copy_bytes_per_second": 4.3e12, "seconds_per_kernel": 0.95e-6,
-        "network_multiply_adds_per_second": 220_000 * (2 * (80 * 64 + 64 * 64) + 43 * 64) / 0.1756e-3}
+        "forward_multiply_adds_per_second": 220_000 * (2 * (80 * 64 + 64 * 64) + 43 * 64) / (0.1071e-3 * 2 / 2.125),
+        "gradient_multiply_adds_per_second": 880_000 * (2 * (80 * 64 + 64 * 64) + 43 * 64 + 43 * 64
+                                                        + 2 * (80 * 64 + 2 * 64 * 64)) / 2.3966e-3}
 """One NVIDIA H200: a device-to-device copy's bytes read and written per second (4.3 TB/s), the
 cost of one small kernel in a replayed CUDA graph (benchmarks/iteration_profile.py, 0.95-0.98 us),
-and the multiply-adds per second of the networks' forward kernel (``network_multiply_adds``) at
-train-ref, 220,000 agents in 0.1756 ms at warpsim 37f6da5 (benchmarks/results/fused_forward/): 2.65e13.
-The gradients' kernels are taken to run at that rate too, until a GPU times them."""
+and the multiply-adds per second (``network_multiply_adds``) of the networks' kernels at train-ref,
+from the CUDA kernels' own times in torch's profiler at warpsim 786d1b8
+(benchmarks/results/train-speed/profile-gradient-kernels-train-ref-nvidia-h200.json): the forward
+kernel's 220,000 agents of a rollout step in 0.1008 ms (4.6e13), the gradients' kernels' 880,000
+samples of an optimizer step in 2.397 ms (1.9e13)."""
 MEASURED = {("train-ref", "off"): {"rollout_ms": 149.0, "update_ms": 697.0, "commit": "9c79ab3"},
             ("train-ref", "on"): {"rollout_ms": 65.6, "update_ms": 405.0, "commit": "37f6da5"},
-            ("grid", "on"): {"rollout_ms": 17.0, "update_ms": 20.1, "commit": "37f6da5"}}
-"""The H200 records (benchmarks/results/nvidia-h200.json and train-speed/nvidia-h200.json) of one
-100-step iteration, eager networks or the fused path, in CUDA graphs: the rollout and the update
-in milliseconds, and the commit measured."""
+            ("grid", "on"): {"rollout_ms": 17.0, "update_ms": 20.1, "commit": "37f6da5"},
+            ("train-ref", "kernels"): {"rollout_ms": 65.4, "update_ms": 436.7, "commit": "786d1b8"}}
+"""The H200 records (benchmarks/results/nvidia-h200.json and train-speed/nvidia-h200.json; at 786d1b8 the
+log train-speed/session-786d1b8-nvidia-h200.log) of one 100-step iteration, eager networks, the fused path or
+the fused path with gradient kernels, in CUDA graphs: the rollout and the update in milliseconds, and the
+commit measured."""
 ROLLOUT_STEPS = 100
 """The train tier's rollout (warpsim bench --steps)."""
 SMALL_BATCHES = (2, 4)
@@ -132,6 +139,8 @@ class Tally:
     extern_bytes: int = 0
     network_multiply_adds: int = 0
     """Of warpsim's networks' kernels (``network_multiply_adds``)."""
+    gradient_multiply_adds: int = 0
+    """Of those, the gradients' kernels'."""
     launched_within: int = 0
     """Kernels that operations called as they are launch beyond one each (``OWN_LAUNCHERS``)."""
     by_op: collections.Counter = field(default_factory=collections.Counter)
@@ -141,6 +150,7 @@ class Tally:
         self.bytes += other.bytes
         self.extern_bytes += other.extern_bytes
         self.network_multiply_adds += other.network_multiply_adds
+        self.gradient_multiply_adds += other.gradient_multiply_adds
         self.launched_within += other.launched_within
         self.by_op.update(other.by_op)
 
@@ -192,7 +202,10 @@ class Counter(TorchDispatchMode):
         result = func(*args, **kwargs)
         name = func.overloadpacket.__name__
         if name in NETWORK_KERNELS:
-            self.tally.network_multiply_adds += network_multiply_adds(name, args)
+            computed = network_multiply_adds(name, args)
+            self.tally.network_multiply_adds += computed
+            if name == "actor_critic_backward":
+                self.tally.gradient_multiply_adds += computed
         if name in OWN_LAUNCHERS:
             launched = launcher_tally(args)
             self.tally.add(launched)
@@ -276,7 +289,8 @@ def analyse(wrapper: compiled.Compiled, args: tuple) -> Tally:
     _, codes = run_and_get_code(wrapper.compiled, *args)
     launches = [launch for code in codes for launch in LAUNCH.findall(code)]
     tally = Tally(kernels=len(launches) + eager.tally.launched_within, extern_bytes=eager.tally.extern_bytes,
-                  network_multiply_adds=eager.tally.network_multiply_adds)
+                  network_multiply_adds=eager.tally.network_multiply_adds,
+                  gradient_multiply_adds=eager.tally.gradient_multiply_adds)
     tally.by_op.update("fused" if launch.endswith(".run") or launch.startswith("cpp_fused") else "extern"
                        for launch in launches)
     if metrics.num_bytes_accessed:
@@ -328,6 +342,7 @@ def count(name: str, num_envs: int, path: str, device: str) -> dict:
             "update_kernels": update.tally.kernels / optimizer_steps,
             "update_bytes": update.tally.bytes / optimizer_steps,
             "update_multiply_adds": update.tally.network_multiply_adds / optimizer_steps,
+            "update_gradient_multiply_adds": update.tally.gradient_multiply_adds / optimizer_steps,
             "update_ops": update.tally.by_op,
             "samples": sum(trainer.samples_per_role) * trainer.runs / trainer.minibatches}
 
@@ -348,14 +363,17 @@ def model(name: str, path: str, device: str) -> dict:
     update_bytes = at_size(small, large, "update_bytes", "samples", real_samples)
     rollout_multiply_adds = large["rollout_multiply_adds"] / large["agents"]
     update_multiply_adds = large["update_multiply_adds"] / large["samples"]
+    gradient_multiply_adds = large["update_gradient_multiply_adds"] / large["samples"]
     optimizer_steps = 4 * 4
     rollout_seconds = ROLLOUT_STEPS * (large["rollout_kernels"] * H200["seconds_per_kernel"]
                                        + rollout_bytes * real_agents / H200["copy_bytes_per_second"]
-                                       + rollout_multiply_adds * real_agents / H200["network_multiply_adds_per_second"])
+                                       + rollout_multiply_adds * real_agents / H200["forward_multiply_adds_per_second"])
     update_seconds = optimizer_steps * (large["update_kernels"] * H200["seconds_per_kernel"]
                                         + update_bytes * real_samples / H200["copy_bytes_per_second"]
-                                        + update_multiply_adds * real_samples
-                                        / H200["network_multiply_adds_per_second"])
+                                        + (update_multiply_adds - gradient_multiply_adds) * real_samples
+                                        / H200["forward_multiply_adds_per_second"]
+                                        + gradient_multiply_adds * real_samples
+                                        / H200["gradient_multiply_adds_per_second"])
     return {
         "config": name, "path": path, **PATHS[path], "device": device, "precision": "bf16",
         "warpsim_commit": source_commit(),
@@ -364,6 +382,7 @@ def model(name: str, path: str, device: str) -> dict:
                     "ops": dict(large["rollout_ops"].most_common(12)), "predicted_ms": 1e3 * rollout_seconds},
         "update": {"kernels_per_step": large["update_kernels"], "bytes_per_sample": update_bytes,
                    "network_multiply_adds_per_sample": update_multiply_adds,
+                   "gradient_multiply_adds_per_sample": gradient_multiply_adds,
                    "samples_per_optimizer_step": real_samples, "ops": dict(large["update_ops"].most_common(12)),
                    "predicted_ms": 1e3 * update_seconds},
         "measured_h200_ms": MEASURED.get((name, path)),

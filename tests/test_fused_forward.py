@@ -239,6 +239,44 @@ def test_its_benchmark_runs_its_python_path_on_the_cpu(tmp_path):
     assert record["fused_bytes_per_agent"] > 71 * 2 + 4
 
 
+def test_its_benchmark_queues_each_timed_step_behind_a_spin_that_outlasts_the_hosts_queuing(monkeypatch):
+    """benchmarks/fused_forward.py's ``timed`` on a GPU, its calls to torch.cuda recorded: each step is queued
+    between its events behind a spinning kernel of twice the cycles an untimed step took, so that the events
+    time its kernels and not the host's Python (which a replayed CUDA graph does not pay)."""
+    script = load_script(Path(__file__).resolve().parent.parent / "benchmarks" / "fused_forward.py")
+    calls: list = []
+
+    class Event:
+        def __init__(self, enable_timing: bool):
+            self.name = f"event {sum(call[0] == 'new event' for call in calls)}"
+            calls.append(("new event",))
+
+        def record(self):
+            calls.append(("record", self.name))
+
+        def synchronize(self):
+            pass
+
+        def elapsed_time(self, end) -> float:
+            return 4.0 if self.name == "event 0" else 2.0  # ms: the rate's spin, then each step's
+
+    monkeypatch.setattr(torch.cuda, "Event", Event)
+    monkeypatch.setattr(torch.cuda, "_sleep", lambda cycles: calls.append(("spin", cycles)))
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    moments = iter([10.0, 10.5])
+    monkeypatch.setattr(script.time, "perf_counter", lambda: next(moments))
+    script.spin_cycles_per_second.cache_clear()
+    seconds = script.timed(lambda: calls.append(("step",)), 2, torch.device("cuda"))
+    assert seconds == 0.002 and script.spin_cycles_per_second() == 10_000_000 / 0.004
+    spin = int(2 * 0.5 * 10_000_000 / 0.004)
+    timed = [call for call in calls if call[0] != "new event"]
+    assert timed[:2] == [("step",), ("step",)]  # the warm-up, then the host's time taken
+    assert timed[2:] == [("spin", 10_000_000), ("record", "event 0"), ("spin", 10_000_000), ("record", "event 1"),
+                         *[call for i in range(2) for call in (("spin", spin), ("record", f"event {2 * i + 2}"),
+                                                               ("step",), ("record", f"event {2 * i + 3}"))]]
+    script.spin_cycles_per_second.cache_clear()
+
+
 def test_its_benchmarks_launch_shapes_run_in_tritons_interpreter():
     """The GPU's sweep of launch shapes (benchmarks/fused_forward.py's ``launch_shape_times``), at one shape
     each, on the CPU through the interpreter: a time for each kernel."""

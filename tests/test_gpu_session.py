@@ -52,6 +52,18 @@ def test_a_peer_stage_without_the_carried_wheels_says_where_to_name_them(tmp_pat
     assert summary == ["=== peers: set PEER_WHEELS to the folder of carried wheels (benchmarks/peers/README.md)"] * 2
 
 
+def test_a_step_past_its_limit_is_interrupted_as_by_ctrl_c_and_its_output_kept(tmp_path):
+    """So that pytest still prints the failures so far, and training saves its checkpoint."""
+    text = SCRIPT.read_text()
+    step = text[text.index("step() {"):text.index("\n}\n", text.index("step() {")) + 3]
+    waits = "import time\ntry:\n    time.sleep(30)\nexcept KeyboardInterrupt:\n    print('interrupted, saved')"
+    command = f"step waits 1 {shlex.quote(sys.executable)} -c {shlex.quote(waits)}"
+    script = f"out={shlex.quote(str(tmp_path))}\n{step}{command}"
+    result = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60)
+    assert "interrupted, saved" in (tmp_path / "waits.log").read_text(), result.stdout + result.stderr
+    assert re.fullmatch(r"=== waits: exit 124 after [12] s\n", (tmp_path / "summary.txt").read_text())
+
+
 VALUES = {"out": "/tmp/out", "run": "/tmp/out/runs/tag-chase", "preset": "tag-chase", "preset//-/_": "tag_chase",
           "metric": "episode_length", "config": "headline", "search": "grid", "peer_site": "/tmp/site"}
 """What the script's variables hold where its commands use them (a stage's own values)."""

@@ -50,6 +50,7 @@ def test_the_rollouts_own_kernel_moves_its_operands_and_is_one_launch_of_a_compi
     assert counter.tally.bytes == counter.tally.extern_bytes == operands + rows * 3 * 2 + rows * 4  # a bfloat16 policy
     # two one-layer trunks of 6 x 16, then 3 logits and the value from 16 features, for each of the 8 rows
     assert counter.tally.network_multiply_adds == rows * (2 * inputs * hidden + (3 + 1) * hidden)
+    assert counter.tally.gradient_multiply_adds == 0, "the forward kernel's, at its own rate"
     wrapper = "    buf1 = torch.ops.warpsim.actor_critic.default(arg0_1, arg1_1)\n    extern_kernels.bmm(a, b, out=c)\n"
     assert iteration_cost.LAUNCH.findall(wrapper) == ["torch.ops.warpsim.actor_critic.default", "extern_kernels.bmm"]
 
@@ -98,6 +99,7 @@ def test_the_gradients_op_is_counted_as_its_launcher_runs_on_a_gpu():
     # per row: both trunks again, the features' and the heads' gradients, and each first layer's weight's
     forward = 2 * inputs * hidden + (outputs + 1) * hidden
     assert counter.tally.network_multiply_adds == rows * (forward + (outputs + 1) * hidden + 2 * inputs * hidden)
+    assert counter.tally.gradient_multiply_adds == counter.tally.network_multiply_adds, "at the gradients' rate"
 
 
 def test_the_networks_multiply_adds_count_further_layers_and_a_shared_trunk_once():
