@@ -207,6 +207,38 @@ def test_the_fused_path_runs_both_first_layers_as_one_product():
     assert fused.policies.network("tagger").joint_first_layers
 
 
+def test_a_fused_rollout_converts_each_roles_weights_once_and_plays_as_converting_them_each_step(monkeypatch):
+    """The kernel's weights (bfloat16, stacked, rows aligned: ``RunPolicies.fused_weights``) are made once a
+    rollout, not at each of its steps, with the same actions, log-probabilities and values bit for bit. The
+    policy step and the record run eagerly here (their compiled form is the same code)."""
+    from warpsim.train.policy import StackedActorCritic
+
+    made = []
+    fused_weights = StackedActorCritic.fused_weights
+
+    def counted(network):
+        made.append(network)
+        return fused_weights(network)
+
+    monkeypatch.setattr(StackedActorCritic, "fused_weights", counted)
+    storages = []
+    for at_each_step in (False, True):
+        trainer = Trainer(TrainConfig(**dict(TAG, rollout_steps=5), backend="numpy", compile="on", precision="bf16"))
+        assert trainer.policies.fused
+        collector = trainer.collector
+        collector.policy_step, collector.record = collector._policy_step, collector._record
+        if at_each_step:
+            monkeypatch.setattr(trainer.policies, "fused_weights", lambda role_names: None)
+        made.clear()
+        trainer.rollout()
+        steps = 5 + 1  # the last observations' values too
+        assert len(made) == (len(collector.names) * steps if at_each_step else len(collector.names))
+        storages.append([tensor.clone() for rollout in trainer.storage.values()
+                         for tensor in (rollout.actions, rollout.log_probs, rollout.values)])
+    for once, each_step in zip(*storages, strict=True):
+        assert torch.equal(once, each_step)
+
+
 def test_each_compiled_function_has_its_own_code_object():
     """Dynamo keeps graphs and counts recompilations per code object (``compiled.own_code``): the copy
     computes as the original, bound methods stay bound."""

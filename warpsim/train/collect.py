@@ -86,7 +86,7 @@ class Collector:
         self.at_step = [{name: rollout.at(t) for name, rollout in self.storage.items()}
                         for t in range(self.terminated.shape[1])]
         """Each step's slices of every learning role's rollout, float[R, E, n, ...]."""
-        self.policy_step: Callable[[dict, list[list[tuple]]], None] = (
+        self.policy_step: Callable[[dict, list[list[tuple]], dict[str, tuple] | None], None] = (
             Compiled(self._policy_step, "the rollout's policy step") if self.compiled else self._policy_step)
         """Stores the inputs, acts on draws made beforehand and stores what was done (``_policy_step``)."""
         self.record: Callable[[dict, torch.Tensor, torch.Tensor], None] = (
@@ -97,28 +97,32 @@ class Collector:
     def collect(self) -> list[torch.Tensor]:
         """Steps every environment ``rollout_steps`` times, storing the learning roles' side of each
         step; returns each learning role's value float32[R, E, n] of the final observations."""
+        weights = self.policies.fused_weights(self.names)
         for t in range(self.terminated.shape[1]):
-            self.policy_step(self.at_step[t], self.policies.noise(self.names, self.rows, self.generators, self.device))
+            self.policy_step(self.at_step[t], self.policies.noise(self.names, self.rows, self.generators, self.device),
+                             weights)
             self._step(self.random_roles)
             self.record(self.at_step[t], self.terminated[:, t], self.truncated[:, t])
         inputs = [stack.peek().to(self.device) for stack in self.inputs]  # hybrid: one more copy per rollout
         with self.autocast():
             outputs = self.policies([self._stacked(role, inputs) for role in self.learners],
-                                    [role.name for role in self.learners])
+                                    [role.name for role in self.learners], weights)
         return [self.policies.network(role.name).returns_scale(values.float()).view(len(self.envs), -1, role.count)
                 for role, (_, values) in zip(self.learners, outputs)]
 
-    def _policy_step(self, stored: dict[str, RoleRollout], noise: list[list[tuple]]) -> None:
+    def _policy_step(self, stored: dict[str, RoleRollout], noise: list[list[tuple]],
+                     weights: dict[str, tuple] | None) -> None:
         """One step of the acting roles: their inputs (each run's float[E, N, D]) made from the
-        observations and stored, their actions sampled from ``noise`` (``RunPolicies.noise``), and the
-        actions, log-probabilities and values stored in ``stored`` (the step's slices of the rollout) and
-        written where the environments read them."""
+        observations and stored, their actions sampled from ``noise`` (``RunPolicies.noise``) by the
+        networks (on the fused path, by the kernel on ``weights``, made once a rollout:
+        ``RunPolicies.fused_weights``), and the actions, log-probabilities and values stored in ``stored``
+        (the step's slices of the rollout) and written where the environments read them."""
         inputs = [stack.advance() for stack in self.inputs]
         # Hybrid: the step's one copy to the networks. Being blocking, it also lets the last update's
         # non-blocking copies out of the pinned storage finish before this step overwrites it.
         policy_inputs = [run_inputs.to(self.device) for run_inputs in inputs]
         batches = [self._policy_batch(role, inputs, policy_inputs, stored) for role in self.acting]
-        acted = self.policies.act_with(batches, self.names, noise, autocast=self.autocast)
+        acted = self.policies.act_with(batches, self.names, noise, autocast=self.autocast, weights=weights)
         for role, (actions, log_probs, values) in zip(self.acting, acted):
             actions = actions.view(len(self.envs), -1, role.count, actions.shape[-1])
             step = stored.get(role.name)

@@ -93,10 +93,11 @@ class EpisodeStats:
 
         def per_block(values: torch.Tensor) -> torch.Tensor:
             """float[blocks, C]: the counted episodes' sum of ``values`` float[C, E] (or float[E], C = 1)
-            in each block, one product (sums of whole numbers, exact in any order)."""
+            in each block: sums of whole numbers, exact in any order. Not a matrix product: on a GPU that
+            is two matrix-library kernels of its own, where a compiled record fuses a sum with the rest."""
             rows = values.shape[0] if values.dim() == 2 else 1
             by_block = values.view(rows, self.blocks, self.block_size).transpose(0, 1)
-            return (by_block @ counted_blocks.unsqueeze(-1)).squeeze(-1)
+            return (by_block * counted_blocks.unsqueeze(1)).sum(-1)
 
         self.totals[:, 0] += counted_blocks.sum(-1)
         for block in range(self.blocks):  # returns are not whole: each block sums as alone

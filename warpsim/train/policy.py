@@ -263,18 +263,31 @@ class StackedActorCritic(ActorCriticBase):
         product) and at most ``fused_forward.MAX_HIDDEN`` wide."""
         return 2 <= _linears(self.trunk)[0].weight.shape[1] <= fused_forward.MAX_HIDDEN
 
-    def fused(self, observations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def fused(self, observations: torch.Tensor, weights: tuple | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """``forward`` under bf16 autocast as one kernel (``fused_forward.actor_critic``), its gradients as
-        kernels too: float[R, B, D] in, rounded to bfloat16 as autocast rounds it."""
-        policy, value = fused_forward.DifferentiableActorCritic.apply(*self.fused_operands(observations))
+        kernels too: float[R, B, D] in, rounded to bfloat16 as autocast rounds it. ``weights``: these
+        networks' ``fused_weights``, made beforehand (a rollout's steps share them); by default made now."""
+        weights = self.fused_weights() if weights is None else weights
+        policy, value = fused_forward.DifferentiableActorCritic.apply(self.fused_observations(observations), *weights)
         # Converted before the heads split it: compiled on a CPU, split bfloat16 outputs of the kernel's op
         # were read wrongly (NaN log-probabilities, tests/test_compiled.py); on a GPU the conversion fuses
         # into the sampling's kernel either way.
         return self._with_log_std(policy.float()), value
 
     def fused_operands(self, observations: torch.Tensor) -> tuple:
-        """The arguments of ``fused_forward.actor_critic`` for these networks on float[R, B, D], the observations'
-        and the first layers' rows aligned (``fused_forward.aligned_rows``); a shared trunk's critic is empty (the
+        """The arguments of ``fused_forward.actor_critic`` for these networks on float[R, B, D]:
+        ``fused_observations``, then ``fused_weights``."""
+        return self.fused_observations(observations), *self.fused_weights()
+
+    @staticmethod
+    def fused_observations(observations: torch.Tensor) -> torch.Tensor:
+        """Observations float[R, B, D] as ``fused_forward.actor_critic`` takes them: in bfloat16, their rows
+        aligned (``fused_forward.aligned_rows``)."""
+        return fused_forward.aligned_rows(observations.to(torch.bfloat16))
+
+    def fused_weights(self) -> tuple:
+        """The arguments of ``fused_forward.actor_critic`` after the observations: the trunks' weights, the first
+        layers' rows aligned as the observations', then the heads'. A shared trunk's critic is empty (the
         kernels ignore it, and an autograd Function under torch.compile takes no tensor twice)."""
         actor = _packed(self.trunk)
         if self.value_trunk is None:
@@ -283,8 +296,7 @@ class StackedActorCritic(ActorCriticBase):
             critic = _packed(self.value_trunk)
         policy_head, value_head = self.policy_head, self.value_head
         assert isinstance(policy_head, StackedLinear) and isinstance(value_head, StackedLinear)
-        return (fused_forward.aligned_rows(observations.to(torch.bfloat16)), *actor, *critic,
-                *fused_forward.autocast_operands(policy_head.weight, policy_head.bias),
+        return (*actor, *critic, *fused_forward.autocast_operands(policy_head.weight, policy_head.bias),
                 *fused_forward.autocast_operands(value_head.weight, value_head.bias), self.value_trunk is None)
 
 
@@ -327,11 +339,21 @@ class RunPolicies(HeadsByRole):
         """Whether, with ``fused``, they learn by the kernels too (their gradients as kernels); otherwise a forward
         pass that records gradients runs the eager networks (``TrainConfig.gradient_kernels``)."""
 
-    def forward(self, observations: list[torch.Tensor], role_names: list[str] | None = None):
+    def forward(self, observations: list[torch.Tensor], role_names: list[str] | None = None,
+                weights: dict[str, tuple] | None = None):
+        """``weights``, with ``fused``: the named roles' ``fused_weights``, made beforehand."""
         names = self.role_names if role_names is None else role_names
         if self.fused and (self.gradient_kernels or not torch.is_grad_enabled()):
-            return [self.network(name).fused(batch) for name, batch in zip(names, observations)]
+            return [self.network(name).fused(batch, None if weights is None else weights[name])
+                    for name, batch in zip(names, observations)]
         return [self.network(name)(batch) for name, batch in zip(names, observations)]
+
+    def fused_weights(self, role_names: list[str]) -> dict[str, tuple] | None:
+        """With ``fused``, the named roles' networks' weights as the fused kernel takes them
+        (``StackedActorCritic.fused_weights``), by role name: made once, they serve every step of a
+        rollout, whose networks do not change (one conversion of them a rollout, not a step). None
+        otherwise."""
+        return {name: self.network(name).fused_weights() for name in role_names} if self.fused else None
 
     def network(self, role_name: str) -> StackedActorCritic:
         """The stacked networks of one role."""
@@ -364,12 +386,14 @@ class RunPolicies(HeadsByRole):
         return [[run_noise[role] for run_noise in by_run] for role in range(len(rows))]
 
     def act_with(self, inputs: list[torch.Tensor], role_names: list[str], noise: list[list[tuple]], *,
-                 autocast: Callable[[], AbstractContextManager] = contextlib.nullcontext) -> list[Acted]:
+                 autocast: Callable[[], AbstractContextManager] = contextlib.nullcontext,
+                 weights: dict[str, tuple] | None = None) -> list[Acted]:
         """``RolePolicies.act`` for every run at once on inputs float[R, B_r, D], sampling from draws made
         beforehand (``noise``: each run's from its own generator, so its draws are those it would make
-        alone), with no generator in it, so that it compiles whole. Returns [R, B, ...] tensors."""
+        alone), with no generator in it, so that it compiles whole; ``weights``: the named roles'
+        ``fused_weights``, made beforehand. Returns [R, B, ...] tensors."""
         with contextlib.nullcontext() if self.fused else autocast():
-            outputs = self(inputs, role_names)
+            outputs = self(inputs, role_names, weights)
         acted = []
         for name, (policy, values), role_noise in zip(role_names, outputs, noise):
             head = self.heads[name]
