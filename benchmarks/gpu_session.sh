@@ -15,7 +15,8 @@
 # side by side against one alone), mpe and mpe-roles (the MPE scenarios against MPE2), mpe-scale (MPE's grid
 # searches at N = 1000 and 4096), simple-spread-1k and simple-tag-1k (those presets trained for at most 270 s and
 # evaluated), profile (Nsight Compute),
-# and the reference learning tasks: grid-chase, tag-chase, tag-chase-continuous, tag-evade (needs tag-chase's run, in the same
+# and the reference learning tasks: grid-chase, tag-chase, tag-chase-one-epoch (one pass over each rollout),
+# tag-chase-continuous, tag-evade (needs tag-chase's run, in the same
 # OUT_DIR) and self-play (train-ref, both roles learn), each one call of at most 10 minutes;
 # learning runs all four in turn; peers-mpe (simple_spread beside VMAS on CUDA and JaxMARL), peers-jaxmarl and
 # peers-jaxmarl-headline (JaxMARL's simple_tag at train-ref's and at headline's E x N).
@@ -46,14 +47,18 @@ bench() {  # bench NAME SECONDS ARGS...: one warpsim bench call, its records in 
     step "bench-$name" "$limit" warpsim bench --no-baseline --results-dir "$out/bench" "$@"
 }
 
-learn() {  # learn PRESET SECONDS METRIC [TRAIN ARGS...]: train, evaluate (sampled and greedy, against
-            # random play, as JSON) and plot METRIC; the run, its evaluation and plot go under OUT_DIR
-    local preset=$1 limit=$2 metric=$3 run=$out/runs/$1
-    shift 3
-    step "train-$preset" "$limit" warpsim train --config "$preset" --run-dir "$run" "$@"
-    step "evaluate-$preset" 150 warpsim evaluate "$run" --episodes 2000 --num-envs 2000 \
-        --json "$out/evaluate-$preset.json"
-    step "plot-$preset" 60 warpsim plot "$run" --metric "$metric" --out "$out/${preset//-/_}.png"
+learn_as() {  # learn_as NAME PRESET SECONDS METRIC [TRAIN ARGS...]: train PRESET as the run NAME, evaluate it
+            # (sampled and greedy, against random play, as JSON) and plot METRIC; all of it under OUT_DIR
+    local name=$1 preset=$2 limit=$3 metric=$4 run=$out/runs/$1
+    shift 4
+    step "train-$name" "$limit" warpsim train --config "$preset" --run-dir "$run" "$@"
+    step "evaluate-$name" 150 warpsim evaluate "$run" --episodes 2000 --num-envs 2000 \
+        --json "$out/evaluate-$name.json"
+    step "plot-$name" 60 warpsim plot "$run" --metric "$metric" --out "$out/${name//-/_}.png"
+}
+
+learn() {  # learn PRESET SECONDS METRIC [TRAIN ARGS...]: learn_as the run named PRESET
+    learn_as "$1" "$@"
 }
 
 peer_site=${PEER_SITE:-/tmp/warpsim-peers}  # where they are installed
@@ -118,6 +123,10 @@ for stage in "$@"; do
             learn grid-chase 300 episode_length ;;
         tag-chase)
             learn tag-chase 390 episode_length ;;
+        tag-chase-one-epoch)  # tag-chase with one pass over each rollout against tag-chase's four
+            # (docs/training.md, "How often each sample is used"), at about equal wall time: twice the
+            # iterations, one pass making each shorter
+            learn_as tag-chase-one-epoch tag-chase 390 episode_length --epochs 1 --iterations 2400 ;;
         tag-chase-continuous)  # tag-chase with continuous actions (a Gaussian policy): the same bar
             learn tag-chase-continuous 390 episode_length ;;
         tag-evade)
@@ -206,8 +215,8 @@ for stage in "$@"; do
             done ;;
         *)
             echo "unknown stage $stage (tests, bench, bf16, train-speed, train-speed-autotune, gradient-kernels," \
-                "grid-chase," \
-                "tag-chase, tag-chase-continuous, tag-evade, self-play, learning, many-runs, mpe, mpe-roles, mpe-scale," \
+                "grid-chase, tag-chase, tag-chase-one-epoch, tag-chase-continuous, tag-evade, self-play, learning," \
+                "many-runs, mpe, mpe-roles, mpe-scale," \
                 "simple-spread-1k, simple-tag-1k," \
                 "fused-forward, evaluation-speed, neighbour-search, placement, peers-mpe, peers-jaxmarl," \
                 "peers-jaxmarl-headline, profile)" >&2; exit 2 ;;

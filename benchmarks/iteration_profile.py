@@ -26,6 +26,7 @@ from warpsim.bench.policy_tiers import FIXED_UPDATE
 from warpsim.commands import json_output, positive_int
 from warpsim.configs import NAMED_CONFIGS
 from warpsim.files import write_output
+from warpsim.source_commit import source_commit
 from warpsim.train import TrainConfig, Trainer
 
 TOP = 25
@@ -93,7 +94,7 @@ def main() -> None:
     result = {"config": args.config, "compile": args.compile, "gradient_kernels": args.gradient_kernels,
               "rollout_steps": args.steps,
               "optimizer_steps": optimizer_steps,
-              "device": torch.cuda.get_device_name(), "torch": torch.__version__,
+              "device": torch.cuda.get_device_name(), "torch": torch.__version__, "warpsim_commit": source_commit(),
               "rollout_per_step": {**summary(rollout, args.steps), "wall_ms": rollout_wall / args.steps},
               "update_per_optimizer_step": {**summary(update, optimizer_steps),
                                             "wall_ms": update_wall / optimizer_steps},

@@ -64,7 +64,7 @@ def test_a_step_past_its_limit_is_interrupted_as_by_ctrl_c_and_its_output_kept(t
     assert re.fullmatch(r"=== waits: exit 124 after [12] s\n", (tmp_path / "summary.txt").read_text())
 
 
-VALUES = {"out": "/tmp/out", "run": "/tmp/out/runs/tag-chase", "preset": "tag-chase", "preset//-/_": "tag_chase",
+VALUES = {"out": "/tmp/out", "run": "/tmp/out/runs/tag-chase", "preset": "tag-chase", "name": "tag-chase", "name//-/_": "tag_chase",
           "metric": "episode_length", "config": "headline", "search": "grid", "peer_site": "/tmp/site"}
 """What the script's variables hold where its commands use them (a stage's own values)."""
 SEPARATORS = {";", ";;", "&&", "||", "|"}
@@ -89,6 +89,8 @@ def session_commands() -> list[tuple[str, list[str]]]:
                 commands.append(("warpsim", ["bench", "--no-baseline", "--results-dir", "/tmp/out/bench", *rest[2:]]))
             elif word == "learn" and start == 0:
                 commands.append(("warpsim", ["train", "--config", rest[0], "--run-dir", "/tmp/out/runs/x", *rest[3:]]))
+            elif word == "learn_as" and start == 0 and len(rest) > 3:  # not learn's own call of it
+                commands.append(("warpsim", ["train", "--config", rest[1], "--run-dir", "/tmp/out/runs/x", *rest[4:]]))
     return [(program, [expanded(text) for text in arguments]) for program, arguments in commands]
 
 

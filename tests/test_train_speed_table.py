@@ -27,7 +27,7 @@ def test_each_policy_tier_record_is_a_row_with_the_models_prediction_for_its_con
     lines = capsys.readouterr().out.splitlines()
     rows = [line.split(" | ") for line in lines if line.startswith("| train-ref | train")]
     assert [(row[2], row[3], row[4], row[5], row[6]) for row in rows] == [
-        ("eager", "2.58e+07", "150.5", "701.2", "56 / 337"), ("fused", "4.67e+07", "65.6", "404.9", "22 / 66")]
+        ("eager", "2.58e+07", "150.5", "701.2", "57 / 337"), ("fused", "4.67e+07", "65.6", "404.9", "14 / 66")]
 
 
 def test_each_profile_lists_its_most_expensive_kernels_per_phase(session, capsys):

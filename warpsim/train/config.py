@@ -130,8 +130,9 @@ class TrainConfig:
     a C++ compiler); auto: on with CUDA in one process, but for fp16."""
     gradient_kernels: bool = False
     """On the fused path under bf16, the update's networks and their gradients run as warpsim's Triton kernels,
-    which read the observations again where autograd keeps every activation; off: the compiled eager networks
-    and autograd. Needs compile on (or auto on a GPU) and bf16."""
+    which read the observations again where autograd keeps every activation; off (the default, the faster on an
+    H200: an update of 405 ms against 437 at train-ref): the compiled eager networks and autograd. Needs compile
+    on (or auto on a GPU) and bf16."""
     log_every: int = 10
     """Iterations between metric reads (the trainer's only host synchronisations) and progress lines."""
     checkpoint_every: int = 50
