@@ -154,7 +154,16 @@ def test_gradient_kernels_where_the_run_resolves_off_the_fused_path_are_refused_
                  "--compile", "auto", "--gradient-kernels", "--run-dir", str(tmp_path / "run")])
     assert code == 2 and not (tmp_path / "run").exists()
     assert "gradient_kernels=True needs the fused path under bf16 with networks at most 128 wide, and this run " \
-           "resolved to compile=False, precision='fp32'" in capsys.readouterr().err
+           "resolved to compile=False, precision='fp32', hidden_size=64: set compile='on' and precision='bf16', " \
+           "or leave gradient_kernels False" in capsys.readouterr().err
+
+
+def test_gradient_kernels_where_only_the_precision_resolves_off_the_fused_path_name_the_precision(capsys):
+    """compile on and precision auto on a CPU (fp32): the way out is the precision alone."""
+    code = main(["bench", "--config", "train-ref", "--tier", "train", "--compile", "on", "--gradient-kernels"])
+    assert code == 2
+    assert "resolved to compile=True, precision='fp32', hidden_size=64: set precision='bf16', or leave " \
+           "gradient_kernels False" in capsys.readouterr().err
 
 
 @needs_compiler

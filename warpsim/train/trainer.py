@@ -216,10 +216,15 @@ class Trainer:
         self.policies.fused = self.compiled and self.precision == "bf16" and all(
             self.policies.network(name).fusable() for name in role_names)
         if config.gradient_kernels and not self.policies.fused:
+            missing = {"compile='on'": not self.compiled, "precision='bf16'": self.precision != "bf16",
+                       f"hidden_size at most {fused_forward.MAX_HIDDEN}": not 2 <= config.hidden_size
+                       <= fused_forward.MAX_HIDDEN}
+            ways = [way for way, needed in missing.items() if needed]
             raise InvalidValueError(
                 f"config field gradient_kernels=True needs the fused path under bf16 with networks at most "
                 f"{fused_forward.MAX_HIDDEN} wide, and this run resolved to compile={self.compiled}, precision="
-                f"{self.precision!r}, hidden_size={config.hidden_size}: leave gradient_kernels False")
+                f"{self.precision!r}, hidden_size={config.hidden_size}: set {' and '.join(ways)}, or leave "
+                f"gradient_kernels False")
         self.policies.gradient_kernels = config.gradient_kernels
         for name in role_names:
             self.policies.network(name).joint_first_layers = self.compiled
