@@ -32,7 +32,7 @@ from pathlib import Path
 import torch
 
 from warpsim.bench.runner import RESULTS_DIR, append_result
-from warpsim.commands import positive_int
+from warpsim.commands import positive_int, torch_device
 from warpsim.configs import NAMED_CONFIGS
 from warpsim.device import device_name, resolve_placement
 from warpsim.registry import make
@@ -209,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=positive_int, default=50)
     parser.add_argument("--hidden-size", type=positive_int, default=TrainConfig.hidden_size,
                         help="the networks' width (tag-chase's presets: 128)")
-    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", type=torch_device)
     parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR / "fused_forward")
     args = parser.parse_args(argv)
     device = torch.device(args.device)

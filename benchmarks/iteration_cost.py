@@ -42,7 +42,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 
 from warpsim.bench.policy_tiers import FIXED_UPDATE
-from warpsim.commands import json_output
+from warpsim.commands import json_output, torch_device
 from warpsim.configs import NAMED_CONFIGS
 from warpsim.files import write_output
 from warpsim.source_commit import source_commit
@@ -316,7 +316,7 @@ and gradients as warpsim's kernels (``TrainConfig.gradient_kernels``)."""
 
 def trainer_for(name: str, num_envs: int, path: str, device: str) -> Trainer:
     named = NAMED_CONFIGS[name]
-    backend = "cuda" if device == "cuda" else "numpy"
+    backend = "cuda" if device.startswith("cuda") else "numpy"
     return Trainer(TrainConfig(env=named.env, env_params=dict(named.params), num_envs=num_envs,
                                rollout_steps=ROLLOUT_STEPS,
                                backend=backend, precision="bf16", graphs="off", **PATHS[path],
@@ -432,7 +432,7 @@ def main() -> None:
     parser.add_argument("--path", choices=[*PATHS, "all"], default="all",
                         help="the eager path (off, the baseline), the fused one (on), the fused one with gradient "
                              "kernels (kernels), or all three (default)")
-    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", type=torch_device)
     parser.add_argument("--json", type=json_output("cost model figures"), help="also write every figure to this file")
     args = parser.parse_args()
     paths = list(PATHS) if args.path == "all" else [args.path]

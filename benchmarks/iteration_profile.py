@@ -81,6 +81,9 @@ def main() -> None:
                         help="with --compile on: the update's networks and gradients as warpsim's kernels")
     parser.add_argument("--json", type=json_output("profile"), help="write the figures to this file")
     args = parser.parse_args()
+    if not torch.cuda.is_available():
+        parser.error("torch sees no CUDA GPU here, and this profiles an iteration's CUDA kernels; on a CPU, "
+                     "benchmarks/iteration_cost.py counts its kernels and bytes")
     config = NAMED_CONFIGS[args.config]
     trainer = Trainer(TrainConfig(env=config.env, env_params=dict(config.params), num_envs=config.num_envs,
                                   rollout_steps=args.steps, precision="bf16", graphs="off", seed=0,

@@ -20,7 +20,7 @@ import torch
 from torch.func import functional_call, stack_module_state
 
 import warpsim
-from warpsim.commands import positive_int
+from warpsim.commands import positive_int, torch_device
 from warpsim.train import TrainConfig
 from warpsim.train.policy import RolePolicies, RunPolicies
 from warpsim.train.presets import PRESETS
@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=positive_int, default=8)
     parser.add_argument("--batch", type=positive_int, default=512, help="samples per run (a minibatch; default 512)")
     parser.add_argument("--hidden", type=positive_int, default=64)
-    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--device", default="cpu", type=torch_device)
     parser.add_argument("--repeats", type=positive_int, default=200)
     args = parser.parse_args(argv)
     device = torch.device(args.device)

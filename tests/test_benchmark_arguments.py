@@ -41,6 +41,26 @@ def test_a_count_of_zero_is_a_usage_error(script, option, monkeypatch, capsys):
     assert last_line.endswith(f"error: argument {option}: 0 is not allowed; give an integer >= 1"), last_line
 
 
+@pytest.mark.parametrize("script", ["fused_forward", "iteration_cost", "stacked_networks"])
+@pytest.mark.parametrize("device, error", [
+    ("gpu", "'gpu' is not allowed; give cpu, cuda or cuda:N"), ("cuda:7", "'cuda:7' is not here: torch sees")])
+def test_a_device_that_is_not_here_is_a_usage_error(script, device, error, monkeypatch, capsys):
+    module = load_script(BENCHMARKS / f"{script}.py")
+    monkeypatch.setattr(sys, "argv", [f"{script}.py", "--device", device])
+    with pytest.raises(SystemExit) as stopped:
+        module.main()
+    assert stopped.value.code == 2 and f"error: argument --device: {error}" in capsys.readouterr().err
+
+
+def test_the_iteration_profile_without_a_gpu_is_a_usage_error_naming_the_cost_model(monkeypatch, capsys):
+    module = load_script(BENCHMARKS / "iteration_profile.py")
+    monkeypatch.setattr(sys, "argv", ["iteration_profile.py"])
+    monkeypatch.setattr(module.torch.cuda, "is_available", lambda: False)
+    with pytest.raises(SystemExit) as stopped:
+        module.main()
+    assert stopped.value.code == 2 and "benchmarks/iteration_cost.py counts" in capsys.readouterr().err
+
+
 def test_the_search_count_takes_no_steps_after_the_start_but_not_fewer(capsys):
     script = load_script(BENCHMARKS / "mpe_search_work.py")
     with pytest.raises(SystemExit) as stopped:

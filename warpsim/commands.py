@@ -305,6 +305,22 @@ def positive_int(text: str) -> int:
     return value
 
 
+def torch_device(text: str) -> str:
+    """An argparse type: a torch device that is here, ``cpu`` or ``cuda[:N]`` with that GPU, as torch names it."""
+    import torch
+
+    try:
+        device = torch.device(text)
+    except RuntimeError:
+        device = None
+    if device is None or device.type not in ("cpu", "cuda"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; give cpu, cuda or cuda:N")
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if device.type == "cuda" and (device.index or 0) >= gpus:
+        raise argparse.ArgumentTypeError(f"{text!r} is not here: torch sees {gpus} CUDA GPU(s); give cpu")
+    return str(device)
+
+
 def file_path(text: str) -> Path:
     """An argparse type: a file path, not empty (which would mean the current directory)."""
     if not text.strip():
