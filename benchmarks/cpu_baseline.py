@@ -8,8 +8,8 @@ At each N of ``--agents`` (default 25 and 110 agents per environment, taggers 1:
 runners) it times warpsim's tag_continuous on the numpy backend (train-ref rules,
 partial K=10, runners stay in the game when tagged) and then every peer given, each in
 its own virtual environment (benchmarks/peers/README.md). VMAS is swept over its batch
-sizes and its fastest kept. All records that ran are appended to
-benchmarks/results/<device>.json (unless --no-save); a table of rates and ratios
+sizes and its fastest kept. All records that ran are appended to <results-dir>/<device>.json
+with --results-dir (benchmarks/results for docs/benchmarks.md); a table of rates and ratios
 (warpsim agent-steps/s over the tool's) is printed, with the reason for any peer that
 could not run.
 """
@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from warpsim.bench import peers
-from warpsim.bench.runner import RESULTS_DIR, append_result, print_progress, run_sim
-from warpsim.commands import positive_int
+from warpsim.bench.runner import keep_result, print_progress, run_sim, saved_note
+from warpsim.commands import add_results_dir, positive_int
 from warpsim.configs import BenchConfig
+from warpsim.removed import RemovedOption
 
 PEER_BATCH_SIZES = {"vmas": (1, 4, 16, 64, 256, 1024, 4096)}
 """Batch sizes swept per peer; the others step one environment."""
@@ -49,9 +49,8 @@ def main(argv: list[str] | None = None) -> int:
                                     repeats=args.repeats, warmup_steps=args.warmup_steps,
                                     max_seconds=args.max_seconds, timeout=args.timeout)
             records.append(peers.peer_record(output, config))
-    if not args.no_save:
-        saved = {append_result(record, args.results_dir) for record in records if record.get("status", "ok") == "ok"}
-        print_progress(f"records appended to {', '.join(map(str, sorted(saved)))}")
+    print_progress(saved_note(args.results_dir, [keep_result(record, args.results_dir) for record in records
+                                                 if record.get("status", "ok") == "ok"]))
     print(peers.ratio_table(records))
     return 0
 
@@ -72,8 +71,9 @@ def _parse(argv) -> argparse.Namespace:
                              "skipped (default 180; warpsim fits its E to about a minute, as warpsim bench does)")
     parser.add_argument("--timeout", type=float, default=peers.DEFAULT_TIMEOUT,
                         help=f"seconds before a peer's process is stopped (default {peers.DEFAULT_TIMEOUT:g})")
-    parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR)
-    parser.add_argument("--no-save", action="store_true", help="print the table, append nothing")
+    add_results_dir(parser)
+    parser.add_argument("--no-save", action=RemovedOption, version="0.2.0",
+                        replacement="nothing is saved unless --results-dir DIR is given; drop --no-save")
     return parser.parse_args(argv)
 
 

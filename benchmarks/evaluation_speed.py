@@ -8,8 +8,8 @@ they trained does not change what evaluating them costs), then ``evaluate_experi
 all of them as ``warpsim evaluate EXP`` does, and ``evaluate_run`` plays the first alone as
 ``warpsim evaluate RUN`` does: sampled and greedy play, and random play as their baseline.
 The target is R = 10 in at most 2x the time of one. The record (device, config, R, both wall
-times, their ratio, commit) is appended to benchmarks/results/evaluation_speed/<device>.json
-and summarised on one line.
+times, their ratio, commit) is summarised on one line, and with --results-dir DIR appended to
+DIR/<device>.json (benchmarks/results/evaluation_speed for docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from pathlib import Path
 
 from warpsim.analysis.evaluate import EPISODES, evaluate_run
 from warpsim.analysis.evaluate_experiment import evaluate_experiment
-from warpsim.bench.runner import RESULTS_DIR, append_result
-from warpsim.commands import positive_int
+from warpsim.bench.runner import keep_result, saved_note
+from warpsim.commands import add_results_dir, positive_int
 from warpsim.device import device_name
 from warpsim.registry import make
 from warpsim.source_commit import source_commit
@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--iterations", type=positive_int, default=5, help="iterations each run trains (default 5)")
     parser.add_argument("--episodes", type=positive_int, default=EPISODES,
                         help=f"episodes of each play (default {EPISODES})")
-    parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR / "evaluation_speed")
+    add_results_dir(parser)
     args = parser.parse_args(argv)
     config = build_config(PRESETS[args.config], {"iterations": args.iterations})
     with tempfile.TemporaryDirectory() as folder:
@@ -60,9 +60,9 @@ def main(argv: list[str] | None = None) -> int:
               "device": device_name(env.placement), "backend": env.backend, "config": args.config,
               "runs": args.runs, "episodes": args.episodes, "all_runs_seconds": all_runs, "one_run_seconds": one_run,
               "ratio": all_runs / one_run, "target": TARGET, "warpsim_commit": source_commit()}
-    path = append_result(record, args.results_dir)
+    path = keep_result(record, args.results_dir)
     print(f"{args.config}: {args.runs} runs evaluated in {all_runs:.1f} s, one alone in {one_run:.1f} s: "
-          f"{record['ratio']:.2f}x one run's time (target {TARGET:g}x for 10); record appended to {path}")
+          f"{record['ratio']:.2f}x one run's time (target {TARGET:g}x for 10); {saved_note(args.results_dir, [path])}")
     return 0
 
 

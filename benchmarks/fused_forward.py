@@ -15,8 +15,8 @@ eager computation, so only the Python path is exercised. The kernel's bytes are 
 also timed alone at each launch shape (rows and warps per program). The update's side is timed
 as a forward pass with gradients and a backward pass from random gradients of the outputs, the
 eager networks' (autograd) against the kernels' (``launch_backward``, also at each of its launch
-shapes on a GPU). The record (device, config, commit) is appended to <results-dir>/<device>.json
-and summarised on a few lines.
+shapes on a GPU). The record (device, config, commit) is summarised on a few lines, and with
+--results-dir DIR appended to DIR/<device>.json.
 """
 
 from __future__ import annotations
@@ -27,12 +27,11 @@ import functools
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import torch
 
-from warpsim.bench.runner import RESULTS_DIR, append_result
-from warpsim.commands import positive_int, torch_device
+from warpsim.bench.runner import keep_result, saved_note
+from warpsim.commands import add_results_dir, positive_int, torch_device
 from warpsim.configs import NAMED_CONFIGS
 from warpsim.device import device_name, resolve_placement
 from warpsim.registry import make
@@ -210,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hidden-size", type=positive_int, default=TrainConfig.hidden_size,
                         help="the networks' width (tag-chase's presets: 128)")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", type=torch_device)
-    parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR / "fused_forward")
+    add_results_dir(parser)
     args = parser.parse_args(argv)
     device = torch.device(args.device)
     result = measure(args.config, args.num_envs or NAMED_CONFIGS[args.config].num_envs, args.repeats, device,
@@ -219,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     name = device_name(resolve_placement(backend, device.index if device.type == "cuda" else None))
     record = {"tool": "warpsim", "benchmark": "fused_forward", "date": datetime.date.today().isoformat(),
               "device": name, "backend": backend, **result, "warpsim_commit": source_commit()}
-    append_result(record, args.results_dir)
+    path = keep_result(record, args.results_dir)
     print(f"{args.config} on {name}, {result['agents']} agents a step: eager {result['eager_ms']:.3f} ms, fused "
           f"{result['fused_ms']:.3f} ms ({result['speedup']:.1f}x), the kernel moving "
           f"{result['fused_bytes_per_agent']:.0f} B per agent at {result['fused_bytes_per_second'] / 1e9:.0f} GB/s")
@@ -232,6 +231,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  the gradients' kernels alone, {'a whole trunk' if shape['whole_trunks'] else 'a layer'} a launch, "
               f"{shape['block_rows']} rows by {shape['warps']} warps a program, {shape['stages']} stages, rows "
               f"{'aligned' if shape['aligned'] else 'unaligned'}: {shape['ms']:.3f} ms")
+    print(saved_note(args.results_dir, [path]))
     return 0
 
 

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from warpsim.bench import peers
-from warpsim.bench.runner import RESULTS_DIR, append_result, print_progress
-from warpsim.commands import positive_int
+from warpsim.bench.runner import keep_result, print_progress, saved_note
+from warpsim.commands import add_results_dir, positive_int
 from warpsim.configs import NAMED_CONFIGS
+from warpsim.removed import RemovedOption
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -42,9 +42,8 @@ def main(argv: list[str] | None = None) -> int:
                                                   max_seconds=args.max_seconds, timeout=args.timeout)
             records.append(peers.peer_record(output, name))
             print_progress(f"{peer}, {name}: {records[-1]['status']}")
-    if not args.no_save:
-        saved = {append_result(record, args.results_dir) for record in records if record["status"] == "ok"}
-        print_progress(f"records appended to {', '.join(map(str, sorted(saved))) or 'no file: none ran'}")
+    print_progress(saved_note(args.results_dir, [keep_result(record, args.results_dir) for record in records
+                                                 if record["status"] == "ok"]))
     print(peers.ratio_table(records))
     return 0
 
@@ -63,8 +62,9 @@ def _parse(argv) -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=peers.DEFAULT_TIMEOUT,
                         help=f"seconds before a peer's process at one E is stopped, compilation included "
                              f"(default {peers.DEFAULT_TIMEOUT:g})")
-    parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR)
-    parser.add_argument("--no-save", action="store_true", help="print the table, append nothing")
+    add_results_dir(parser)
+    parser.add_argument("--no-save", action=RemovedOption, version="0.2.0",
+                        replacement="nothing is saved unless --results-dir DIR is given; drop --no-save")
     return parser.parse_args(argv)
 
 

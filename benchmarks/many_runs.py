@@ -8,8 +8,8 @@ Both ways train the same runs (seeds 0 to R-1) into a temporary folder; the scri
 checks that each batched run's metrics equal its sequential twin's (timings aside), which
 they do wherever the backend rounds the batch as it rounds one run (docs/experiments.md).
 The record (device, config, R, iterations, both wall times, the speed-up, training
-env-steps/s over all runs, commit) is appended to benchmarks/results/many_runs/<device>.json
-and summarised on one line.
+env-steps/s over all runs, commit) is summarised on one line, and with --results-dir DIR
+appended to DIR/<device>.json (benchmarks/results/many_runs for docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from warpsim.bench.runner import RESULTS_DIR, append_result, print_progress
-from warpsim.commands import positive_int
+from warpsim.bench.runner import keep_result, print_progress, saved_note
+from warpsim.commands import add_results_dir, positive_int
 from warpsim.device import device_name
 from warpsim.source_commit import source_commit
 from warpsim.train.config import build_config
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", choices=sorted(PRESETS), default="tag-small")
     parser.add_argument("--runs", type=positive_int, default=8, help="R, the runs (seeds 0 to R-1; default 8)")
     parser.add_argument("--iterations", type=positive_int, default=100, help="iterations of every run (default 100)")
-    parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR / "many_runs")
+    add_results_dir(parser)
     args = parser.parse_args(argv)
     common = ["--config", args.config, "--iterations", str(args.iterations)]
     config = build_config(PRESETS[args.config], {"iterations": args.iterations})
@@ -79,11 +79,11 @@ def main(argv: list[str] | None = None) -> int:
         "same_metrics": same, "warpsim_commit": source_commit(),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
-    path = append_result(record, args.results_dir)
+    path = keep_result(record, args.results_dir)
     print(f"{args.runs} x {args.config} ({args.iterations} iterations) on {record['device']}: batched "
           f"{batched:.1f} s, sequential {sequential:.1f} s, {record['speedup']:.2f}x; "
           f"{record['batched_env_steps_per_second']:,.0f} training env-steps/s over all runs; "
-          f"metrics {'equal' if same else 'NOT equal'} to the runs alone -> {path}")
+          f"metrics {'equal' if same else 'NOT equal'} to the runs alone; {saved_note(args.results_dir, [path])}")
     return 0
 
 

@@ -10,9 +10,9 @@ environment, random actions, reset when the episode is cut), warpsim's PettingZo
 API over one environment, and warpsim's scenario at each ``--num-envs`` on the ``--backend`` (the
 sim tier: ``warpsim.bench``'s timing, random actions already on the device). ``--neighbours K``
 observes the K nearest agents and landmarks (MPE2's num_agent_neighbors and
-num_landmark_neighbors). Each warpsim record is appended to
-benchmarks/results/mpe_speed/<device>.json with the MPE2 rate beside it; a table of rates and of
-the ratios to MPE2 is printed.
+num_landmark_neighbors). A table of rates and of the ratios to MPE2 is printed; with
+--results-dir DIR each record is appended to DIR/<device>.json, warpsim's with the MPE2 rate
+beside it (benchmarks/results/mpe_speed for docs/mpe.md).
 
 ``--peer NAME=PYTHON`` (vmas, jaxmarl; simple_spread at full observation) also runs that tool's
 simple_spread script (benchmarks/peers/) with that Python at each N, sweeping the same E and
@@ -32,8 +32,8 @@ import numpy as np
 
 from warpsim.adapters.pettingzoo import parallel_env
 from warpsim.bench import peers
-from warpsim.bench.runner import RESULTS_DIR, append_result, print_progress, run_sim
-from warpsim.commands import positive_int
+from warpsim.bench.runner import keep_result, print_progress, run_sim, saved_note
+from warpsim.commands import add_results_dir, positive_int
 from warpsim.configs import BenchConfig
 
 SCENARIOS = {
@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="warpsim's E, repeatable (default 1, 1024)")
     parser.add_argument("--backend", default="auto")
     parser.add_argument("--seconds", type=float, default=3.0, help="each PettingZoo timing (default 3)")
-    parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR / "mpe_speed")
+    add_results_dir(parser)
     parser.add_argument("--peer", action="append", default=[], metavar="NAME=PYTHON",
                         help=f"also time this tool's simple_spread with this Python, repeatable (names: "
                              f"{', '.join(peers.SPREAD_PEER_SCRIPTS)}; benchmarks/peers/README.md)")
@@ -93,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     mpe2_module = importlib.import_module(f"mpe2.{MPE2_MODULES[args.scenario]}")
     rows = []
     default = {"simple_spread": 3, "simple_speaker_listener": 2}.get(args.scenario, 4)
+    paths: list[Path | None] = []
     for n in args.agents or [default]:
         if n < 2 and args.scenario != "simple_spread":
             parser.error(f"--agents {n}: {args.scenario} needs at least 2 agents")
@@ -113,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
                              backend=args.backend)
             record["mpe2_agent_steps_per_second"] = mpe2_rate
             record["adapter_agent_steps_per_second"] = adapter_rate
-            path = append_result(record, args.results_dir)
+            paths.append(keep_result(record, args.results_dir))
             rows.append((n, f"warpsim {record['backend']} ({record['device']})", record["num_envs"],
                          record["agent_steps_per_second"]["median"]))
         for peer, python in chosen:
@@ -124,10 +125,10 @@ def main(argv: list[str] | None = None) -> int:
             if record["status"] != "ok":
                 rows.append((n, f"{peer}: {record['status']}", "-", None))
                 continue
-            path = append_result(record, args.results_dir)
+            paths.append(keep_result(record, args.results_dir))
             rows.append((n, f"{peer} {record['backend']} ({record['device']})", record["num_envs"],
                          record["agent_steps_per_second"]["median"]))
-        print_progress(f"records appended to {path}")
+    print_progress(saved_note(args.results_dir, paths))
     print("| N | simulator | environments | agent-steps/s | x MPE2 |")
     print("|---|---|---|---|---|")
     for n, name, num_envs, rate in rows:

@@ -8,9 +8,9 @@ Placements: ``all-cpu`` (NumPy environments, networks on the CPU), ``numpy-env-g
 ``all-gpu`` (CUDA environments and networks, the rollout as one CUDA graph, as training
 runs by default). Each is timed at hidden sizes 64, 256 and 1024 on tag-small (64
 environments of 1 tagger and 6 runners) and train-ref (10 taggers, 100 runners), whose
-environment count each placement scales down to fit ``--max-seconds``. Every record is
-appended to benchmarks/results/<device>.json with a ``placement`` field and a one-line
-summary printed. Without a GPU only ``all-cpu`` runs, and the script says so.
+environment count each placement scales down to fit ``--max-seconds``. Every record's
+one-line summary is printed, and with --results-dir DIR the record is appended to
+DIR/<device>.json with a ``placement`` field. Without a GPU only ``all-cpu`` runs, and the script says so.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import sys
 from pathlib import Path
 
 from warpsim.bench.policy_tiers import run_policy_tier
-from warpsim.bench.runner import RESULTS_DIR, append_result, print_progress, summary
-from warpsim.commands import positive_int
+from warpsim.bench.runner import keep_result, print_progress, saved_note, summary
+from warpsim.commands import add_results_dir, positive_int
 from warpsim.configs import NAMED_CONFIGS, BenchConfig
 from warpsim.device import gpu_available
 from warpsim.train.presets import TAG_SMALL_ENV
@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=positive_int, default=5, help="timed iterations (default 5)")
     parser.add_argument("--max-seconds", type=float, default=60.0,
                         help="time budget of one measurement; environments are scaled down to fit (default 60)")
-    parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR)
+    add_results_dir(parser)
     args = parser.parse_args(argv)
     placements = args.placements
     if not gpu_available():
@@ -55,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         if skipped:
             print_progress(f"no CUDA GPU here: timing all-cpu only (not {', '.join(skipped)}); run this script on "
                            f"a GPU machine for the other placements")
+    paths: list[Path | None] = []
     for size in args.sizes:
         for hidden_size in args.hidden:
             for name in placements:
@@ -65,8 +66,9 @@ def main(argv: list[str] | None = None) -> int:
                                          progress=print_progress, graphs=graphs, hidden_size=hidden_size,
                                          policy_device=policy_device)
                 record["placement"] = name
-                path = append_result(record, args.results_dir)
-                print(f"{name:24} {size:10} hidden {hidden_size:5}: {summary(record)} -> {path}", flush=True)
+                paths.append(keep_result(record, args.results_dir))
+                print(f"{name:24} {size:10} hidden {hidden_size:5}: {summary(record)}", flush=True)
+    print(saved_note(args.results_dir, paths))
     return 0
 
 

@@ -52,6 +52,33 @@ def test_a_device_that_is_not_here_is_a_usage_error(script, device, error, monke
     assert stopped.value.code == 2 and f"error: argument --device: {error}" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("script", ["cpu_baseline", "evaluation_speed", "fused_forward", "many_runs", "mpe_speed",
+                                    "neighbour_search", "placement"])
+def test_a_results_directory_that_is_a_file_is_a_usage_error_before_anything_runs(script, tmp_path, monkeypatch,
+                                                                                    capsys):
+    try:
+        module = load_script(BENCHMARKS / f"{script}.py")
+    except ImportError as error:
+        pytest.skip(f"{script}.py needs {error.name}")
+    (tmp_path / "records").write_text("")
+    monkeypatch.setattr(sys, "argv", [f"{script}.py", "--results-dir", str(tmp_path / "records")])
+    with pytest.raises(SystemExit) as stopped:
+        module.main()
+    assert stopped.value.code == 2
+    assert f"argument --results-dir: results directory {tmp_path / 'records'} is a file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("script", ["cpu_baseline", "gpu_peers"])
+def test_the_removed_no_save_option_says_that_nothing_is_saved_unasked(script, monkeypatch, capsys):
+    module = load_script(BENCHMARKS / f"{script}.py")
+    monkeypatch.setattr(sys, "argv", [f"{script}.py", "--no-save"])
+    with pytest.raises(SystemExit) as stopped:
+        module.main()
+    assert stopped.value.code == 2
+    assert "--no-save was removed in warpsim 0.2.0: nothing is saved unless --results-dir DIR is given; drop " \
+           "--no-save" in capsys.readouterr().err
+
+
 def test_the_iteration_profile_without_a_gpu_is_a_usage_error_naming_the_cost_model(monkeypatch, capsys):
     module = load_script(BENCHMARKS / "iteration_profile.py")
     monkeypatch.setattr(sys, "argv", ["iteration_profile.py"])

@@ -23,6 +23,17 @@ def test_each_warpsim_record_carries_mpe2s_rate_beside_it(tmp_path, capsys):
     assert table[0] == "| N | simulator | environments | agent-steps/s | x MPE2 |" and len(table) == 5
 
 
+def test_without_a_results_directory_nothing_is_saved_and_the_last_line_says_how(tmp_path, monkeypatch, capsys):
+    """Run from the checkout, as a newcomer would: the committed records stay as they are."""
+    results = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
+    before = {path: path.stat().st_mtime_ns for path in results.rglob("*.json")}
+    monkeypatch.chdir(results.parent.parent)
+    assert mpe_speed.main(["--seconds", "0.2", "--num-envs", "2", "--neighbours", "1", "--backend", "numpy"]) == 0
+    assert {path: path.stat().st_mtime_ns for path in results.rglob("*.json")} == before
+    assert capsys.readouterr().err.strip().splitlines()[-1].endswith(
+        "records were printed only; give --results-dir DIR to append them to DIR/<device>.json")
+
+
 @pytest.mark.parametrize("scenario, agents, names", [("simple_tag", "4", ("num_adversaries", "num_good")),
                                                      ("simple_adversary", "3", ("N",)),
                                                      ("simple_speaker_listener", "2", ())])

@@ -15,7 +15,7 @@ from warpsim.analysis.plot import plot_experiment, plot_runs
 from warpsim.analysis.render import EPISODE_FILE, play_episode, write_gif
 from warpsim.device import resolve_placement
 from warpsim.errors import InvalidValueError, WarpsimError
-from warpsim.files import write_output
+from warpsim.files import usable_directory, write_output
 from warpsim.registry import layout, parse_env_settings
 from warpsim.train import checkpoint, opponents
 from warpsim.train.config import TrainConfig, build_config, field_docs, read_config_file, saved_config
@@ -319,6 +319,21 @@ def torch_device(text: str) -> str:
     if device.type == "cuda" and (device.index or 0) >= gpus:
         raise argparse.ArgumentTypeError(f"{text!r} is not here: torch sees {gpus} CUDA GPU(s); give cpu")
     return str(device)
+
+
+def add_results_dir(parser: argparse.ArgumentParser) -> None:
+    """``--results-dir DIR`` of a benchmark: where its records are appended (``bench.runner.keep_result``), a
+    directory checked as the arguments are read, before anything is timed; without it, nothing is saved."""
+    parser.add_argument("--results-dir", type=results_directory,
+                        help="append every record to DIR/<device>.json (default: print only, save nothing)")
+
+
+def results_directory(text: str) -> Path:
+    """An argparse type: a directory that records can be appended to (``usable_directory``; created later)."""
+    try:
+        return usable_directory(directory_path(text), "results directory")
+    except WarpsimError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def file_path(text: str) -> Path:

@@ -233,6 +233,25 @@ def device_slug(record: dict) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
 
 
+NOT_SAVED = "records were printed only; give --results-dir DIR to append them to DIR/<device>.json"
+"""What a benchmark says where it was given no ``--results-dir``: it saves nothing, so that a run from a checkout
+changes none of its committed records."""
+
+
+def keep_result(record: dict, results_dir: Path | None) -> Path | None:
+    """``append_result`` where a results directory was given (a benchmark's ``--results-dir``); None where not."""
+    return None if results_dir is None else append_result(record, results_dir)
+
+
+def saved_note(results_dir: Path | None, paths: list[Path | None]) -> str:
+    """The line that ends a benchmark: the files its records (``keep_result``'s ``paths``) were appended to, or
+    how to save them (``NOT_SAVED``)."""
+    if results_dir is None:
+        return NOT_SAVED
+    files = sorted({str(path) for path in paths if path is not None})
+    return f"records appended to {', '.join(files)}" if files else "no record to append: none ran"
+
+
 def append_result(record: dict, results_dir: Path) -> Path:
     """Appends ``record`` to ``<results_dir>/<device-slug>.json`` (a JSON list), atomically."""
     path = usable_directory(results_dir, "results directory") / f"{device_slug(record)}.json"
