@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import torch
 from doc_blocks import command_error
 from helpers import load_script
 
@@ -64,8 +65,9 @@ def test_a_step_past_its_limit_is_interrupted_as_by_ctrl_c_and_its_output_kept(t
     assert re.fullmatch(r"=== waits: exit 124 after [12] s\n", (tmp_path / "summary.txt").read_text())
 
 
-VALUES = {"out": "/tmp/out", "run": "/tmp/out/runs/tag-chase", "preset": "tag-chase", "name": "tag-chase", "name//-/_": "tag_chase",
-          "metric": "episode_length", "config": "headline", "search": "grid", "peer_site": "/tmp/site"}
+VALUES = {"out": "/tmp/out", "run": "/tmp/out/runs/tag-chase", "preset": "tag-chase", "name": "tag-chase",
+          "name//-/_": "tag_chase", "metric": "episode_length", "config": "headline", "search": "grid",
+          "peer_site": "/tmp/site"}
 """What the script's variables hold where its commands use them (a stage's own values)."""
 SEPARATORS = {";", ";;", "&&", "||", "|"}
 
@@ -116,6 +118,9 @@ def test_every_command_of_every_stage_parses_as_its_program_takes_it(monkeypatch
         raise Parsed
 
     monkeypatch.setattr(argparse.ArgumentParser, "parse_args", parse_only)
+    # as on the GPU machine the session runs on, where a --device cuda is there
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     parsed = 0
     for program, arguments in commands:
         if program == "warpsim":
@@ -135,3 +140,13 @@ def test_every_command_of_every_stage_parses_as_its_program_takes_it(monkeypatch
         except SystemExit:
             errors.append(f"{program} {' '.join(arguments)}: {said.getvalue().strip().splitlines()[-1]}")
     assert errors == [] and parsed > 20
+
+
+def test_every_benchmark_that_saves_only_where_told_is_told_where():
+    """A benchmark script saves its records only to the --results-dir it is given: a stage that gave none would
+    lose them with the machine."""
+    saving = {path.name for path in (SCRIPT.parent).glob("*.py") if "add_results_dir(parser)" in path.read_text()}
+    calls = [(program, arguments) for program, arguments in session_commands()
+             if program.removeprefix("benchmarks/") in saving]
+    assert len({program for program, _ in calls}) >= 6
+    assert [program for program, arguments in calls if "--results-dir" not in arguments] == []
