@@ -15,8 +15,9 @@ eager computation, so only the Python path is exercised. The kernel's bytes are 
 also timed alone at each launch shape (rows and warps per program). The update's side is timed
 as a forward pass with gradients and a backward pass from random gradients of the outputs, the
 eager networks' (autograd) against the kernels' (``launch_backward``, also at each of its launch
-shapes on a GPU). The record (device, config, commit) is summarised on a few lines, and with
---results-dir DIR appended to DIR/<device>.json.
+shapes on a GPU). Autograd's products whose rows are not aligned (the first layers, the policy head)
+are timed as they are and padded (``product_alignment_times``). The record (device, config, commit)
+is summarised on a few lines, and with --results-dir DIR appended to DIR/<device>.json.
 """
 
 from __future__ import annotations
@@ -133,6 +134,51 @@ def launch_shape_times(operands: list[tuple], backward_operands: list[tuple], in
     return forward_times, backward_times
 
 
+def product_alignment_times(networks: list, inputs: list[torch.Tensor], repeats: int,
+                            device: torch.device) -> list[dict]:
+    """The products of autograd's update (the fused path without gradient kernels) whose operands' rows are not
+    aligned, each timed forward and backward under bf16 autocast, rows as they are and padded with zeros
+    (``fused_forward.aligned_rows``): the first layers (the observations times both trunks' first weights, one
+    product as the fused update runs them) and the policy head (its outputs padded too). A matrix library's
+    fast kernels want rows of 16 bytes; where padding makes these faster, the fused update should pad."""
+    generator = torch.Generator(device).manual_seed(1)
+    cases = []
+    for network, batch in zip(networks, inputs):
+        firsts = [trunk[0] for trunk in (network.trunk, network.value_trunk) if trunk is not None]
+        first_gradient = torch.randn((*batch.shape[:2], sum(layer.weight.shape[1] for layer in firsts)),
+                                     device=device, generator=generator)
+        head = network.policy_head
+        features = torch.randn((*batch.shape[:2], head.weight.shape[2]), device=device, generator=generator,
+                               requires_grad=True)
+        head_gradient = torch.randn((*batch.shape[:2], head.weight.shape[1]), device=device, generator=generator)
+        cases.append((batch, firsts, first_gradient, head, features, head_gradient))
+
+    def first_layers(aligned: bool) -> None:
+        for batch, firsts, gradient, *_ in cases:
+            weight = torch.cat([layer.weight for layer in firsts], 1)
+            observations, weight = (fused_forward.aligned_rows(batch), fused_forward.aligned_rows(weight)) \
+                if aligned else (batch, weight)
+            with torch.autocast(device.type, dtype=torch.bfloat16, cache_enabled=False):
+                both = torch.baddbmm(torch.cat([layer.bias for layer in firsts], 1).unsqueeze(1), observations,
+                                     weight.transpose(1, 2))
+            torch.autograd.grad(both, [parameter for layer in firsts for parameter in layer.parameters()], gradient)
+
+    def policy_head(aligned: bool) -> None:
+        for *_, head, features, gradient in cases:
+            outputs = head.weight.shape[1]
+            missing = -outputs % fused_forward.ROW_ALIGNMENT if aligned else 0
+            weight = torch.nn.functional.pad(head.weight, (0, 0, 0, missing))
+            bias = torch.nn.functional.pad(head.bias, (0, missing))
+            with torch.autocast(device.type, dtype=torch.bfloat16, cache_enabled=False):
+                logits = torch.baddbmm(bias.unsqueeze(1), features, weight.transpose(1, 2))[..., :outputs]
+            torch.autograd.grad(logits, [features, head.weight, head.bias], gradient)
+
+    return [{"products": name, "aligned": aligned,
+             "ms": 1e3 * timed(functools.partial(products, aligned), repeats, device)}
+            for name, products in (("first layers", first_layers), ("policy head", policy_head))
+            for aligned in (False, True)]
+
+
 def measure(config_name: str, num_envs: int, repeats: int, device: torch.device, hidden_size: int) -> dict:
     named = NAMED_CONFIGS[config_name]
     env = make(named.env, 1, backend="numpy", **named.params)
@@ -186,6 +232,7 @@ def measure(config_name: str, num_envs: int, repeats: int, device: torch.device,
             (gradient[0][..., :arguments[9].shape[1]].to(fused_forward.policy_dtype(arguments[9])).contiguous(),
              gradient[1], *arguments) for gradient, arguments in zip(gradients, operands)]
 
+    alignment = product_alignment_times(networks, inputs, repeats, device)
     # the kernels alone at each launch shape, on a GPU: the defaults' choice, measured
     shapes, backward_shapes = launch_shape_times(operands, backward_operands, [batch.shape[-1] for batch in inputs],
                                                  repeats, device) if device.type == "cuda" else ([], [])
@@ -198,7 +245,7 @@ def measure(config_name: str, num_envs: int, repeats: int, device: torch.device,
             "learning_speedup": eager_learning_seconds / fused_learning_seconds,
             "default_backward_block_rows": fused_forward.BACKWARD_BLOCK_ROWS,
             "default_whole_trunks": fused_forward.whole_trunks_fit(hidden_size, settings.hidden_layers),
-            "backward_launch_shapes": backward_shapes}
+            "backward_launch_shapes": backward_shapes, "product_alignment": alignment}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -231,6 +278,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  the gradients' kernels alone, {'a whole trunk' if shape['whole_trunks'] else 'a layer'} a launch, "
               f"{shape['block_rows']} rows by {shape['warps']} warps a program, {shape['stages']} stages, rows "
               f"{'aligned' if shape['aligned'] else 'unaligned'}: {shape['ms']:.3f} ms")
+    for products in ("first layers", "policy head"):
+        unaligned_ms, aligned_ms = (case["ms"] for case in result["product_alignment"]
+                                    if case["products"] == products)
+        print(f"  autograd's {products}, forward and backward: rows as they are {unaligned_ms:.3f} ms, aligned "
+              f"{aligned_ms:.3f} ms")
     print(saved_note(args.results_dir, [path]))
     return 0
 

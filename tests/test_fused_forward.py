@@ -237,6 +237,9 @@ def test_its_benchmark_runs_its_python_path_on_the_cpu(tmp_path):
     assert record["agents"] == 2 * 110 and record["eager_ms"] > 0 and record["fused_ms"] > 0
     assert record["eager_learning_ms"] > 0 and record["fused_learning_ms"] > 0
     assert record["fused_bytes_per_agent"] > 71 * 2 + 4
+    assert [(case["products"], case["aligned"]) for case in record["product_alignment"]] == [
+        ("first layers", False), ("first layers", True), ("policy head", False), ("policy head", True)]
+    assert all(case["ms"] > 0 for case in record["product_alignment"])
 
 
 def test_its_benchmark_queues_each_timed_step_behind_a_spin_that_outlasts_the_hosts_queuing(monkeypatch):
