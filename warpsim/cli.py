@@ -23,6 +23,7 @@ from warpsim.check import check
 from warpsim.configs import NAMED_CONFIGS, BenchConfig
 from warpsim.device import gpu_available, resolve_placement, simulator_enabled
 from warpsim.errors import InvalidValueError, WarpsimError
+from warpsim.files import usable_directory
 from warpsim.registry import parse_env_settings, portable_id, registered
 from warpsim.removed import RemovedOption
 from warpsim.source_commit import source_commit
@@ -176,7 +177,8 @@ def _add_bench(parser: argparse.ArgumentParser) -> None:
                              f"this time (default {runner.DEFAULT_MAX_SECONDS['numpy']:g} on numpy, "
                              "no limit on cuda; inf: no limit)")
     parser.add_argument("--seed", type=int, default=0, help="seeds the starts and the random actions (default 0)")
-    subcommands.add_results_dir(parser)
+    parser.add_argument("--results-dir", type=subcommands.directory_path,
+                        help="append every record to DIR/<device>.json (default: print only, save nothing)")
     parser.add_argument("--no-save", action=RemovedOption, version="0.2.0",
                         replacement="bench saves nothing unless --results-dir DIR is given; drop --no-save")
     parser.set_defaults(run=_run_bench)
@@ -193,6 +195,8 @@ def _run_bench(args) -> int:
             raise InvalidValueError(f"{option} sets how the policy tiers run the networks; give it with --tier "
                                     f"sim+policy or --tier train")
     results_dir = args.results_dir
+    if results_dir is not None:
+        usable_directory(results_dir, "results directory")  # before the timing, not after it: one line
     options = dict(backend=args.backend, steps=args.steps, repeats=args.repeats, warmup_steps=args.warmup,
                    seed=args.seed, max_seconds=args.max_seconds, progress=runner.print_progress)
     if args.config in NAMED_SWEEPS:

@@ -322,8 +322,9 @@ def torch_device(text: str) -> str:
 
 
 def add_results_dir(parser: argparse.ArgumentParser) -> None:
-    """``--results-dir DIR`` of a benchmark: where its records are appended (``bench.runner.keep_result``), a
-    directory checked as the arguments are read, before anything is timed; without it, nothing is saved."""
+    """``--results-dir DIR`` of a benchmark script: where its records are appended (``bench.runner.keep_result``),
+    a directory checked as the arguments are read, before anything is timed (a usage error, as a script's other
+    arguments'); without it, nothing is saved."""
     parser.add_argument("--results-dir", type=results_directory,
                         help="append every record to DIR/<device>.json (default: print only, save nothing)")
 
