@@ -5,10 +5,10 @@ from typing import Any
 
 import pytest
 
-from warpsim.analysis.plot import curve_points, plot_runs, read_metrics
+from warpsim.analysis.plot import curve_points, plot_experiment, plot_runs, read_metrics
 from warpsim.cli import main
 from warpsim.train import TrainConfig
-from warpsim.train.loop import train
+from warpsim.train.loop import train, train_experiment
 
 pytest.importorskip("matplotlib")
 
@@ -26,6 +26,39 @@ def test_plot_draws_two_runs_into_a_png(tmp_path, capsys):
     from PIL import Image
     with Image.open(out) as image:
         assert image.size == (1100, 400)
+
+
+def drawn(monkeypatch, plot) -> list:
+    """Each figure ``plot()`` draws, kept instead of written."""
+    from warpsim.analysis import plot as plotting
+    figures: list = []
+
+    def kept(plt, figure, out):
+        figures.append(figure)
+        return out
+
+    monkeypatch.setattr(plotting, "_write_png", kept)
+    plot()
+    return figures
+
+
+def test_a_curve_of_one_point_is_drawn_as_a_dot(tmp_path, monkeypatch):
+    """A run shorter than its log_every has one point once iteration 1 is left out: a line alone draws nothing."""
+    train(TrainConfig(**dict(GRID, log_every=10), iterations=5), tmp_path / "run", progress=None)
+    (figure,) = drawn(monkeypatch, lambda: plot_runs([tmp_path / "run"], tmp_path / "c.png", "episode_length",
+                                                      baseline_episodes=0))
+    lines = [line for axis in figure.axes for line in axis.get_lines()]
+    assert len(lines) == 2 and all(len(line.get_xdata()) == 1 and line.get_marker() == "o" for line in lines)
+    train_experiment(TrainConfig(**dict(GRID, log_every=10), iterations=5), tmp_path / "e", seeds=(0, 1),
+                     progress=None)
+    (figure,) = drawn(monkeypatch, lambda: plot_experiment(tmp_path / "e", tmp_path / "e.png", "episode_length",
+                                                           baseline_episodes=0))
+    lines = figure.axes[0].get_lines()
+    assert len(lines) == 3 and all(line.get_marker() == "o" for line in lines), "two runs and their IQM"
+    train(TrainConfig(**GRID, iterations=3), tmp_path / "longer", progress=None)
+    (figure,) = drawn(monkeypatch, lambda: plot_runs([tmp_path / "longer"], tmp_path / "l.png", "episode_length",
+                                                      baseline_episodes=0))
+    assert all(line.get_marker() == "None" for axis in figure.axes for line in axis.get_lines())
 
 
 def test_wall_time_runs_on_across_a_resume(tmp_path):

@@ -120,7 +120,8 @@ def plot_runs(run_dirs: list[Path | str], out: Path | str, metric: str | None = 
             raise InvalidValueError(f"{path}/{METRICS_FILE} has no values of {metric!r}; it has: {', '.join(known)}")
         colour = f"C{index}"
         for axis, x in zip(axes, ("env_steps", "elapsed_seconds")):
-            axis.plot([r[x] for r in points], [r[metric] for r in points], color=colour, label=f"{path.name} (trained)")
+            axis.plot([r[x] for r in points], [r[metric] for r in points], color=colour, label=f"{path.name} (trained)",
+                      marker=_lone(points))
         levels += [r[metric] for r in points]
         if baseline_episodes:
             level = random_play_value(config, metric, baseline_episodes)
@@ -180,6 +181,12 @@ def curve_points(records: list[dict], metric: str) -> list[dict]:
     return points
 
 
+def _lone(points: list) -> str | None:
+    """A curve's marker: a dot where it has one point (a run shorter than its ``log_every``), which a line
+    alone would not draw."""
+    return "o" if len(points) == 1 else None
+
+
 def _default_metric(records: list[dict], opponents: dict) -> str:
     """The first counter per episode; without counters, the return of the first role that learns
     (in MPE's scenarios and the template an episode's length is fixed); else episode_length."""
@@ -216,19 +223,19 @@ def plot_experiment(source: Path | str, out: Path | str, metric: str | None = No
             xs, ys = [r["env_steps"] for r in points], [r[metric] for r in points]
             levels += ys
             if run.name in diverged:
-                axis.plot(xs, ys, color=colour, alpha=0.8, linestyle="--", linewidth=1)
+                axis.plot(xs, ys, color=colour, alpha=0.8, linestyle="--", linewidth=1, marker=_lone(xs))
                 if xs:
                     axis.plot(xs[-1:], ys[-1:], color=colour, marker="x", markersize=9, linestyle="none",
                               label=f"{run.name}: diverged by iteration {diverged[run.name]}")
             else:
-                axis.plot(xs, ys, color=colour, alpha=faint, linewidth=0.8)
+                axis.plot(xs, ys, color=colour, alpha=faint, linewidth=0.8, marker=_lone(xs))
                 healthy.append(points)
         steps = sorted(set.intersection(*(set(r["env_steps"] for r in points) for points in healthy))) \
             if healthy else []
         estimates = [aggregate([next(r[metric] for r in points if r["env_steps"] == step) for points in healthy])["iqm"]
                      for step in steps]
         if steps:
-            axis.plot(steps, [e.value for e in estimates], color=colour, linewidth=2,
+            axis.plot(steps, [e.value for e in estimates], color=colour, linewidth=2, marker=_lone(steps),
                       label=f"{label}: IQM of {len(healthy)} seed(s)")
             if len(healthy) > 1:
                 axis.fill_between(steps, [e.low for e in estimates], [e.high for e in estimates], color=colour,
