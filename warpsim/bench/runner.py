@@ -46,9 +46,6 @@ from warpsim.validation import require_int
 Progress = Callable[[str], None]
 """Receives one line of progress, e.g. :func:`print_progress`."""
 
-RESULTS_DIR = Path("benchmarks") / "results"
-"""The checkout's committed records, where the scripts of benchmarks/ append by default (``warpsim
-bench`` appends only to the ``--results-dir`` it is given)."""
 DEFAULT_MAX_SECONDS = {"numpy": 60.0}
 """Time budget of one run per backend when none is given: the CPU baseline is scaled
 down to about a minute (docs/benchmarks.md); GPU runs take the E they are given."""
