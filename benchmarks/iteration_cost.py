@@ -3,19 +3,7 @@ rollout's policy step and of one optimizer step of the update, counted on the de
 
     python benchmarks/iteration_cost.py [--config train-ref] [--path off|on|kernels|all] [--json FILE]
 
-What is counted:
-
-* eagerly, every aten operation that launches a kernel on a GPU (views, allocations and
-  metadata launch none), and the bytes it reads and writes: its tensors' sizes, an expanded
-  input counted once; the environments' own step is left out;
-* a compiled region (``TrainConfig.compile``), from inductor's own output: its generated
-  kernels and the kernels it calls as they are, matrix products and warpsim's own (the launches
-  of its wrapper code); its bytes from inductor's count where it gives one (Triton kernels, on a
-  GPU), otherwise, on a CPU, what no fusion avoids: the region's outputs, and its inputs once,
-  each as much as its most reading operation reads of it; plus the operands of the kernels it calls.
-
-A gathering operation (``GATHERS``) reads of its source only the rows it gathers: a minibatch step
-reads its minibatch of the rollout, not the whole rollout.
+What is counted (kernels, bytes, the networks' kernels' multiply-adds): warpsim.bench.kernel_counts.
 
 The configs are train-ref, headline and grid (docs/benchmarks.md), with the train tier's
 100-step rollouts and fixed update (4 epochs x 4 minibatches), both roles learning where both
@@ -32,21 +20,17 @@ only moves bytes.
 from __future__ import annotations
 
 import argparse
-import collections
-import contextlib
 import json
-import re
-from dataclasses import dataclass, field
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 
+from warpsim.bench.kernel_counts import CountedRegions, Counter, uncounted
 from warpsim.bench.policy_tiers import FIXED_UPDATE
 from warpsim.commands import json_output, torch_device
 from warpsim.configs import NAMED_CONFIGS
 from warpsim.files import write_output
 from warpsim.source_commit import source_commit
-from warpsim.train import TrainConfig, Trainer, compiled
+from warpsim.train import TrainConfig, Trainer
 
 H200 = {"copy_bytes_per_second": 4.3e12, "seconds_per_kernel": 0.95e-6,
         "forward_multiply_adds_per_second": 220_000 * (2 * (80 * 64 + 64 * 64) + 43 * 64) / (0.1071e-3 * 2 / 2.125),
@@ -71,244 +55,6 @@ ROLLOUT_STEPS = 100
 """The train tier's rollout (warpsim bench --steps)."""
 SMALL_BATCHES = (2, 4)
 """The environments the two counts are made at."""
-FREE = {"view", "_unsafe_view", "reshape", "transpose", "t", "permute", "expand", "select", "slice", "unsqueeze",
-        "squeeze", "split", "split_with_sizes", "unbind", "chunk", "narrow", "as_strided", "detach", "alias",
-        "lift_fresh", "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "_local_scalar_dense",
-        "is_nonzero", "sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "unfold", "view_as_real",
-        "_reshape_alias", "diagonal", "movedim", "flatten", "unflatten", "expand_as", "view_as", "tensor_split"}
-"""Operations that launch no kernel: views, allocations and reads of metadata."""
-EXTERN_KERNELS = {"mm", "bmm", "addmm", "baddbmm", "matmul", "linear", "actor_critic", "actor_critic_backward"}
-"""Operations a compiled region calls as they are, inductor fusing nothing into them: the matrix products
-and warpsim's own kernels of the networks (``fused_forward.actor_critic`` and its gradients). Each moves
-its operands, its inputs and its outputs; but see ``OWN_LAUNCHERS``."""
-NETWORK_KERNELS = {"actor_critic", "actor_critic_backward"}
-"""warpsim's networks' kernels, whose multiply-adds are counted (``network_multiply_adds``)."""
-OWN_LAUNCHERS = {"actor_critic_backward"}
-"""warpsim's operations that launch several kernels on a GPU (``fused_forward.launch_backward``): counted
-as that launcher runs them, its Triton kernel's launches recorded (``RecordedKernel``) and its torch
-operations counted, rather than as one kernel of its operands."""
-GATHERS = {"index", "index_select", "gather", "take", "embedding"}
-"""Operations that read of their first input only the rows they gather (a minibatch of the rollout)."""
-LAUNCH = re.compile(r"^\s+(?:\w+ = )?(extern_kernels\.\w+|\w+\.run|cpp_fused_\w+|torch\.ops\.\w+\.\w+\.default)\(",
-                    re.MULTILINE)
-"""A launch in inductor's wrapper code: a matrix product, a Triton kernel, a C++ kernel or an operation
-called as it is (such as warpsim's own kernel)."""
-
-
-def touched_bytes(tensor: torch.Tensor) -> int:
-    """Bytes an operation reads or writes of ``tensor``: each element once, an expanded one once."""
-    if tensor.device.type == "meta":
-        return 0
-    elements = tensor.numel()
-    if any(stride == 0 for stride, size in zip(tensor.stride(), tensor.shape) if size > 1):
-        elements = min(elements, tensor.untyped_storage().nbytes() // tensor.element_size())
-    return elements * tensor.element_size()
-
-
-def tensors(value) -> list[torch.Tensor]:
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, (list, tuple)):
-        return [tensor for item in value for tensor in tensors(item)]
-    if isinstance(value, dict):
-        return [tensor for item in value.values() for tensor in tensors(item)]
-    return []
-
-
-def network_multiply_adds(name: str, args: tuple) -> int:
-    """The multiply-adds of warpsim's networks' kernels on these arguments: ``actor_critic``'s forward pass
-    (each trunk's layers, then both heads), or ``actor_critic_backward``'s gradients as its whole-trunk
-    launches compute them (the trunks again, the features' gradients and each head's, each layer's weight's
-    and the gradients below each further layer). Every row of the observations as the kernels take them,
-    their padding included."""
-    operands = args[2:] if name == "actor_critic_backward" else args
-    observations, weight, hidden_weights, policy_weight, shared = (operands[index] for index in (0, 1, 3, 9, 13))
-    runs, rows, inputs = observations.shape
-    hidden, further, outputs = weight.shape[1], hidden_weights.shape[1], policy_weight.shape[1]
-    trunk, heads, trunks = inputs * hidden + further * hidden * hidden, (outputs + 1) * hidden, 1 if shared else 2
-    per_row = trunks * trunk + heads
-    if name == "actor_critic_backward":
-        per_row += heads + trunks * (trunk + further * hidden * hidden)
-    return runs * rows * per_row
-
-
-@dataclass
-class Tally:
-    kernels: int = 0
-    bytes: int = 0
-    extern_bytes: int = 0
-    network_multiply_adds: int = 0
-    """Of warpsim's networks' kernels (``network_multiply_adds``)."""
-    gradient_multiply_adds: int = 0
-    """Of those, the gradients' kernels'."""
-    launched_within: int = 0
-    """Kernels that operations called as they are launch beyond one each (``OWN_LAUNCHERS``)."""
-    by_op: collections.Counter = field(default_factory=collections.Counter)
-
-    def add(self, other: Tally) -> None:
-        self.kernels += other.kernels
-        self.bytes += other.bytes
-        self.extern_bytes += other.extern_bytes
-        self.network_multiply_adds += other.network_multiply_adds
-        self.gradient_multiply_adds += other.gradient_multiply_adds
-        self.launched_within += other.launched_within
-        self.by_op.update(other.by_op)
-
-
-class RecordedKernel:
-    """Stands for one of the gradients' Triton kernels (``actor_critic_backward_kernel``) while their
-    launcher runs on the CPU: each launch counts one kernel, whose programs of each block of inputs read
-    the observations, the head's gradients and the trunk's and head's weights once, and which writes its
-    partial sums: of one layer's weight and bias (``fused_actor_critic_backward``) or of the whole
-    trunk's and its head's (``fused_trunk_backward``)."""
-
-    def __init__(self, kernel, tally: Tally):
-        self.arg_names, self.tally = kernel.arg_names, tally
-
-    def __getitem__(self, grid: tuple[int, int, int]):
-        def launch(*args, **constants) -> None:
-            named = dict(zip(self.arg_names, args))
-            trunk_and_head = ["weight_ptr", "bias_ptr", "hidden_weights_ptr", "hidden_biases_ptr", "head_weight_ptr"]
-            value = ["value_weight_ptr", "value_gradient_ptr"] if constants["WITH_VALUE"] else []
-            read = ["observations_ptr", *trunk_and_head, "head_gradient_ptr", *value]
-            programs, runs, input_blocks = grid
-            if "target_out" in named:  # one layer's weight and bias
-                summed = named["target_out"] * named["target_in"] + named["target_out"]
-            else:  # the trunk's, its head's (its bias: OUTPUTS) and, with the value, the value's column's
-                summed = sum(named[name].numel() for name in trunk_and_head) // runs + constants["OUTPUTS"]
-                summed += named["value_weight_ptr"].numel() // runs + 1 if value else 0
-            self.tally.kernels += 1
-            self.tally.bytes += input_blocks * sum(touched_bytes(named[name]) for name in read) \
-                + runs * programs * summed * 4
-            self.tally.by_op["actor_critic_backward_kernel"] += 1
-        return launch
-
-
-def storage_of(tensor: torch.Tensor) -> int:
-    return tensor.untyped_storage().data_ptr()
-
-
-class Counter(TorchDispatchMode):
-    """Counts kernels and bytes of the aten operations run inside it (``tally``), and the most bytes
-    any of them read of each storage (``reads``, by ``storage_of``)."""
-
-    def __init__(self):
-        super().__init__()
-        self.tally = Tally()
-        self.reads: dict[int, int] = {}
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        result = func(*args, **kwargs)
-        name = func.overloadpacket.__name__
-        if name in NETWORK_KERNELS:
-            computed = network_multiply_adds(name, args)
-            self.tally.network_multiply_adds += computed
-            if name == "actor_critic_backward":
-                self.tally.gradient_multiply_adds += computed
-        if name in OWN_LAUNCHERS:
-            launched = launcher_tally(args)
-            self.tally.add(launched)
-            self.tally.extern_bytes += launched.bytes
-            self.tally.launched_within += launched.kernels - 1
-        elif name not in FREE:
-            inputs = tensors(args) + tensors(kwargs)
-            read = [touched_bytes(t) for t in inputs]
-            if name in GATHERS and inputs:  # the rows gathered, not the whole source
-                read[0] = min(read[0], sum(touched_bytes(t) for t in tensors(result)))
-            for tensor, count in zip(inputs, read):
-                self.reads[storage_of(tensor)] = max(self.reads.get(storage_of(tensor), 0), count)
-            moved = sum(read) + sum(touched_bytes(t) for t in tensors(result))
-            self.tally.kernels += 1
-            self.tally.bytes += moved
-            self.tally.by_op[name] += 1
-            if name in EXTERN_KERNELS:
-                self.tally.extern_bytes += moved
-        return result
-
-
-def launcher_tally(args: tuple) -> Tally:
-    """The kernels and bytes of ``fused_forward.launch_backward`` on these arguments on a GPU: its Triton
-    kernel's launches recorded, its torch operations counted. Its partial sums are as many as at a real
-    size, where every run has more blocks of rows than programs: a fixed part, not one per block."""
-    from unittest import mock
-
-    from warpsim.train import actor_critic_backward_kernel, fused_forward
-
-    counter = Counter()
-    with contextlib.ExitStack() as patched:
-        for name in ("fused_actor_critic_backward", "fused_trunk_backward"):
-            kernel = getattr(actor_critic_backward_kernel, name)
-            patched.enter_context(mock.patch.object(actor_critic_backward_kernel, name,
-                                                    RecordedKernel(kernel, counter.tally)))
-        with counter:
-            runs = args[2].shape[0]
-            fused_forward.launch_backward(*args, programs=max(1, fused_forward.PARTIAL_SUMS // runs))
-    return counter.tally
-
-
-class CountedRegions:
-    """While entered, every ``compiled.Compiled`` call adds its region's kernels and bytes to the
-    active counter, which is paused while the region runs; a region is analysed at its first call."""
-
-    def __init__(self, counter: Counter):
-        self.counter = counter
-        self.regions: dict[tuple, Tally] = {}
-        self._original = compiled.Compiled.__call__
-
-    def __enter__(self) -> CountedRegions:
-        regions, original, counter = self.regions, self._original, self.counter
-
-        def call(wrapper, *args):
-            key = (id(wrapper), tuple(tuple(t.shape) for t in tensors(args)))
-            with _disable_current_modes():
-                if key not in regions:
-                    regions[key] = analyse(wrapper, args)
-                result = original(wrapper, *args)
-            counter.tally.add(regions[key])
-            return result
-
-        compiled.Compiled.__call__ = call  # type: ignore[method-assign]
-        return self
-
-    def __exit__(self, *exception) -> None:
-        compiled.Compiled.__call__ = self._original  # type: ignore[method-assign]
-
-
-def analyse(wrapper: compiled.Compiled, args: tuple) -> Tally:
-    """A compiled region's launches (from inductor's wrapper code) and bytes (inductor's count, or
-    what it reads of its inputs and its outputs) plus the operands of the kernels it calls, at these
-    arguments' shapes."""
-    from torch._inductor import metrics
-    from torch._inductor.utils import run_and_get_code
-
-    eager = Counter()
-    with eager:
-        outputs = wrapper.function(*args)  # the operands of the kernels it calls, counted eagerly
-    metrics.reset()
-    _, codes = run_and_get_code(wrapper.compiled, *args)
-    launches = [launch for code in codes for launch in LAUNCH.findall(code)]
-    tally = Tally(kernels=len(launches) + eager.tally.launched_within, extern_bytes=eager.tally.extern_bytes,
-                  network_multiply_adds=eager.tally.network_multiply_adds,
-                  gradient_multiply_adds=eager.tally.gradient_multiply_adds)
-    tally.by_op.update("fused" if launch.endswith(".run") or launch.startswith("cpp_fused") else "extern"
-                       for launch in launches)
-    if metrics.num_bytes_accessed:
-        tally.bytes = int(metrics.num_bytes_accessed) + eager.tally.extern_bytes
-    else:  # each input as much as its most reading operation reads of it: a minibatch's rows of the rollout
-        read = sum(min(touched_bytes(t), eager.reads.get(storage_of(t), 0)) for t in tensors(args))
-        tally.bytes = read + sum(touched_bytes(t) for t in tensors(outputs)) + eager.tally.extern_bytes
-    return tally
-
-
-def uncounted(function):
-    """``function``, run with the counters paused."""
-    def run(*args, **kwargs):
-        with _disable_current_modes():
-            return function(*args, **kwargs)
-    return run
-
-
 PATHS = {"off": dict(compile="off"), "on": dict(compile="on"), "kernels": dict(compile="on", gradient_kernels=True)}
 """The trainer's paths counted, by name: eager (the baseline), fused, and fused with the update's networks
 and gradients as warpsim's kernels (``TrainConfig.gradient_kernels``)."""

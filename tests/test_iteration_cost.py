@@ -1,16 +1,19 @@
-"""The cost model's counter (benchmarks/iteration_cost.py): kernels and bytes of eager operations."""
+"""The cost model's counter (warpsim.bench.kernel_counts, for benchmarks/iteration_cost.py): kernels and bytes of
+eager operations."""
 
 from pathlib import Path
 
 import torch
 from helpers import load_script
 
+from warpsim.bench import kernel_counts
+
 iteration_cost = load_script(Path(__file__).resolve().parent.parent / "benchmarks" / "iteration_cost.py")
 
 
 def test_each_launching_operation_counts_a_kernel_and_the_bytes_it_reads_and_writes():
     x = torch.ones(10)
-    counter = iteration_cost.Counter()
+    counter = kernel_counts.Counter()
     with counter:
         y = x.view(2, 5).transpose(0, 1)  # views: no kernel
         z = y * 2.0 + 1.0  # two kernels of 40 bytes in and 40 out each
@@ -20,7 +23,7 @@ def test_each_launching_operation_counts_a_kernel_and_the_bytes_it_reads_and_wri
 
 def test_an_expanded_input_is_read_once_and_kernels_called_as_they_are_set_apart():
     row, weights = torch.ones(1, 8), torch.ones(8, 4)
-    counter = iteration_cost.Counter()
+    counter = kernel_counts.Counter()
     with counter:
         torch.mm(row.expand(16, 8), weights)
     assert counter.tally.kernels == 1
@@ -42,7 +45,7 @@ def test_the_rollouts_own_kernel_moves_its_operands_and_is_one_launch_of_a_compi
                  torch.ones(runs, hidden, inputs), torch.ones(runs, hidden), torch.ones(runs, 0, hidden, hidden),
                  torch.ones(runs, 0, hidden), torch.ones(runs, 3, hidden), torch.ones(runs, 3), torch.ones(runs, 1, hidden),
                  torch.ones(runs, 1), False)
-    counter = iteration_cost.Counter()
+    counter = kernel_counts.Counter()
     with counter:
         fused_forward.actor_critic(*arguments)
     operands = sum(t.numel() * t.element_size() for t in arguments if isinstance(t, torch.Tensor))
@@ -52,19 +55,19 @@ def test_the_rollouts_own_kernel_moves_its_operands_and_is_one_launch_of_a_compi
     assert counter.tally.network_multiply_adds == rows * (2 * inputs * hidden + (3 + 1) * hidden)
     assert counter.tally.gradient_multiply_adds == 0, "the forward kernel's, at its own rate"
     wrapper = "    buf1 = torch.ops.warpsim.actor_critic.default(arg0_1, arg1_1)\n    extern_kernels.bmm(a, b, out=c)\n"
-    assert iteration_cost.LAUNCH.findall(wrapper) == ["torch.ops.warpsim.actor_critic.default", "extern_kernels.bmm"]
+    assert kernel_counts.LAUNCH.findall(wrapper) == ["torch.ops.warpsim.actor_critic.default", "extern_kernels.bmm"]
 
 
 def test_a_gather_reads_of_its_source_only_the_rows_it_gathers():
     """A minibatch of 3 rows of a 100-row rollout: the 3 rows (and the indices) read, the output written,
     and the rollout's storage marked as read that much, which is what a compiled region is charged."""
     rollout, picks = torch.ones(100, 8), torch.tensor([5, 7, 9])
-    counter = iteration_cost.Counter()
+    counter = kernel_counts.Counter()
     with counter:
         minibatch = rollout[picks]
     row_bytes = 8 * 4
     assert counter.tally.bytes == 3 * row_bytes + 3 * 8 + 3 * row_bytes and minibatch.shape == (3, 8)
-    assert counter.reads[iteration_cost.storage_of(rollout)] == 3 * row_bytes
+    assert counter.reads[kernel_counts.storage_of(rollout)] == 3 * row_bytes
 
 
 def test_the_gradients_op_is_counted_as_its_launcher_runs_on_a_gpu():
@@ -85,7 +88,7 @@ def test_the_gradients_op_is_counted_as_its_launcher_runs_on_a_gpu():
                  bf16(runs, 0, hidden), bf16(runs, outputs, hidden), bf16(runs, outputs), torch.ones(runs, 1, hidden),
                  torch.ones(runs, 1), False)
     gradients = bf16(runs, rows, outputs), torch.ones(runs, rows)
-    counter = iteration_cost.Counter()
+    counter = kernel_counts.Counter()
     with counter:
         fused_forward.actor_critic_backward(*gradients, *arguments)
     launches = 2  # two trunks
@@ -113,7 +116,7 @@ def test_the_networks_multiply_adds_count_further_layers_and_a_shared_trunk_once
                  empty, empty, empty, True)
     trunk = inputs * hidden + hidden * hidden
     forward = trunk + (outputs + 1) * hidden
-    assert iteration_cost.network_multiply_adds("actor_critic", arguments) == 2 * rows * forward
+    assert kernel_counts.network_multiply_adds("actor_critic", arguments) == 2 * rows * forward
     gradients = forward + (outputs + 1) * hidden + trunk + hidden * hidden
-    assert iteration_cost.network_multiply_adds("actor_critic_backward", (empty, empty, *arguments)) == \
+    assert kernel_counts.network_multiply_adds("actor_critic_backward", (empty, empty, *arguments)) == \
         2 * rows * gradients

@@ -8,6 +8,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import torch
+
 from warpsim.analysis.evaluate import EPISODES, NUM_ENVS, PLAYS, SEED, RunEvaluation, evaluate_run, load_run
 from warpsim.analysis.evaluate_experiment import ExperimentEvaluation, evaluate_experiment
 from warpsim.analysis.play import Player
@@ -307,8 +309,6 @@ def positive_int(text: str) -> int:
 
 def torch_device(text: str) -> str:
     """An argparse type: a torch device that is here, ``cpu`` or ``cuda[:N]`` with that GPU, as torch names it."""
-    import torch
-
     try:
         device = torch.device(text)
     except RuntimeError:

@@ -49,7 +49,8 @@ benchmarks/results/kernel_resources-networks.md)."""
 STAGES = 2
 """Software-pipelining stages of the forward kernel's first layer (Triton's ``num_stages``): the next block of
 inputs is read while the current one is multiplied. With aligned rows, 2 keeps as many programs on an SM as
-unaligned rows without pipelining did at width 64, and one more at 128 (ptxas, sm_90)."""
+unaligned rows without pipelining did at width 64, and one more at 128 (ptxas, sm_90). On an H200 at train-ref,
+1, 2 and 3 stages ran alike (benchmarks/results/train-speed/session-786d1b8-nvidia-h200.log)."""
 
 
 def _bfloat16(values: torch.Tensor) -> torch.Tensor:
