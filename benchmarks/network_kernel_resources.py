@@ -6,9 +6,10 @@ Compiles the forward kernel (``fused_actor_critic``) and the gradients' whole-tr
 (``fused_trunk_backward``) as their launchers launch them at train-ref's shapes (71 inputs,
 hidden layers of 64, 21 + 21 logits; the forward at tag-chase's width 128 too), with the
 observations' rows as they were (71 entries) and aligned (``fused_forward.aligned_rows``: 80),
-through Triton and ``ptxas -v``; prints one Markdown table: registers per thread, spill bytes,
-programs that fit on one SM by their registers and shared memory, and in the PTX the global loads
-of 2 bytes and of 16, and the asynchronous copies a pipelined loop issues (``cp.async``).
+and the update loss's kernels on those logits (``categorical_terms``, both ways), through Triton
+and ``ptxas -v``; prints one Markdown table: registers per thread, spill bytes, programs that fit
+on one SM by their registers and shared memory, and in the PTX the global loads of 2 bytes and of
+16, and the asynchronous copies a pipelined loop issues (``cp.async``).
 tests/test_actor_critic_resources.py holds the kernels to these budgets.
 """
 
@@ -37,12 +38,15 @@ COLUMNS = ("registers", "spill_bytes", "programs_per_sm", "loads_2_bytes", "load
 
 
 def resources(kernel, constants: dict, float32: set[str], warps: int, stages: int = 1,
-              divisible: frozenset[str] = frozenset()) -> dict[str, int]:
+              divisible: frozenset[str] = frozenset(), pointers: dict[str, str] | None = None) -> dict[str, int]:
     """``kernel`` compiled for sm_90 at these constants, as Triton's launcher specializes it: every pointer
     16-byte aligned, and the integer arguments named in ``divisible`` multiples of 16 (Triton specializes a
-    size that is); pointers named in ``float32`` to float32, the others to int16 (bfloat16 bits)."""
-    signature = {name: "constexpr" if name in constants else ("*fp32" if name in float32 else "*i16")
-                 if name.endswith("_ptr") else "i32" for name in kernel.arg_names}
+    size that is); pointers named in ``float32`` to float32, those in ``pointers`` to the type it gives
+    (``"*bf16"``, ``"*i32"``), the others to int16 (bfloat16 bits)."""
+    pointers = pointers or {}
+    signature = {name: "constexpr" if name in constants else
+                 pointers.get(name, "*fp32" if name in float32 else "*i16") if name.endswith("_ptr") else "i32"
+                 for name in kernel.arg_names}
     attributes = {(index,): [["tt.divisibility", 16]] for index, name in enumerate(kernel.arg_names)
                   if name not in constants and (name.endswith("_ptr") or name in divisible)}
     source = ASTSource(kernel, signature, constexprs={(kernel.arg_names.index(name),): value
@@ -93,6 +97,19 @@ def trunk_backward(outputs: int, with_value: bool, aligned: bool) -> dict[str, i
                      frozenset({"run_stride", "inputs"} if aligned else ()))
 
 
+def loss(backward: bool) -> dict[str, int]:
+    """The loss's kernel on discrete actions (``categorical_terms``), or its gradient's, as its launcher
+    launches it for train-ref's bfloat16 logits of two components of 21."""
+    from warpsim.train import categorical_terms
+    from warpsim.train.categorical_terms_kernel import categorical_terms as terms
+    from warpsim.train.categorical_terms_kernel import categorical_terms_backward as gradient
+    kernel = gradient if backward else terms
+    constants = dict(COMPONENTS=2, LEVELS=21, BLOCK_LEVELS=32, BLOCK_ROWS=categorical_terms.BLOCK_ROWS)
+    float32 = {"log_prob_gradient_ptr", "entropy_gradient_ptr"} if backward else {"log_prob_ptr", "entropy_ptr"}
+    return resources(kernel, constants, float32, 4,
+                     pointers={"logits_ptr": "*bf16", "gradient_ptr": "*bf16", "actions_ptr": "*i32"})
+
+
 def rows(aligned: bool) -> str:
     padded = TRAIN_REF_INPUTS - TRAIN_REF_INPUTS % -fused_forward.ROW_ALIGNMENT
     return f"{padded} (aligned)" if aligned else str(TRAIN_REF_INPUTS)
@@ -101,13 +118,17 @@ def rows(aligned: bool) -> str:
 def table() -> str:
     lines = ["| kernel | shape | row entries | stages | " + " | ".join(COLUMNS) + " |",
              "|---|---|---|---:|" + "---:|" * len(COLUMNS)]
-    entries = [(f"forward, width {hidden}", "64 rows x 4 warps", aligned, stages, forward(hidden, stages, aligned))
+    entries = [(f"forward, width {hidden}", "64 rows x 4 warps", rows(aligned), stages,
+                forward(hidden, stages, aligned))
                for hidden in (64, 128) for aligned, stages in ((False, 1), (True, 1), (True, fused_forward.STAGES))]
-    entries += [(f"gradients, {name}", "32 rows x 8 warps", aligned, 1, trunk_backward(outputs, with_value, aligned))
+    entries += [(f"gradients, {name}", "32 rows x 8 warps", rows(aligned), 1,
+                 trunk_backward(outputs, with_value, aligned))
                 for name, outputs, with_value in (("actor", 42, False), ("critic", 1, False))
                 for aligned in (False, True)]
-    for kernel, shape, aligned, stages, figures in entries:
-        lines.append(f"| {kernel} | {shape} | {rows(aligned)} | {stages} | "
+    entries += [(f"loss's {name}", "64 rows x 4 warps", "42 logits", 1, loss(backward))
+                for name, backward in (("log-probabilities and entropy", False), ("gradient", True))]
+    for kernel, shape, entries_of_a_row, stages, figures in entries:
+        lines.append(f"| {kernel} | {shape} | {entries_of_a_row} | {stages} | "
                      + " | ".join(str(figures[column]) for column in COLUMNS) + " |")
     return "\n".join(lines) + "\n"
 

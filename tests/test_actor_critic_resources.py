@@ -1,7 +1,8 @@
 """The networks' kernels compiled for an sm_90 GPU by Triton and ptxas, with no GPU: at train-ref's
 shapes they stay in registers, and on its rows aligned to 16 entries they read vectors and the forward
-kernel pipelines its first layer's reads. The forward kernel's first form took all 255 registers,
-spilled, and ran no faster than the eager forward on an H200 (benchmarks/results/train-speed/README.md)."""
+kernel pipelines its first layer's reads; so do the update loss's kernels. The forward kernel's first form took
+all 255 registers, spilled, and ran no faster than the eager forward on an H200
+(benchmarks/results/train-speed/README.md)."""
 
 from pathlib import Path
 
@@ -99,3 +100,11 @@ def test_aligned_rows_make_the_gradients_kernels_read_vectors():
                               for rows_aligned in (False, True))
         assert unaligned["loads_2_bytes"] > 0 and aligned["loads_2_bytes"] == 0, (outputs, aligned, unaligned)
         assert aligned["spill_bytes"] == 0 and aligned["programs_per_sm"] >= unaligned["programs_per_sm"], aligned
+
+
+@pytest.mark.parametrize("backward", [False, True], ids=["log-probabilities and entropy", "gradient"])
+def test_the_loss_kernels_stay_in_registers_four_programs_to_an_sm(backward):
+    """The update loss's kernels on train-ref's bfloat16 logits (two components of 21): no spills, and at least
+    16 warps an SM to hide their memory's latency."""
+    used = NETWORK_KERNELS.loss(backward)
+    assert used["spill_bytes"] == 0 and used["programs_per_sm"] >= 4, used

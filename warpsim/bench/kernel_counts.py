@@ -39,10 +39,12 @@ FREE = {"view", "_unsafe_view", "reshape", "transpose", "t", "permute", "expand"
         "is_nonzero", "sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "unfold", "view_as_real",
         "_reshape_alias", "diagonal", "movedim", "flatten", "unflatten", "expand_as", "view_as", "tensor_split"}
 """Operations that launch no kernel: views, allocations and reads of metadata."""
-EXTERN_KERNELS = {"mm", "bmm", "addmm", "baddbmm", "matmul", "linear", "actor_critic", "actor_critic_backward"}
+EXTERN_KERNELS = {"mm", "bmm", "addmm", "baddbmm", "matmul", "linear", "actor_critic", "actor_critic_backward",
+                  "categorical_terms", "categorical_terms_backward"}
 """Operations a compiled region calls as they are, inductor fusing nothing into them: the matrix products
-and warpsim's own kernels of the networks (``fused_forward.actor_critic`` and its gradients). Each moves
-its operands, its inputs and its outputs; but see ``OWN_LAUNCHERS``."""
+and warpsim's own kernels (the networks', ``fused_forward.actor_critic`` and its gradients, and the loss's
+``categorical_terms`` both ways). Each moves its operands, its inputs and its outputs; but see
+``OWN_LAUNCHERS``."""
 NETWORK_KERNELS = {"actor_critic", "actor_critic_backward"}
 """warpsim's networks' kernels, whose multiply-adds are counted (``network_multiply_adds``)."""
 OWN_LAUNCHERS = {"actor_critic_backward"}

@@ -83,7 +83,7 @@ class Learner:
         # so that a graph can capture the step.
         self.optimizer = RunAdam([{"params": list(network.parameters()), "lr": self.learning_rates.rates[:, index]}
                                   for index, network in enumerate(networks)])
-        self.loss = MinibatchLoss(configs, device)
+        self.loss = MinibatchLoss(configs, device, fused=self.compiled)
         """One learning role's loss on a minibatch."""
         self.nonfinite = torch.zeros(runs, dtype=torch.bool, device=device)
         """Per run, whether its loss has been NaN or infinite."""

@@ -16,7 +16,8 @@ from __future__ import annotations
 import torch
 
 from warpsim.train import ppo
-from warpsim.train.action_heads import ActionHead
+from warpsim.train.action_heads import ActionHead, CategoricalHeads
+from warpsim.train.categorical_terms import DifferentiableCategoricalTerms
 from warpsim.train.config import TrainConfig
 from warpsim.train.rollout import Samples
 from warpsim.train.runs import per_run
@@ -32,21 +33,28 @@ class MinibatchLoss:
     role's action head. policy float[R, B, head.size], value float[R, B]: the role's networks on the
     minibatch, in the networks' precision. batch: the role's Samples of the minibatch.
     Returns (total + policy loss + value_coef x value loss - entropy_coef x entropy,
-    float32[R, 6]: the ``STATS``), each run with its config's coefficients.
+    float32[R, 6]: the ``STATS``), each run with its config's coefficients. With ``fused`` (the fused
+    path's), discrete actions' log-probabilities and entropy, and their gradient, are one kernel each
+    (``categorical_terms``).
     """
 
-    def __init__(self, configs: list[TrainConfig], device: torch.device):
+    def __init__(self, configs: list[TrainConfig], device: torch.device, fused: bool = False):
         self.value_coef, self.entropy_coef = per_run(configs, "value_coef", device), per_run(configs, "entropy_coef",
                                                                                               device)
         self.clip = per_run(configs, "clip_coef", device)[:, None]
         self.value_clip = None if configs[0].value_clip is None else per_run(configs, "value_clip", device)[:, None]
         self.normalize = configs[0].normalize_advantages
+        self.fused = fused
 
     def __call__(self, total: torch.Tensor, head: ActionHead, logits: torch.Tensor, value: torch.Tensor,
                  batch: Samples) -> tuple[torch.Tensor, torch.Tensor]:
         clip = self.clip
-        new_log_prob = head.log_prob(logits, batch.actions)
-        entropy = head.entropy(logits).mean(-1)
+        if self.fused and isinstance(head, CategoricalHeads):
+            new_log_prob, entropy = DifferentiableCategoricalTerms.apply(logits, batch.actions,
+                                                                         list(head.action_levels))
+        else:
+            new_log_prob, entropy = head.log_prob(logits, batch.actions), head.entropy(logits)
+        entropy = entropy.mean(-1)
         advantages = ppo.normalize(batch.advantages) if self.normalize else batch.advantages
         policy_loss, ratio = ppo.policy_loss(new_log_prob, batch.log_probs, advantages, clip)
         value_loss = ppo.value_loss(value.float(), batch.values, batch.returns, self.value_clip)

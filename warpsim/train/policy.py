@@ -265,14 +265,12 @@ class StackedActorCritic(ActorCriticBase):
 
     def fused(self, observations: torch.Tensor, weights: tuple | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """``forward`` under bf16 autocast as one kernel (``fused_forward.actor_critic``), its gradients as
-        kernels too: float[R, B, D] in, rounded to bfloat16 as autocast rounds it. ``weights``: these
+        kernels too: float[R, B, D] in, rounded to bfloat16 as autocast rounds it; the outputs in autocast's
+        dtypes (the policy's in bfloat16, float32 beside a learned log standard deviation). ``weights``: these
         networks' ``fused_weights``, made beforehand (a rollout's steps share them); by default made now."""
         weights = self.fused_weights() if weights is None else weights
         policy, value = fused_forward.DifferentiableActorCritic.apply(self.fused_observations(observations), *weights)
-        # Converted before the heads split it: compiled on a CPU, split bfloat16 outputs of the kernel's op
-        # were read wrongly (NaN log-probabilities, tests/test_compiled.py); on a GPU the conversion fuses
-        # into the sampling's kernel either way.
-        return self._with_log_std(policy.float()), value
+        return self._with_log_std(policy), value
 
     def fused_operands(self, observations: torch.Tensor) -> tuple:
         """The arguments of ``fused_forward.actor_critic`` for these networks on float[R, B, D]:

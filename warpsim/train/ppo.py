@@ -80,8 +80,11 @@ def normalize(advantages: torch.Tensor) -> torch.Tensor:
 
 
 def split_heads(logits: torch.Tensor, action_levels: tuple[int, ...]) -> tuple[torch.Tensor, ...]:
-    """float[..., sum(levels)] into one float32 log-softmax[..., levels[k]] per action component."""
-    return tuple(torch.log_softmax(head.float(), dim=-1) for head in logits.split(action_levels, dim=-1))
+    """float[..., sum(levels)] into one float32 log-softmax[..., levels[k]] per action component.
+
+    Converted before it is split: compiled on a CPU, split bfloat16 outputs of the networks' kernel's op
+    were read wrongly (NaN log-probabilities, tests/test_compiled.py)."""
+    return tuple(torch.log_softmax(head, dim=-1) for head in logits.float().split(action_levels, dim=-1))
 
 
 def log_prob(log_probs: tuple[torch.Tensor, ...], actions: torch.Tensor) -> torch.Tensor:

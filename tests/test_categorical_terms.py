@@ -1,0 +1,83 @@
+"""The fused update's loss on discrete actions (``categorical_terms``): its torch formulas are the eager loss's
+log-probability, entropy and autograd's gradient of them, and its Triton kernels compute those formulas (in
+Triton's interpreter on the CPU, and on a GPU)."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from warpsim.train import categorical_terms, ppo
+
+INTERPRETER = Path(__file__).with_name("interpret_categorical_terms.py")
+CASES: list[dict[str, Any]] = [dict(rows=70, levels=[21, 21], seed=0, scale=3.0, dtype="bfloat16"),
+         dict(rows=5, levels=[5], seed=1, scale=1.0, dtype="float32"),
+         dict(rows=130, levels=[11, 11, 11], seed=2, scale=30.0, dtype="float32")]
+"""train-ref's two components of 21 in bfloat16 over a block and a part; one of 5 (a column block of 8 for 5)
+on fewer rows than a block; three of 11 with saturated softmaxes."""
+
+
+def eager_terms(logits: torch.Tensor, actions: torch.Tensor, levels: tuple[int, ...]):
+    log_probs = ppo.split_heads(logits, levels)
+    return ppo.log_prob(log_probs, actions), ppo.entropy(log_probs)
+
+
+@pytest.mark.parametrize("levels", [(21, 21), (3, 5, 2)])
+def test_the_op_is_the_eager_loss_and_its_gradient_autograds(levels):
+    """Unequal components too: those take the formulas on a GPU as well."""
+    generator = torch.Generator().manual_seed(len(levels))
+    logits = (torch.randn((2, 9, sum(levels)), generator=generator) * 2).requires_grad_()
+    actions = torch.stack([torch.randint(0, level, (2, 9), generator=generator) for level in levels], -1).int()
+    log_prob_gradient, entropy_gradient = torch.randn((2, 2, 9), generator=generator)
+    log_prob, entropy = eager_terms(logits, actions, levels)
+    expected = torch.autograd.grad((log_prob, entropy), logits, (log_prob_gradient, entropy_gradient))[0]
+    fused_log_prob, fused_entropy = categorical_terms.DifferentiableCategoricalTerms.apply(logits, actions,
+                                                                                           list(levels))
+    assert torch.equal(fused_log_prob, log_prob) and torch.equal(fused_entropy, entropy)
+    gradient = torch.autograd.grad((fused_log_prob, fused_entropy), logits, (log_prob_gradient, entropy_gradient))[0]
+    torch.testing.assert_close(gradient, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_the_gradient_takes_the_logits_dtype():
+    logits = torch.randn(4, 10).to(torch.bfloat16)
+    gradient = categorical_terms.categorical_terms_backward(torch.ones(4), torch.ones(4), logits,
+                                                            torch.zeros(4, 2, dtype=torch.int32), [5, 5])
+    assert gradient.dtype == torch.bfloat16 and gradient.shape == (4, 10)
+
+
+def test_the_kernels_compute_as_the_formulas_in_tritons_interpreter():
+    """The sums of a row's terms in another order (float32's last bits); the gradient rounded once to the
+    logits' dtype (bfloat16: within a unit of its last place)."""
+    pytest.importorskip("triton")
+    result = subprocess.run([sys.executable, str(INTERPRETER), json.dumps(CASES)], capture_output=True, text=True,
+                            env={**os.environ, "TRITON_INTERPRET": "1"}, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    for case, differences in zip(CASES, json.loads(result.stdout)):
+        assert differences["gradient_dtype"] == f"torch.{case['dtype']}"
+        assert differences["log_prob"] <= 1e-6 * case["scale"] * len(case["levels"]) * 10
+        assert differences["entropy"] <= 1e-5
+        ulp = 2 ** -7 if case["dtype"] == "bfloat16" else 2 ** -23
+        assert differences["gradient"] <= 2 * ulp * max(1.0, differences["largest_gradient"])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", CASES, ids=lambda case: f"{case['levels']} {case['dtype']}")
+def test_the_kernels_compute_as_the_formulas_on_a_gpu(case):
+    sys.path.insert(0, str(INTERPRETER.parent))
+    from interpret_categorical_terms import operands
+    logits, actions, log_prob_gradient, entropy_gradient = operands(case)
+    levels = case["levels"]
+    on_gpu = categorical_terms.categorical_terms(logits.cuda(), actions.cuda(), levels)
+    for mine, theirs in zip(on_gpu, categorical_terms.categorical_terms(logits, actions, levels)):
+        torch.testing.assert_close(mine.cpu(), theirs, rtol=1e-5, atol=1e-5 * case["scale"])
+    gradient = categorical_terms.categorical_terms_backward(log_prob_gradient.cuda(), entropy_gradient.cuda(),
+                                                            logits.cuda(), actions.cuda(), levels)
+    expected = categorical_terms.categorical_terms_backward(log_prob_gradient, entropy_gradient, logits, actions,
+                                                            levels)
+    ulp = 2 ** -7 if case["dtype"] == "bfloat16" else 1e-6
+    torch.testing.assert_close(gradient.cpu().float(), expected.float(), rtol=2 * ulp, atol=2 * ulp)

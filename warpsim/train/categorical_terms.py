@@ -1,0 +1,148 @@
+"""The update's loss on discrete actions, both ways, as one kernel each (``DifferentiableCategoricalTerms``):
+the joint log-probability of the taken actions and the joint entropy of a row's categorical components, and
+their gradient at the logits.
+
+Compiled from autograd, these took about a quarter of an optimizer step on an H200 at train-ref (warpsim
+786d1b8): eleven kernels, one of them 0.5 ms for 880,000 rows, and some 1.5 KB per sample of float32
+log-softmaxes, their gradients and the zeros those are scattered into, where the logits are 84 bytes a row.
+Here a row's log-softmax lives in registers: the forward kernel reads the logits and the actions and
+writes two floats a row, the backward kernel reads them again with the two gradients and writes the
+logits' gradient.
+
+The arithmetic is float32, as ``ppo.split_heads`` computes it, whatever the logits' dtype; the
+gradient is rounded once, to the logits' dtype. On a CPU the op is these formulas in torch (the
+kernels' reference, which Triton's interpreter checks them against: tests/test_categorical_terms.py);
+on a GPU, components of unequal sizes take the same torch formulas.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import torch
+
+from warpsim.train import ppo
+
+BLOCK_ROWS = 64
+"""Rows of one program: a row's component at a time, as many columns as the component's power of two."""
+
+
+@torch.library.custom_op("warpsim::categorical_terms", mutates_args=())
+def categorical_terms(logits: torch.Tensor, actions: torch.Tensor,
+                      levels: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """(log_prob float32[...], entropy float32[...]): of ``actions`` int[..., A] under independent categorical
+    components whose logits lie side by side in ``logits`` float[..., sum(levels)], and their joint entropy."""
+    return _terms(logits, actions, levels)
+
+
+def _terms(logits: torch.Tensor, actions: torch.Tensor, levels: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+    log_probs = ppo.split_heads(logits, tuple(levels))
+    return ppo.log_prob(log_probs, actions), ppo.entropy(log_probs)
+
+
+@categorical_terms.register_fake
+def _(logits, actions, levels):
+    rows = logits.shape[:-1]
+    return logits.new_empty(rows, dtype=torch.float32), logits.new_empty(rows, dtype=torch.float32)
+
+
+@torch.library.custom_op("warpsim::categorical_terms_backward", mutates_args=())
+def categorical_terms_backward(log_prob_gradient: torch.Tensor, entropy_gradient: torch.Tensor,
+                               logits: torch.Tensor, actions: torch.Tensor, levels: list[int]) -> torch.Tensor:
+    """The gradient at ``logits`` (in their dtype) of ``categorical_terms``, given its outputs' float32[...].
+
+    Per component, with p its softmax and H its entropy: g_log_prob (onehot(action) - p) - g_entropy p (log p + H)."""
+    return _terms_gradient(log_prob_gradient, entropy_gradient, logits, actions, levels)
+
+
+def _terms_gradient(log_prob_gradient: torch.Tensor, entropy_gradient: torch.Tensor, logits: torch.Tensor,
+                    actions: torch.Tensor, levels: list[int]) -> torch.Tensor:
+    gradients = []
+    for log_p, action in zip(ppo.split_heads(logits, tuple(levels)), actions.unbind(-1)):
+        p = log_p.exp()
+        entropy = -(p * log_p).sum(-1, keepdim=True)
+        taken = torch.nn.functional.one_hot(action.long(), log_p.shape[-1]).to(p.dtype)
+        gradients.append(log_prob_gradient[..., None] * (taken - p)
+                         - entropy_gradient[..., None] * p * (log_p + entropy))
+    return torch.cat(gradients, -1).to(logits.dtype)
+
+
+@categorical_terms_backward.register_fake
+def _(log_prob_gradient, entropy_gradient, logits, actions, levels):
+    return torch.empty_like(logits, memory_format=torch.contiguous_format)
+
+
+class DifferentiableCategoricalTerms(torch.autograd.Function):
+    """``categorical_terms`` with its gradient by ``categorical_terms_backward``; ``apply`` takes
+    ``categorical_terms``' arguments. An autograd Function, which ``torch.func.grad`` (the fused update's)
+    differentiates."""
+
+    @staticmethod
+    def forward(logits, actions, levels):
+        return categorical_terms(logits, actions, levels)
+
+    @staticmethod
+    def setup_context(ctx, inputs: tuple, output) -> None:
+        logits, actions, levels = inputs
+        ctx.save_for_backward(logits, actions)
+        ctx.levels = levels
+
+    @staticmethod
+    def backward(ctx, log_prob_gradient: torch.Tensor, entropy_gradient: torch.Tensor) -> tuple:
+        logits, actions = ctx.saved_tensors
+        with torch.no_grad():  # once differentiable: torch.func.grad records the backward pass otherwise
+            return categorical_terms_backward(log_prob_gradient, entropy_gradient, logits, actions, ctx.levels), \
+                None, None
+
+
+def _block(levels: int) -> int:
+    """The columns holding one component: a power of two, at least 2."""
+    return max(2, 1 << (levels - 1).bit_length())
+
+
+def launch(logits: torch.Tensor, actions: torch.Tensor, levels: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """``categorical_terms`` by the Triton kernel (``categorical_terms_kernel``, imported here: a CPU-only
+    install may lack Triton) for components of equal sizes, on the logits' device; on a CPU
+    (``TRITON_INTERPRET=1``) through Triton's interpreter."""
+    from warpsim.train.categorical_terms_kernel import categorical_terms as kernel
+
+    logits, actions = logits.contiguous(), actions.contiguous()
+    log_prob = logits.new_empty(logits.shape[:-1], dtype=torch.float32)
+    entropy = torch.empty_like(log_prob)
+    rows = log_prob.numel()
+    if rows:
+        kernel[(-(-rows // BLOCK_ROWS),)](logits, actions, log_prob, entropy, rows, COMPONENTS=len(levels),
+                                          LEVELS=levels[0], BLOCK_LEVELS=_block(levels[0]), BLOCK_ROWS=BLOCK_ROWS)
+    return log_prob, entropy
+
+
+def launch_backward(log_prob_gradient: torch.Tensor, entropy_gradient: torch.Tensor, logits: torch.Tensor,
+                    actions: torch.Tensor, levels: list[int]) -> torch.Tensor:
+    """``categorical_terms_backward`` by the Triton kernel, as ``launch``."""
+    from warpsim.train.categorical_terms_kernel import categorical_terms_backward as kernel
+
+    logits, actions = logits.contiguous(), actions.contiguous()
+    gradient = torch.empty_like(logits)
+    rows = log_prob_gradient.numel()
+    if rows:
+        kernel[(-(-rows // BLOCK_ROWS),)](log_prob_gradient.contiguous(), entropy_gradient.contiguous(), logits,
+                                          actions, gradient, rows, COMPONENTS=len(levels), LEVELS=levels[0],
+                                          BLOCK_LEVELS=_block(levels[0]), BLOCK_ROWS=BLOCK_ROWS)
+    return gradient
+
+
+def _kernels_take(levels: list[int]) -> bool:
+    """Whether the kernels take these components: of equal sizes, with Triton installed (a CUDA build of torch
+    without it still trains, by the torch formulas)."""
+    return len(set(levels)) == 1 and importlib.util.find_spec("triton") is not None
+
+
+@categorical_terms.register_kernel("cuda")
+def _(logits, actions, levels):
+    return (launch if _kernels_take(levels) else _terms)(logits, actions, levels)
+
+
+@categorical_terms_backward.register_kernel("cuda")
+def _(log_prob_gradient, entropy_gradient, logits, actions, levels):
+    return (launch_backward if _kernels_take(levels) else _terms_gradient)(log_prob_gradient, entropy_gradient, logits,
+                                                                           actions, levels)

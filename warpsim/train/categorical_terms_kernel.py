@@ -1,0 +1,61 @@
+"""The Triton kernels of ``categorical_terms``: a block of rows a program, one component of ``LEVELS`` logits
+at a time, its log-softmax in float32 registers. Triton's interpreter runs them on a CPU with
+``TRITON_INTERPRET=1`` set before Triton is imported (tests/interpret_categorical_terms.py)."""
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _component(logits_ptr, actions_ptr, row, rows, component, COMPONENTS: tl.constexpr, LEVELS: tl.constexpr,
+               BLOCK_LEVELS: tl.constexpr):
+    """One component of a block of rows: its log-softmax float32[rows, BLOCK_LEVELS] (0 past LEVELS), its
+    probabilities (0 there too), whether each column is the taken action, and its entropy float32[rows]."""
+    level = tl.arange(0, BLOCK_LEVELS)
+    kept = (row[:, None] < rows) & (level[None, :] < LEVELS)
+    at = row[:, None].to(tl.int64) * (COMPONENTS * LEVELS) + component * LEVELS + level[None, :]
+    logits = tl.load(logits_ptr + at, mask=kept, other=0.0).to(tl.float32)
+    logits = tl.where(level[None, :] < LEVELS, logits, float("-inf"))  # rows past the last stay finite
+    shifted = logits - tl.max(logits, axis=1)[:, None]
+    log_p = shifted - tl.log(tl.sum(tl.exp(shifted), axis=1))[:, None]
+    p = tl.where(kept, tl.exp(log_p), 0.0)
+    log_p = tl.where(kept, log_p, 0.0)
+    action = tl.load(actions_ptr + row.to(tl.int64) * COMPONENTS + component, mask=row < rows, other=0)
+    return log_p, p, level[None, :] == action[:, None], -tl.sum(p * log_p, axis=1)
+
+
+@triton.jit
+def categorical_terms(logits_ptr, actions_ptr, log_prob_ptr, entropy_ptr, rows, COMPONENTS: tl.constexpr,
+                      LEVELS: tl.constexpr, BLOCK_LEVELS: tl.constexpr, BLOCK_ROWS: tl.constexpr):
+    """logits float[rows, COMPONENTS * LEVELS] (any float dtype), actions int32[rows, COMPONENTS] ->
+    log_prob and entropy float32[rows]; program i takes rows i * BLOCK_ROWS.."""
+    row = tl.program_id(0) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)
+    log_prob = tl.zeros((BLOCK_ROWS,), tl.float32)
+    entropy = tl.zeros((BLOCK_ROWS,), tl.float32)
+    for component in tl.static_range(COMPONENTS):
+        log_p, _, taken, component_entropy = _component(logits_ptr, actions_ptr, row, rows, component, COMPONENTS,
+                                                        LEVELS, BLOCK_LEVELS)
+        log_prob += tl.sum(tl.where(taken, log_p, 0.0), axis=1)
+        entropy += component_entropy
+    tl.store(log_prob_ptr + row, log_prob, mask=row < rows)
+    tl.store(entropy_ptr + row, entropy, mask=row < rows)
+
+
+@triton.jit
+def categorical_terms_backward(log_prob_gradient_ptr, entropy_gradient_ptr, logits_ptr, actions_ptr, gradient_ptr,
+                               rows, COMPONENTS: tl.constexpr, LEVELS: tl.constexpr, BLOCK_LEVELS: tl.constexpr,
+                               BLOCK_ROWS: tl.constexpr):
+    """The gradient at the logits, in their dtype at ``gradient_ptr`` (laid out as the logits), from the
+    gradients float32[rows] of ``categorical_terms``' log_prob and entropy."""
+    row = tl.program_id(0) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)
+    log_prob_gradient = tl.load(log_prob_gradient_ptr + row, mask=row < rows, other=0.0)[:, None]
+    entropy_gradient = tl.load(entropy_gradient_ptr + row, mask=row < rows, other=0.0)[:, None]
+    level = tl.arange(0, BLOCK_LEVELS)
+    for component in tl.static_range(COMPONENTS):
+        log_p, p, taken, entropy = _component(logits_ptr, actions_ptr, row, rows, component, COMPONENTS, LEVELS,
+                                              BLOCK_LEVELS)
+        gradient = log_prob_gradient * (tl.where(taken, 1.0, 0.0) - p) \
+            - entropy_gradient * p * (log_p + entropy[:, None])
+        at = row[:, None].to(tl.int64) * (COMPONENTS * LEVELS) + component * LEVELS + level[None, :]
+        tl.store(gradient_ptr + at, gradient.to(gradient_ptr.dtype.element_ty),
+                 mask=(row[:, None] < rows) & (level[None, :] < LEVELS))
