@@ -6,10 +6,11 @@ Compiles the forward kernel (``fused_actor_critic``) and the gradients' whole-tr
 (``fused_trunk_backward``) as their launchers launch them at train-ref's shapes (71 inputs,
 hidden layers of 64, 21 + 21 logits; the forward at tag-chase's width 128 too), with the
 observations' rows as they were (71 entries) and aligned (``fused_forward.aligned_rows``: 80),
-and the update loss's kernels on those logits (``categorical_terms``, both ways), through Triton
-and ``ptxas -v``; prints one Markdown table: registers per thread, spill bytes, programs that fit
-on one SM by their registers and shared memory, and in the PTX the global loads of 2 bytes and of
-16, and the asynchronous copies a pipelined loop issues (``cp.async``).
+and the kernels of discrete actions on those logits (the update loss's both ways and the rollout's
+sampling, ``categorical_terms``), through Triton and ``ptxas -v``; prints one Markdown table:
+registers per thread, spill bytes, programs that fit on one SM by their registers and shared memory,
+and in the PTX the global loads of 2 bytes and of 16, and the asynchronous copies a pipelined loop
+issues (``cp.async``).
 tests/test_actor_critic_resources.py holds the kernels to these budgets.
 """
 
@@ -97,17 +98,16 @@ def trunk_backward(outputs: int, with_value: bool, aligned: bool) -> dict[str, i
                      frozenset({"run_stride", "inputs"} if aligned else ()))
 
 
-def loss(backward: bool) -> dict[str, int]:
-    """The loss's kernel on discrete actions (``categorical_terms``), or its gradient's, as its launcher
-    launches it for train-ref's bfloat16 logits of two components of 21."""
-    from warpsim.train import categorical_terms
-    from warpsim.train.categorical_terms_kernel import categorical_terms as terms
-    from warpsim.train.categorical_terms_kernel import categorical_terms_backward as gradient
-    kernel = gradient if backward else terms
+def categorical(kernel_name: str) -> dict[str, int]:
+    """A kernel of discrete actions (``categorical_terms_kernel``: the loss's ``categorical_terms``, its
+    gradient's ``categorical_terms_backward``, the rollout's ``categorical_sample``) as its launcher launches
+    it for train-ref's bfloat16 logits of two components of 21."""
+    from warpsim.train import categorical_terms, categorical_terms_kernel
     constants = dict(COMPONENTS=2, LEVELS=21, BLOCK_LEVELS=32, BLOCK_ROWS=categorical_terms.BLOCK_ROWS)
-    float32 = {"log_prob_gradient_ptr", "entropy_gradient_ptr"} if backward else {"log_prob_ptr", "entropy_ptr"}
-    return resources(kernel, constants, float32, 4,
-                     pointers={"logits_ptr": "*bf16", "gradient_ptr": "*bf16", "actions_ptr": "*i32"})
+    return resources(getattr(categorical_terms_kernel, kernel_name), constants, set(), 4, pointers={
+        "logits_ptr": "*bf16", "gradient_ptr": "*bf16", "actions_ptr": "*i32", "uniforms_ptr": "*fp32",
+        "log_prob_ptr": "*fp32", "entropy_ptr": "*fp32", "log_prob_gradient_ptr": "*fp32",
+        "entropy_gradient_ptr": "*fp32"})
 
 
 def rows(aligned: bool) -> str:
@@ -125,8 +125,10 @@ def table() -> str:
                  trunk_backward(outputs, with_value, aligned))
                 for name, outputs, with_value in (("actor", 42, False), ("critic", 1, False))
                 for aligned in (False, True)]
-    entries += [(f"loss's {name}", "64 rows x 4 warps", "42 logits", 1, loss(backward))
-                for name, backward in (("log-probabilities and entropy", False), ("gradient", True))]
+    entries += [(name, "64 rows x 4 warps", "42 logits", 1, categorical(kernel_name))
+                for name, kernel_name in (("loss's log-probabilities and entropy", "categorical_terms"),
+                                          ("loss's gradient", "categorical_terms_backward"),
+                                          ("rollout's sampling", "categorical_sample"))]
     for kernel, shape, entries_of_a_row, stages, figures in entries:
         lines.append(f"| {kernel} | {shape} | {entries_of_a_row} | {stages} | "
                      + " | ".join(str(figures[column]) for column in COLUMNS) + " |")

@@ -1,8 +1,8 @@
 """The networks' kernels compiled for an sm_90 GPU by Triton and ptxas, with no GPU: at train-ref's
 shapes they stay in registers, and on its rows aligned to 16 entries they read vectors and the forward
-kernel pipelines its first layer's reads; so do the update loss's kernels. The forward kernel's first form took
-all 255 registers, spilled, and ran no faster than the eager forward on an H200
-(benchmarks/results/train-speed/README.md)."""
+kernel pipelines its first layer's reads; the kernels of discrete actions stay in registers too. The
+forward kernel's first form took all 255 registers, spilled, and ran no faster than the eager forward on
+an H200 (benchmarks/results/train-speed/README.md)."""
 
 from pathlib import Path
 
@@ -102,9 +102,9 @@ def test_aligned_rows_make_the_gradients_kernels_read_vectors():
         assert aligned["spill_bytes"] == 0 and aligned["programs_per_sm"] >= unaligned["programs_per_sm"], aligned
 
 
-@pytest.mark.parametrize("backward", [False, True], ids=["log-probabilities and entropy", "gradient"])
-def test_the_loss_kernels_stay_in_registers_four_programs_to_an_sm(backward):
-    """The update loss's kernels on train-ref's bfloat16 logits (two components of 21): no spills, and at least
-    16 warps an SM to hide their memory's latency."""
-    used = NETWORK_KERNELS.loss(backward)
+@pytest.mark.parametrize("kernel", ["categorical_terms", "categorical_terms_backward", "categorical_sample"])
+def test_the_kernels_of_discrete_actions_stay_in_registers_four_programs_to_an_sm(kernel):
+    """The update loss's kernels and the rollout's sampling on train-ref's bfloat16 logits (two components of
+    21): no spills, and at least 16 warps an SM to hide their memory's latency."""
+    used = NETWORK_KERNELS.categorical(kernel)
     assert used["spill_bytes"] == 0 and used["programs_per_sm"] >= 4, used

@@ -1,16 +1,17 @@
-"""The Triton kernels of ``categorical_terms``: a block of rows a program, one component of ``LEVELS`` logits
-at a time, its log-softmax in float32 registers. Triton's interpreter runs them on a CPU with
-``TRITON_INTERPRET=1`` set before Triton is imported (tests/interpret_categorical_terms.py)."""
+"""The Triton kernels of ``categorical_terms`` (both ways) and of ``categorical_sample``: a block of rows a
+program, one component of ``LEVELS`` logits at a time, its log-softmax in float32 registers. Triton's
+interpreter runs them on a CPU with ``TRITON_INTERPRET=1`` set before Triton is imported
+(tests/interpret_categorical_terms.py)."""
 
 import triton
 import triton.language as tl
 
 
 @triton.jit
-def _component(logits_ptr, actions_ptr, row, rows, component, COMPONENTS: tl.constexpr, LEVELS: tl.constexpr,
-               BLOCK_LEVELS: tl.constexpr):
-    """One component of a block of rows: its log-softmax float32[rows, BLOCK_LEVELS] (0 past LEVELS), its
-    probabilities (0 there too), whether each column is the taken action, and its entropy float32[rows]."""
+def _log_softmax(logits_ptr, row, rows, component, COMPONENTS: tl.constexpr, LEVELS: tl.constexpr,
+                 BLOCK_LEVELS: tl.constexpr):
+    """One component of a block of rows: its log-softmax float32[rows, BLOCK_LEVELS] and its probabilities
+    (both 0 past LEVELS and past the last row)."""
     level = tl.arange(0, BLOCK_LEVELS)
     kept = (row[:, None] < rows) & (level[None, :] < LEVELS)
     at = row[:, None].to(tl.int64) * (COMPONENTS * LEVELS) + component * LEVELS + level[None, :]
@@ -18,10 +19,16 @@ def _component(logits_ptr, actions_ptr, row, rows, component, COMPONENTS: tl.con
     logits = tl.where(level[None, :] < LEVELS, logits, float("-inf"))  # rows past the last stay finite
     shifted = logits - tl.max(logits, axis=1)[:, None]
     log_p = shifted - tl.log(tl.sum(tl.exp(shifted), axis=1))[:, None]
-    p = tl.where(kept, tl.exp(log_p), 0.0)
-    log_p = tl.where(kept, log_p, 0.0)
+    return tl.where(kept, log_p, 0.0), tl.where(kept, tl.exp(log_p), 0.0)
+
+
+@triton.jit
+def _component(logits_ptr, actions_ptr, row, rows, component, COMPONENTS: tl.constexpr, LEVELS: tl.constexpr,
+               BLOCK_LEVELS: tl.constexpr):
+    """``_log_softmax`` of a component, whether each column is its taken action, and its entropy float32[rows]."""
+    log_p, p = _log_softmax(logits_ptr, row, rows, component, COMPONENTS, LEVELS, BLOCK_LEVELS)
     action = tl.load(actions_ptr + row.to(tl.int64) * COMPONENTS + component, mask=row < rows, other=0)
-    return log_p, p, level[None, :] == action[:, None], -tl.sum(p * log_p, axis=1)
+    return log_p, p, tl.arange(0, BLOCK_LEVELS)[None, :] == action[:, None], -tl.sum(p * log_p, axis=1)
 
 
 @triton.jit
@@ -59,3 +66,25 @@ def categorical_terms_backward(log_prob_gradient_ptr, entropy_gradient_ptr, logi
         at = row[:, None].to(tl.int64) * (COMPONENTS * LEVELS) + component * LEVELS + level[None, :]
         tl.store(gradient_ptr + at, gradient.to(gradient_ptr.dtype.element_ty),
                  mask=(row[:, None] < rows) & (level[None, :] < LEVELS))
+
+
+@triton.jit
+def categorical_sample(logits_ptr, uniforms_ptr, actions_ptr, log_prob_ptr, rows, component_stride,
+                       COMPONENTS: tl.constexpr, LEVELS: tl.constexpr, BLOCK_LEVELS: tl.constexpr,
+                       BLOCK_ROWS: tl.constexpr):
+    """logits float[rows, COMPONENTS * LEVELS], uniforms float32 [rows, LEVELS] per component, ``component_stride``
+    entries apart -> actions int32[rows, COMPONENTS] (the first of the highest scores log p - log(-log u), u
+    clamped to [1e-20, 1 - 1e-7], as ``ppo.sample``) and their log_prob float32[rows]."""
+    row = tl.program_id(0) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)
+    level = tl.arange(0, BLOCK_LEVELS)
+    kept = (row[:, None] < rows) & (level[None, :] < LEVELS)
+    log_prob = tl.zeros((BLOCK_ROWS,), tl.float32)
+    for component in tl.static_range(COMPONENTS):
+        log_p, _ = _log_softmax(logits_ptr, row, rows, component, COMPONENTS, LEVELS, BLOCK_LEVELS)
+        at = component * component_stride + row[:, None].to(tl.int64) * LEVELS + level[None, :]
+        draws = tl.load(uniforms_ptr + at, mask=kept, other=0.5)
+        score = log_p - tl.log(-tl.log(tl.minimum(tl.maximum(draws, 1e-20), 1.0 - 1e-7)))
+        action = tl.argmax(tl.where(kept, score, float("-inf")), axis=1, tie_break_left=True)
+        log_prob += tl.sum(tl.where(level[None, :] == action[:, None], log_p, 0.0), axis=1)
+        tl.store(actions_ptr + row.to(tl.int64) * COMPONENTS + component, action.to(tl.int32), mask=row < rows)
+    tl.store(log_prob_ptr + row, log_prob, mask=row < rows)

@@ -21,7 +21,8 @@ from typing_extensions import deprecated
 from warpsim.environment import EnvSpec
 from warpsim.removed import removed
 from warpsim.train import fused_forward
-from warpsim.train.action_heads import ActionHead, action_head, roles_noise
+from warpsim.train.action_heads import ActionHead, CategoricalHeads, action_head, roles_noise
+from warpsim.train.categorical_terms import categorical_sample
 from warpsim.train.config import TrainConfig
 from warpsim.train.value_norm import ValueNormalizer
 
@@ -395,8 +396,13 @@ class RunPolicies(HeadsByRole):
         acted = []
         for name, (policy, values), role_noise in zip(role_names, outputs, noise):
             head = self.heads[name]
-            actions = torch.stack([head.sample_with(policy[run], run_noise)
-                                   for run, run_noise in enumerate(role_noise)])
-            acted.append(Acted(actions, head.log_prob(policy, actions),
-                               self.network(name).returns_scale(values.float())))
+            if self.fused and isinstance(head, CategoricalHeads):  # the draws and log-probabilities as one kernel
+                sampled = [categorical_sample(policy[run], list(run_noise), list(head.action_levels))
+                           for run, run_noise in enumerate(role_noise)]
+                actions, log_prob = (torch.stack(part) for part in zip(*sampled))
+            else:
+                actions = torch.stack([head.sample_with(policy[run], run_noise)
+                                       for run, run_noise in enumerate(role_noise)])
+                log_prob = head.log_prob(policy, actions)
+            acted.append(Acted(actions, log_prob, self.network(name).returns_scale(values.float())))
         return acted
