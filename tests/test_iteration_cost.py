@@ -21,6 +21,15 @@ def test_each_launching_operation_counts_a_kernel_and_the_bytes_it_reads_and_wri
     assert dict(counter.tally.by_op) == {"mul": 1, "add": 1} and torch.equal(z, torch.full((5, 2), 3.0))
 
 
+def test_a_foreach_operation_counts_a_kernel_per_tensor_of_its_list():
+    tensors = [torch.ones(4), torch.ones(2, 3), torch.ones(())]
+    counter = kernel_counts.Counter()
+    with counter:
+        torch._foreach_add_(tensors, 1.0)
+    assert counter.tally.kernels == 3 and counter.tally.bytes == 2 * (4 + 6 + 1) * 4
+    assert [t.flatten()[0].item() for t in tensors] == [2.0, 2.0, 2.0]
+
+
 def test_an_expanded_input_is_read_once_and_kernels_called_as_they_are_set_apart():
     row, weights = torch.ones(1, 8), torch.ones(8, 4)
     counter = kernel_counts.Counter()

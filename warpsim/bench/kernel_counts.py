@@ -6,8 +6,8 @@ these counts.
 What is counted:
 
 * eagerly, every aten operation that launches a kernel on a GPU (views, allocations and
-  metadata launch none), and the bytes it reads and writes: its tensors' sizes, an expanded
-  input counted once; the environments' own step is left out;
+  metadata launch none; a foreach operation one per tensor of its list), and the bytes it reads and
+  writes: its tensors' sizes, an expanded input counted once; the environments' own step is left out;
 * a compiled region (``TrainConfig.compile``), from the code inductor writes for it as it writes it
   for a GPU (``gpu_code``: Triton kernels, generated on the device at hand, never compiled): its
   generated kernels and the kernels it calls as they are, matrix products and warpsim's own (the
@@ -173,8 +173,12 @@ class Counter(TorchDispatchMode):
             read = [touched_bytes(t) for t in inputs]
             if name in GATHERS and inputs:  # the rows gathered, not the whole source
                 read[0] = min(read[0], sum(touched_bytes(t) for t in tensors(result)))
-            moved = sum(read) + sum(touched_bytes(t) for t in tensors(result))
-            self.tally.kernels += 1
+            # An in-place operation that returns nothing (a foreach one) writes its first argument.
+            written = tensors(result) or (tensors(args[0]) if name.endswith("_") else [])
+            moved = sum(read) + sum(touched_bytes(t) for t in written)
+            # A foreach operation as a kernel per tensor of its list: eagerly a GPU runs a list in one launch
+            # only where nothing broadcasts, and Adam's per-run rates do.
+            self.tally.kernels += len(args[0]) if name.startswith("_foreach_") else 1
             self.tally.bytes += moved
             self.tally.by_op[name] += 1
             if name in EXTERN_KERNELS:

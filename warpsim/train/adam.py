@@ -27,10 +27,10 @@ class RunAdam(torch.optim.Optimizer):
 
     @torch.no_grad()
     def step(self, closure=None):
-        for group in self.param_groups:
-            for parameter in group["params"]:
-                if parameter.grad is not None:
-                    adam_update(parameter, parameter.grad, self.state_of(parameter), group["lr"])
+        learning = [(parameter, group["lr"]) for group in self.param_groups for parameter in group["params"]
+                    if parameter.grad is not None]
+        adam_update([parameter for parameter, _ in learning], [parameter.grad for parameter, _ in learning],
+                    [self.state_of(parameter) for parameter, _ in learning], [rate for _, rate in learning])
 
     def state_of(self, parameter: torch.Tensor) -> dict:
         """The parameter's step count and moments, made (zero) at their first use."""
@@ -78,15 +78,25 @@ class RunAdam(torch.optim.Optimizer):
             state["step"].copy_(torch.as_tensor(entry["step"], dtype=torch.float32))
 
 
-def adam_update(parameter: torch.Tensor, gradient: torch.Tensor, state: dict, rate: torch.Tensor) -> None:
-    """One Adam step of ``parameter`` float32[R, ...] (in place) along ``gradient``, at each run's
-    ``rate`` float32[R]: torch's arithmetic, with ``state`` (``RunAdam.state_of``) moved on."""
+def adam_update(parameters: list[torch.Tensor], gradients: list[torch.Tensor], states: list[dict],
+                rates: list[torch.Tensor]) -> None:
+    """One Adam step of each parameter float32[R, ...] (in place) along its gradient, at its ``rates`` entry,
+    float32[R] (each run's rate): torch's arithmetic, each state (``RunAdam.state_of``) moved on. Foreach
+    operations, so that compiled for a GPU the step is a few kernels for all the parameters, not a few each;
+    on a CPU they run tensor by tensor, the same arithmetic as one parameter at a time."""
+    if not parameters:
+        return
     beta1, beta2 = BETAS
-    step, exp_avg, exp_avg_sq = state["step"], state["exp_avg"], state["exp_avg_sq"]
-    step += 1
-    exp_avg.lerp_(gradient, 1 - beta1)
-    exp_avg_sq.mul_(beta2).addcmul_(gradient, gradient, value=1 - beta2)
-    rate = rate.reshape(-1, *(1,) * (parameter.dim() - 1))
-    step_size = rate / (1 - beta1 ** step)
-    denominator = (exp_avg_sq.sqrt() / (1 - beta2 ** step).sqrt()).add_(EPS)
-    parameter.sub_(step_size * exp_avg / denominator)
+    steps = [state["step"] for state in states]
+    exp_avgs, exp_avg_sqs = [state["exp_avg"] for state in states], [state["exp_avg_sq"] for state in states]
+    torch._foreach_add_(steps, 1)
+    torch._foreach_lerp_(exp_avgs, gradients, 1 - beta1)
+    torch._foreach_mul_(exp_avg_sqs, beta2)
+    torch._foreach_addcmul_(exp_avg_sqs, gradients, gradients, value=1 - beta2)
+    first_corrections = [1 - beta1 ** step for step in steps]
+    second_corrections = [(1 - beta2 ** step).sqrt() for step in steps]
+    step_sizes = [rate.reshape(-1, *(1,) * (parameter.dim() - 1)) / correction
+                  for rate, parameter, correction in zip(rates, parameters, first_corrections)]
+    denominators = torch._foreach_div(torch._foreach_sqrt(exp_avg_sqs), second_corrections)
+    torch._foreach_add_(denominators, EPS)
+    torch._foreach_sub_(parameters, torch._foreach_div(torch._foreach_mul(step_sizes, exp_avgs), denominators))

@@ -220,8 +220,9 @@ class Learner:
         gradients, (loss, stats) = grad(total, has_aux=True)(self.learned)
         with torch.no_grad():
             clip_gradients([[gradients[name] for name in group] for group in self.group_names], self.max_grad_norm)
-            for name, parameter in self.learned.items():
-                adam_update(parameter, gradients[name], self.adam_states[name], self.rates[name])
+            names = list(self.learned)
+            adam_update([self.learned[name] for name in names], [gradients[name] for name in names],
+                        [self.adam_states[name] for name in names], [self.rates[name] for name in names])
             self._record(loss, stats, row)
 
     def run_state_dict(self, run: int) -> dict:
