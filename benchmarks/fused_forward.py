@@ -47,12 +47,14 @@ LAUNCH_SHAPES = [(16, 4, 2, True), (32, 4, 2, True), (64, 4, 1, True), (64, 4, 2
 """(rows, warps, stages, aligned rows) per program at which a GPU times the kernel alone; the last is the launch
 before rows were aligned (``fused_forward.ROW_ALIGNMENT``)."""
 BACKWARD_LAUNCH_SHAPES = [(16, 4, True, 1, True), (16, 8, True, 1, True), (32, 8, True, 1, True),
-                          (32, 8, True, 2, True), (16, 4, False, 1, True), (32, 4, False, 1, True),
-                          (32, 8, False, 1, True), (32, 8, False, 2, True), (32, 8, True, 1, False)]
+                          (32, 8, True, 2, True), (32, 16, True, 1, True), (16, 4, False, 1, True),
+                          (32, 4, False, 1, True), (32, 8, False, 1, True), (32, 8, False, 2, True),
+                          (32, 8, True, 1, False)]
 """(rows, warps, whole trunks, stages, aligned rows) per program at which a GPU times the gradients' kernels alone:
 a whole trunk's gradients a launch (at width 64 in 255 registers by 4 warps at 16 rows, 218 by 8; 214 by 8 at 32
-rows, the default; ptxas, sm_90) or a layer's (``launch_backward``'s ``whole_trunks``); the last the default before
-rows were aligned."""
+rows, the default; by 16 at 32 rows the actor's 128 with 44 bytes of spills, the critic's 99 with none, twice the
+warps of an SM's one program; ptxas, sm_90) or a layer's (``launch_backward``'s ``whole_trunks``); the last the
+default before rows were aligned."""
 
 
 def timed(step, repeats: int, device: torch.device) -> float:

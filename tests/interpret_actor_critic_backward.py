@@ -44,9 +44,11 @@ def main() -> None:
     for case in json.loads(sys.argv[1]):
         arguments = weights(case)
         gradients = output_gradients(arguments, case["seed"])
-        eager = fused_forward.actor_critic_backward(*gradients, *arguments)
-        kernel = functools.partial(fused_forward.launch_backward, programs=case["programs"],
-                                   whole_trunks=case.get("whole_trunks"))(*gradients, *arguments)
+        operands = list(arguments[1:-1])
+        eager = fused_forward.split_gradients(fused_forward.actor_critic_backward(*gradients, *arguments), operands)
+        kernel = fused_forward.split_gradients(functools.partial(
+            fused_forward.launch_backward, programs=case["programs"], whole_trunks=case.get("whole_trunks"))(
+            *gradients, *arguments), operands)
         differences.append({name: {"difference": relative_difference(mine, theirs), "largest": largest(theirs)}
                             for name, mine, theirs in zip(NAMES, kernel, eager)}
                            | {"dtypes_match": all(mine.dtype == theirs.dtype and mine.shape == theirs.shape

@@ -116,7 +116,8 @@ for case in {[CASES[0], CASES[2]]!r}:
                     for index, value in enumerate(arguments))
     forward = [fused_forward.launch(*operands) for operands in (arguments, aligned)]
     gradients = output_gradients(arguments, case["seed"])
-    backward = [fused_forward.launch_backward(*gradients, *operands, programs=2) for operands in (arguments, aligned)]
+    backward = [fused_forward.split_gradients(fused_forward.launch_backward(*gradients, *operands, programs=2),
+                                              list(operands[1:-1])) for operands in (arguments, aligned)]
     inputs = case["inputs"]
     results.append({{
         "forward": all(torch.equal(mine, theirs) for mine, theirs in zip(*forward)),
@@ -208,10 +209,12 @@ def test_the_gradients_kernel_computes_as_autograd_on_a_gpu(case):
     from interpret_actor_critic_backward import output_gradients, relative_difference
     arguments = weights(case)
     gradients = output_gradients(arguments, case["seed"])
-    eager = fused_forward.actor_critic_backward(*gradients, *arguments)
+    eager = fused_forward.split_gradients(fused_forward.actor_critic_backward(*gradients, *arguments),
+                                          list(arguments[1:-1]))
     on_the_gpu: list[Any] = [value.cuda() if isinstance(value, torch.Tensor) else value
                              for value in (*gradients, *arguments)]
-    kernel = functools.partial(fused_forward.launch_backward, whole_trunks=case.get("whole_trunks"))(*on_the_gpu)
+    kernel = fused_forward.split_gradients(functools.partial(
+        fused_forward.launch_backward, whole_trunks=case.get("whole_trunks"))(*on_the_gpu), on_the_gpu[3:-1])
     for mine, theirs in zip(kernel, eager):
         assert mine.dtype == theirs.dtype and mine.shape == theirs.shape
         assert relative_difference(mine.cpu(), theirs) <= 2 ** -7

@@ -201,7 +201,7 @@ def launcher_tally(args: tuple) -> Tally:
             patched.enter_context(mock.patch.object(actor_critic_backward_kernel, name,
                                                     RecordedKernel(kernel, counter.tally)))
         with counter:
-            launch: Callable[..., list[torch.Tensor]] = fused_forward.launch_backward  # args: the aten call's tuple
+            launch: Callable[..., torch.Tensor] = fused_forward.launch_backward  # args: the aten call's tuple
             launch(*args, programs=max(1, fused_forward.PARTIAL_SUMS // args[2].shape[0]))
     return counter.tally
 

@@ -90,7 +90,10 @@ def _activations(observations: torch.Tensor, weight: torch.Tensor, bias: torch.T
     return layers
 
 
-@torch.library.custom_op("warpsim::actor_critic", mutates_args=())
+# Both ops take their operands in whatever layout inductor gives them (flexible_layout): their launchers make
+# contiguous what the kernels read, and a compiled step then hands one conversion of a network's weights to
+# the forward pass and to the gradients, where requiring the eager strides made it convert them twice.
+@torch.library.custom_op("warpsim::actor_critic", mutates_args=(), tags=(torch.Tag.flexible_layout,))
 def actor_critic(observations: torch.Tensor, actor_weight: torch.Tensor, actor_bias: torch.Tensor,
                  actor_hidden_weights: torch.Tensor, actor_hidden_biases: torch.Tensor, critic_weight: torch.Tensor,
                  critic_bias: torch.Tensor, critic_hidden_weights: torch.Tensor, critic_hidden_biases: torch.Tensor,
@@ -181,16 +184,19 @@ def _(*args):
     return launch(*args)
 
 
-@torch.library.custom_op("warpsim::actor_critic_backward", mutates_args=())
+@torch.library.custom_op("warpsim::actor_critic_backward", mutates_args=(), tags=(torch.Tag.flexible_layout,))
 def actor_critic_backward(policy_gradient: torch.Tensor, value_gradient: torch.Tensor, observations: torch.Tensor,
                           actor_weight: torch.Tensor, actor_bias: torch.Tensor, actor_hidden_weights: torch.Tensor,
                           actor_hidden_biases: torch.Tensor, critic_weight: torch.Tensor, critic_bias: torch.Tensor,
                           critic_hidden_weights: torch.Tensor, critic_hidden_biases: torch.Tensor,
                           policy_weight: torch.Tensor, policy_bias: torch.Tensor, value_weight: torch.Tensor,
-                          value_bias: torch.Tensor, shared_trunk: bool) -> list[torch.Tensor]:
-    """The gradients of ``actor_critic``'s twelve weights and biases, each of its operand's shape and
-    dtype (the critic trunk's zero with ``shared_trunk``), given its outputs' gradients: policy's of
-    its dtype [R, B, P], values' float32[R, B]. The other arguments are ``actor_critic``'s.
+                          value_bias: torch.Tensor, shared_trunk: bool) -> torch.Tensor:
+    """The gradients of ``actor_critic``'s twelve weights and biases, given its outputs' gradients: policy's
+    of its dtype [R, B, P], values' float32[R, B]. The other arguments are ``actor_critic``'s. Returns them
+    side by side in float32[R, G], each run's flattened in the order of the operands (the critic trunk's
+    zero with ``shared_trunk``); ``split_gradients`` gives each its operand's shape and dtype. One tensor, so
+    that the launcher writes its sums once (an op's outputs share no memory, and twelve would be twelve
+    copies) and the update reads them where they are.
 
     On the CPU, autograd's formulas under bf16 autocast, written out (an op's implementation runs
     below autograd): the backward kernel's reference."""
@@ -208,8 +214,24 @@ def actor_critic_backward(policy_gradient: torch.Tensor, value_gradient: torch.T
     else:
         actor_gradients = _trunk_backward(actor, actor_hidden_weights, actor_features)
         critic_gradients = _trunk_backward(critic, critic_hidden_weights, critic_features)
-    return [*actor_gradients, *critic_gradients, policy_weight_gradient, policy_bias_gradient, value_weight_gradient,
-            value_bias_gradient]
+    runs = observations.shape[0]
+    return torch.cat([gradient.reshape(runs, gradient.numel() // runs).float() for gradient in (
+        *actor_gradients, *critic_gradients, policy_weight_gradient, policy_bias_gradient, value_weight_gradient,
+        value_bias_gradient)], 1)
+
+
+def _offsets(weights: list[torch.Tensor], runs: int) -> list[int]:
+    """Where each of ``weights`` starts in a run's row of gradients side by side, and where the last ends (a
+    shared trunk's empty critic takes none)."""
+    return [0, *itertools.accumulate(weight.numel() // runs for weight in weights)]
+
+
+def split_gradients(gradients: torch.Tensor, weights: list[torch.Tensor]) -> list[torch.Tensor]:
+    """``actor_critic_backward``'s gradients float32[R, G], one per operand of ``weights`` (its twelve weights
+    and biases), in that operand's shape and dtype: views, cast where the operand is not float32."""
+    offsets = _offsets(weights, gradients.shape[0])
+    return [gradients[:, start:end].view(weight.shape).to(weight.dtype)
+            for weight, start, end in zip(weights, offsets, offsets[1:])]
 
 
 def _linear_backward(inputs: torch.Tensor, weight: torch.Tensor,
@@ -241,7 +263,8 @@ def _trunk_backward(layers: list[torch.Tensor], hidden_weights: torch.Tensor,
 
 @actor_critic_backward.register_fake
 def _(policy_gradient, value_gradient, observations, *weights_and_shared):
-    return [torch.empty_like(weight) for weight in weights_and_shared[:-1]]
+    runs = observations.shape[0]
+    return observations.new_empty((runs, _offsets(list(weights_and_shared[:-1]), runs)[-1]), dtype=torch.float32)
 
 
 class DifferentiableActorCritic(torch.autograd.Function):
@@ -267,7 +290,7 @@ class DifferentiableActorCritic(torch.autograd.Function):
         with torch.no_grad():  # once differentiable: torch.func.grad records the backward pass otherwise
             gradients = actor_critic_backward(policy_gradient, value_gradient, observations, *weights,
                                               ctx.shared_trunk)
-        return None, *gradients, None
+        return None, *split_gradients(gradients, weights), None
 
 
 PARTIAL_SUMS = 512
@@ -304,7 +327,7 @@ def launch_backward(policy_gradient: torch.Tensor, value_gradient: torch.Tensor,
                     policy_weight: torch.Tensor, policy_bias: torch.Tensor, value_weight: torch.Tensor,
                     value_bias: torch.Tensor, shared_trunk: bool, block_rows: int = BACKWARD_BLOCK_ROWS,
                     warps: int | None = None, programs: int | None = None,
-                    whole_trunks: bool | None = None, stages: int = 1) -> list[torch.Tensor]:
+                    whole_trunks: bool | None = None, stages: int = 1) -> torch.Tensor:
     """``actor_critic_backward`` by the Triton kernels (``actor_critic_backward_kernel``) on the observations'
     device (a CPU through Triton's interpreter): with ``whole_trunks`` one launch per trunk
     (``fused_trunk_backward``), otherwise one per layer and head of each (``fused_actor_critic_backward``);
@@ -329,7 +352,7 @@ def launch_backward(policy_gradient: torch.Tensor, value_gradient: torch.Tensor,
         whole_trunks = whole_trunks_fit(hidden, layers)
     warps = warps or backward_warps(hidden, whole_trunks)
     # Every program's partial sums of all the gradients side by side, so that one sum adds them all up.
-    offsets = [0, *itertools.accumulate(weight[0].numel() for weight in weights)]
+    offsets = _offsets(weights, runs)
     partial_sums = observations.new_empty((runs, programs, offsets[-1]), dtype=torch.float32)
     first_columns = min(_power_of_two(inputs), FIRST_LAYER_INPUTS)
     dot = tl.float32 if observations.device.type == "cpu" else tl.bfloat16
@@ -381,10 +404,9 @@ def launch_backward(policy_gradient: torch.Tensor, value_gradient: torch.Tensor,
         for target in [layers] if shared_trunk else range(layers + 1):
             launch_for(0 if shared_trunk else 4, target, 10, False)
     sums = partial_sums.sum(1)
-    # Each its own tensor (an op's outputs share no memory); a shared trunk's critic has none.
-    return [torch.zeros_like(weight) if shared_trunk and 4 <= index < 8 else
-            sums[:, offsets[index]:offsets[index + 1]].view(weight.shape).to(weight.dtype, copy=True)
-            for index, weight in enumerate(weights)]
+    if shared_trunk and offsets[8] > offsets[4]:  # a critic trunk given but unused: no program summed it
+        sums[:, offsets[4]:offsets[8]] = 0
+    return sums
 
 
 @actor_critic_backward.register_kernel("cuda")
