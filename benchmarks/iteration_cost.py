@@ -10,7 +10,8 @@ The configs are train-ref, headline and grid (docs/benchmarks.md), with the trai
 may, in bf16, at two small batches of environments: kernels do not depend on the batch, and
 bytes are a fixed part (the weights) plus a part per sample, so two sizes give each per
 agent-step or per sample at the config's own size. The update's once-per-update work (GAE,
-the shuffles, the value statistics) is shared out over its optimizer steps. The prediction of
+the shuffles, the value statistics) is shared out over its optimizer steps. Every count compiles
+afresh (``fresh_compiles``). The prediction of
 GPU time is bytes / copy bandwidth + kernels x the cost of a kernel in a replayed graph, both
 measured once on an H200 (``H200``), + the multiply-adds of warpsim's networks' kernels at the rates
 the forward kernel and the gradients' kernels ran at on an H200: those kernels compute, where the rest
@@ -20,7 +21,9 @@ only moves bytes.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+from collections.abc import Iterator
 
 import torch
 
@@ -69,18 +72,33 @@ def trainer_for(name: str, num_envs: int, path: str, device: str) -> Trainer:
                                seed=0, **FIXED_UPDATE))
 
 
+@contextlib.contextmanager
+def fresh_compiles() -> Iterator[None]:
+    """Inductor's caches of compiled graphs off: a compile served from them (of an earlier count, or an earlier
+    run's) laid out some of the update's tensors otherwise, and its count moved (train-ref's update with
+    gradient kernels: 1,587 B per sample from a warm cache, 1,616 compiled afresh)."""
+    import torch._functorch.config
+    import torch._inductor.config
+
+    with torch._inductor.config.patch(fx_graph_cache=False), \
+            torch._functorch.config.patch(enable_autograd_cache=False):
+        yield
+
+
 def count(name: str, num_envs: int, path: str, device: str) -> dict:
     """One rollout and one update of the config at ``num_envs``, counted after a first iteration (which
-    compiles): kernels per environment step and per optimizer step, and the bytes of each."""
-    trainer = trainer_for(name, num_envs, path, device)
-    trainer.iterate()
-    for env in trainer.envs:  # the environments' own work is not the policy step's
-        env.step = uncounted(env.step)  # type: ignore[method-assign]
-    rollout, update = Counter(), Counter()
-    with CountedRegions(rollout), rollout:
-        next_values = trainer.rollout()
-    with CountedRegions(update), update:
-        trainer.update(next_values)
+    compiles, afresh: ``fresh_compiles``): kernels per environment step and per optimizer step, and the bytes
+    of each."""
+    with fresh_compiles():
+        trainer = trainer_for(name, num_envs, path, device)
+        trainer.iterate()
+        for env in trainer.envs:  # the environments' own work is not the policy step's
+            env.step = uncounted(env.step)  # type: ignore[method-assign]
+        rollout, update = Counter(), Counter()
+        with CountedRegions(rollout), rollout:
+            next_values = trainer.rollout()
+        with CountedRegions(update), update:
+            trainer.update(next_values)
     steps, optimizer_steps = trainer.config.rollout_steps, trainer.config.epochs * trainer.minibatches
     return {"rollout_kernels": rollout.tally.kernels / steps, "rollout_bytes": rollout.tally.bytes / steps,
             "rollout_multiply_adds": rollout.tally.network_multiply_adds / steps,

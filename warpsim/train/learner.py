@@ -117,11 +117,13 @@ class Learner:
         self.explained_variance.copy_(torch.stack(explained).mean(0))
         row = 0
         for _ in range(self.configs[0].epochs):
-            orders = [[torch.randperm(s.num_samples, device=self.device, generator=generator)
-                       .tensor_split(self.minibatches) for generator in self.generators] for s in samples]
+            # Each role's epoch order int64[R, N], each run's row from its own generator, cut into minibatches.
+            orders = [torch.stack([torch.randperm(s.num_samples, device=self.device, generator=generator)
+                                   for generator in self.generators]).tensor_split(self.minibatches, dim=1)
+                      for s in samples]
             self.epoch_kl.zero_()
             for m in range(self.minibatches):
-                picks = [torch.stack([order[m] for order in run_orders]) for run_orders in orders]
+                picks = [order[m] for order in orders]
                 if self.fused_step is not None:
                     self.fused_step(samples, picks, self.update_stats[:, row])
                 else:
