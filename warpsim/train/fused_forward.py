@@ -228,7 +228,8 @@ def _offsets(weights: list[torch.Tensor], runs: int) -> list[int]:
 
 def split_gradients(gradients: torch.Tensor, weights: list[torch.Tensor]) -> list[torch.Tensor]:
     """``actor_critic_backward``'s gradients float32[R, G], one per operand of ``weights`` (its twelve weights
-    and biases), in that operand's shape and dtype: views, cast where the operand is not float32."""
+    and biases), in that operand's shape and dtype: a view for a float32 operand, a rounded copy for a bfloat16
+    one."""
     offsets = _offsets(weights, gradients.shape[0])
     return [gradients[:, start:end].view(weight.shape).to(weight.dtype)
             for weight, start, end in zip(weights, offsets, offsets[1:])]
