@@ -61,7 +61,7 @@ PRESETS = {
     "simple-tag-small": dict(env="simple_tag", env_params={}, num_envs=64, rollout_steps=25, iterations=150,
                              opponents={"agent": "random"}),
     "simple-speaker-listener-small": dict(env="simple_speaker_listener", env_params={}, num_envs=64,
-                                          rollout_steps=25, iterations=600),
+                                          rollout_steps=25, iterations=1500),
     "simple-spread-1k": dict(env="simple_spread", env_params=dict(MPE_1K_NEAREST, N=1000, num_landmark_neighbors=10),
                              **MPE_1K),
     "simple-tag-1k": dict(env="simple_tag", env_params=dict(MPE_1K_NEAREST, num_adversaries=750, num_good=250),
