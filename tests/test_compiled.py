@@ -248,6 +248,42 @@ def test_a_fused_rollout_converts_each_roles_weights_once_and_plays_as_convertin
         assert torch.equal(once, each_step)
 
 
+def test_the_fused_path_stores_inputs_padded_as_its_kernel_reads_them_and_plays_as_the_eager_one():
+    """A fused rollout stores each input row padded with zeros to the kernels' alignment, and the kernel reads
+    the stored step in place (no padded copy of it); the inputs stored, and the first iteration's actions,
+    log-probabilities and values, are the eager path's. The policy step runs eagerly here."""
+    from warpsim.train import fused_forward
+    from warpsim.train.policy import StackedActorCritic
+
+    read = []
+    fused_observations = StackedActorCritic.fused_observations
+
+    def spied(observations):
+        read.append(fused_observations(observations))
+        return read[-1]
+
+    eager, fused = (Trainer(TrainConfig(**TAG, backend="numpy", compile=setting, precision="bf16"))
+                    for setting in ("off", "on"))
+    collector = fused.collector
+    collector.policy_step, collector.record = collector._policy_step, collector._record
+    StackedActorCritic.fused_observations = staticmethod(spied)  # type: ignore[method-assign]
+    try:
+        fused.rollout()
+    finally:
+        StackedActorCritic.fused_observations = staticmethod(fused_observations)  # type: ignore[method-assign]
+    eager.rollout()
+    stored = fused.storage["runner"].observations
+    width = eager.storage["runner"].observations.shape[-1]
+    assert width % fused_forward.ROW_ALIGNMENT and stored.shape[-1] == fused_forward.aligned_size(width)
+    assert not stored[..., width:].any()
+    assert any(tensor.untyped_storage().data_ptr() == stored.untyped_storage().data_ptr() for tensor in read)
+    for mine, theirs in zip(fused.storage.values(), eager.storage.values()):
+        assert torch.equal(mine.observations[..., :width], theirs.observations)
+        assert torch.equal(mine.actions, theirs.actions)
+        torch.testing.assert_close(mine.log_probs, theirs.log_probs, rtol=2e-2, atol=2e-2)
+        torch.testing.assert_close(mine.values, theirs.values, rtol=2e-2, atol=2e-2)
+
+
 def test_each_compiled_function_has_its_own_code_object():
     """Dynamo keeps graphs and counts recompilations per code object (``compiled.own_code``): the copy
     computes as the original, bound methods stay bound."""

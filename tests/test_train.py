@@ -194,12 +194,13 @@ def test_under_bf16_observations_are_stored_as_the_networks_round_them():
     assert not torch.equal(runner, runner.to(torch.bfloat16).float()), "the rounding happened"
 
 
-def test_the_memory_estimate_counts_bf16_observations_at_two_bytes():
+def test_the_memory_estimate_counts_bf16_observations_at_two_bytes_in_rows_padded_as_the_fused_path_stores_them():
     from warpsim.registry import make
-    from warpsim.train import storage
+    from warpsim.train import fused_forward, storage
     config = TrainConfig(**TAG)
     spec = make(config.env, 1, backend="numpy", **config.env_params).spec
     samples = config.rollout_steps * config.num_envs * spec.num_agents
     inputs = spec.observation_size * config.stack_observations
+    assert inputs % fused_forward.ROW_ALIGNMENT
     fp32, bf16 = (storage.training_bytes(config, spec, 0, precision) for precision in ("fp32", "bf16"))
-    assert fp32 - bf16 == samples * inputs * 2
+    assert fp32 - bf16 == samples * (4 * inputs - 2 * fused_forward.aligned_size(inputs))

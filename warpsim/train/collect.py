@@ -150,7 +150,8 @@ class Collector:
         step = stored.get(role.name)
         if step is not None:
             for run, run_inputs in enumerate(inputs):
-                step.observations[run].copy_(role.observed(run_inputs, self.inputs[run].depth))
+                observed = role.observed(run_inputs, self.inputs[run].depth)
+                step.observations[run, ..., :observed.shape[-1]].copy_(observed)  # the rest: the fused path's padding
             if not self.hybrid:
                 return step.observations.flatten(1, 2)  # the stored copy: no second gather
         return self._stacked(role, policy_inputs)

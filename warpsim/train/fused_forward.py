@@ -57,10 +57,15 @@ def _bfloat16(values: torch.Tensor) -> torch.Tensor:
     return values.to(torch.bfloat16)
 
 
+def aligned_size(entries: int) -> int:
+    """``entries`` rounded up to a multiple of ``ROW_ALIGNMENT``: the width of a row as the kernels read it."""
+    return entries + -entries % ROW_ALIGNMENT
+
+
 def aligned_rows(values: torch.Tensor) -> torch.Tensor:
     """``values`` [..., D] with its rows padded with zeros to a multiple of ``ROW_ALIGNMENT`` entries. A zero
     input times a zero weight adds nothing: the networks compute what they compute on the unpadded rows."""
-    missing = -values.shape[-1] % ROW_ALIGNMENT
+    missing = aligned_size(values.shape[-1]) - values.shape[-1]
     return torch.nn.functional.pad(values, (0, missing)) if missing else values
 
 

@@ -259,6 +259,11 @@ class StackedActorCritic(ActorCriticBase):
         actor, critic = torch.tanh(both).split(actor_first.weight.shape[1], dim=-1)
         return self._policy(trunk[2:](actor)), self.value_head(value_trunk[2:](critic)).squeeze(-1)
 
+    @property
+    def observation_size(self) -> int:
+        """D, the width of the inputs these networks read."""
+        return _linears(self.trunk)[0].weight.shape[-1]
+
     def fusable(self) -> bool:
         """Whether ``fused`` takes these networks: hidden layers at least 2 (a one-column layer is no
         product) and at most ``fused_forward.MAX_HIDDEN`` wide."""
@@ -345,7 +350,10 @@ class RunPolicies(HeadsByRole):
         if self.fused and (self.gradient_kernels or not torch.is_grad_enabled()):
             return [self.network(name).fused(batch, None if weights is None else weights[name])
                     for name, batch in zip(names, observations)]
-        return [self.network(name)(batch) for name, batch in zip(names, observations)]
+        # Inputs stored on the fused path are wider, by the kernels' padding: the networks read their own width,
+        # contiguous, so that their products sum as on unpadded inputs, bit for bit.
+        return [self.network(name)(batch[..., :self.network(name).observation_size].contiguous())
+                for name, batch in zip(names, observations)]
 
     def fused_weights(self, role_names: list[str]) -> dict[str, tuple] | None:
         """With ``fused``, the named roles' networks' weights as the fused kernel takes them

@@ -19,7 +19,8 @@ class RoleRollout:
     """
 
     observations: torch.Tensor
-    """float32[R, T, E, n, D]: the policy inputs the actions were taken on."""
+    """float32[R, T, E, n, D]: the policy inputs the actions were taken on (bfloat16 under bf16). On the fused path
+    D is the inputs' width padded with zeros as the kernels read rows (``fused_forward.aligned_size``)."""
     actions: torch.Tensor
     """int32[R, T, E, n, A]"""
     log_probs: torch.Tensor
@@ -40,7 +41,7 @@ class Samples(NamedTuple):
     minibatch. Every field has the run as its leading dimension R."""
 
     observations: torch.Tensor
-    """float32[R, B, D]"""
+    """float32[R, B, D], D as stored (``RoleRollout.observations``)"""
     actions: torch.Tensor
     """int32[R, B, A]"""
     log_probs: torch.Tensor

@@ -14,6 +14,7 @@ from collections import Counter
 from warpsim.device import Placement, available_bytes
 from warpsim.environment import EnvSpec
 from warpsim.errors import DoesNotFitError
+from warpsim.train import fused_forward
 from warpsim.train.config import TrainConfig
 
 FLOAT = 4
@@ -52,8 +53,10 @@ def training_bytes(config: TrainConfig, spec: EnvSpec, env_bytes_per_env: int, p
                   for role in spec.role_names)
     width = max(d, config.hidden_size * config.hidden_layers, outputs)
     samples = t * e * n
-    # observations, actions, log-probs, values, rewards
-    rollout = samples * (observation_bytes(precision) * d + FLOAT * (a + 3)) + t * e * FLOAT
+    # observations, actions, log-probs, values, rewards; under bf16 the fused path stores the inputs' rows padded
+    # as its kernels read them (counted so even where it is off)
+    stored = fused_forward.aligned_size(d) if precision == "bf16" else d
+    rollout = samples * (observation_bytes(precision) * stored + FLOAT * (a + 3)) + t * e * FLOAT
     # advantages, returns, the critic's targets in its own units and an epoch's shuffle (int64); then the
     # roles' minibatches together: their copies and activations
     most = t * e * max(Counter(spec.agent_roles).values())
