@@ -10,8 +10,9 @@ The configs are train-ref, headline and grid (docs/benchmarks.md), with the trai
 may, in bf16, at two small batches of environments: kernels do not depend on the batch, and
 bytes are a fixed part (the weights) plus a part per sample, so two sizes give each per
 agent-step or per sample at the config's own size. The update's once-per-update work (GAE,
-the shuffles, the value statistics) is shared out over its optimizer steps. Every count compiles
-afresh (``fresh_compiles``). The prediction of
+the shuffles, the value statistics) is shared out over its optimizer steps. The compiled regions run eagerly
+(``kernel_counts.eager_regions``: no C++ is compiled), each compiled afresh for its count alone
+(``fresh_compiles``). The prediction of
 GPU time is bytes / copy bandwidth + kernels x the cost of a kernel in a replayed graph, both
 measured once on an H200 (``H200``), + the multiply-adds of warpsim's networks' kernels at the rates
 the forward kernel and the gradients' kernels ran at on an H200: those kernels compute, where the rest
@@ -27,7 +28,7 @@ from collections.abc import Iterator
 
 import torch
 
-from warpsim.bench.kernel_counts import CountedRegions, Counter, uncounted
+from warpsim.bench.kernel_counts import CountedRegions, Counter, eager_regions, uncounted
 from warpsim.bench.policy_tiers import FIXED_UPDATE
 from warpsim.commands import json_output, torch_device
 from warpsim.configs import NAMED_CONFIGS
@@ -86,12 +87,12 @@ def fresh_compiles() -> Iterator[None]:
 
 
 def count(name: str, num_envs: int, path: str, device: str) -> dict:
-    """One rollout and one update of the config at ``num_envs``, counted after a first iteration (which
-    compiles, afresh: ``fresh_compiles``): kernels per environment step and per optimizer step, and the bytes
-    of each."""
+    """One rollout and one update of the config at ``num_envs``, counted after a first iteration: kernels per
+    environment step and per optimizer step, and the bytes of each."""
     with fresh_compiles():
         trainer = trainer_for(name, num_envs, path, device)
-        trainer.iterate()
+        with eager_regions():
+            trainer.iterate()
         for env in trainer.envs:  # the environments' own work is not the policy step's
             env.step = uncounted(env.step)  # type: ignore[method-assign]
         rollout, update = Counter(), Counter()

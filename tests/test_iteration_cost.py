@@ -84,6 +84,35 @@ def test_a_compiled_region_is_counted_as_inductor_writes_it_for_a_gpu():
     assert generated_bytes == 2 * 8 * 16 * 4
 
 
+def test_a_counted_region_runs_its_eager_function_and_adds_what_inductor_writes_for_a_gpu(monkeypatch):
+    """Counted, a compiled region computes its result eagerly (nothing is compiled for the CPU), and adds to
+    the counter the kernels and bytes of its code for a GPU, analysed at its first call only; uncounted
+    (``eager_regions``), it runs eagerly too."""
+    import pytest
+    pytest.importorskip("triton")
+    from warpsim.train import compiled
+
+    region = compiled.Compiled(lambda a, b: torch.mm(a, b).relu() + 1, "a test region")
+    monkeypatch.setattr(region, "compiled", lambda *args: pytest.fail("compiled for the device at hand"))
+    analysed = []
+
+    def analyse(wrapper, args):
+        analysed.append(wrapper)
+        return kernel_counts.Tally(kernels=2, bytes=7)
+
+    monkeypatch.setattr(kernel_counts, "analyse", analyse)
+    a, b = torch.ones(8, 4), -torch.ones(4, 16)
+    original = compiled.Compiled.__call__
+    counter = kernel_counts.Counter()
+    with kernel_counts.CountedRegions(counter), counter:
+        results = [region(a, b), region(a, b)]
+    with kernel_counts.eager_regions():
+        results.append(region(a, -b))
+    assert analysed == [region] and (counter.tally.kernels, counter.tally.bytes) == (4, 14)
+    assert [float(result.sum()) for result in results] == [8 * 16, 8 * 16, 8 * 16 * 5]
+    assert compiled.Compiled.__call__ is original, "the compiled path again once out of both"
+
+
 def test_a_gather_reads_of_its_source_only_the_rows_it_gathers():
     """A minibatch of 3 rows of a 100-row rollout: the 3 rows (and the indices) read, the output written."""
     rollout, picks = torch.ones(100, 8), torch.tensor([5, 7, 9])

@@ -25,7 +25,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import torch
@@ -206,9 +206,22 @@ def launcher_tally(args: tuple) -> Tally:
     return counter.tally
 
 
+@contextlib.contextmanager
+def eager_regions() -> Iterator[None]:
+    """Every ``compiled.Compiled`` call runs its eager function: what the compiled code would compute, with no
+    code compiled for the device at hand (on a CPU, C++ that would take most of a count's time)."""
+    original = compiled.Compiled.__call__
+    compiled.Compiled.__call__ = lambda wrapper, *args: wrapper.function(*args)  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        compiled.Compiled.__call__ = original  # type: ignore[method-assign]
+
+
 class CountedRegions:
     """While entered, every ``compiled.Compiled`` call adds its region's kernels and bytes to the
-    active counter, which is paused while the region runs; a region is analysed at its first call."""
+    active counter, which is paused while the region runs (eagerly: ``eager_regions``); a region is analysed at
+    its first call."""
 
     def __init__(self, counter: Counter):
         self.counter = counter
@@ -216,14 +229,14 @@ class CountedRegions:
         self._original = compiled.Compiled.__call__
 
     def __enter__(self) -> CountedRegions:
-        regions, original, counter = self.regions, self._original, self.counter
+        regions, counter = self.regions, self.counter
 
         def call(wrapper, *args):
             key = (id(wrapper), tuple(tuple(t.shape) for t in tensors(args)))
             with _disable_current_modes():
                 if key not in regions:
                     regions[key] = analyse(wrapper, args)
-                result = original(wrapper, *args)
+                result = wrapper.function(*args)
             counter.tally.add(regions[key])
             return result
 
