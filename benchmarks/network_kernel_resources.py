@@ -6,8 +6,8 @@ Compiles the forward kernel (``fused_actor_critic``) and the gradients' whole-tr
 (``fused_trunk_backward``) as their launchers launch them at train-ref's shapes (71 inputs,
 hidden layers of 64, 21 + 21 logits; the forward at tag-chase's width 128 too), with the
 observations' rows as they were (71 entries) and aligned (``fused_forward.aligned_rows``: 80),
-and the kernels of discrete actions on those logits (the update loss's both ways and the rollout's
-sampling, ``categorical_terms``), through Triton and ``ptxas -v``; prints one Markdown table:
+the forward kernel sampling those logits (``fused_forward.actor_critic_sample``), and the kernels of
+discrete actions on them (the update loss's both ways, ``categorical_terms``), through Triton and ``ptxas -v``; prints one Markdown table:
 registers per thread, spill bytes, programs that fit on one SM by their registers and shared memory,
 and in the PTX the global loads of 2 bytes and of 16, and the asynchronous copies a pipelined loop
 issues (``cp.async``).
@@ -73,13 +73,19 @@ def resources(kernel, constants: dict, float32: set[str], warps: int, stages: in
             "async_copies": len(re.findall(r"cp\.async\.c[ag]\.shared\.global", ptx))}
 
 
-def forward(hidden: int, stages: int, aligned: bool) -> dict[str, int]:
-    """The forward kernel as ``fused_forward.launch`` launches it for train-ref's roles at width ``hidden``."""
+def forward(hidden: int, stages: int, aligned: bool, sampled: bool = False, outputs: int = 42,
+            shared: bool = False) -> dict[str, int]:
+    """The forward kernel as ``fused_forward.launch`` launches it for train-ref's roles at width ``hidden``; with
+    ``sampled`` as ``launch_sample`` does, its 21 + 21 logits sampled in the kernel."""
     from warpsim.train.actor_critic_kernel import fused_actor_critic
-    constants = dict(HIDDEN=hidden, LAYERS=2, OUTPUTS=42, SHARED=False, BLOCK_ROWS=fused_forward.BLOCK_ROWS,
-                     BLOCK_INPUTS=fused_forward.BLOCK_INPUTS, BLOCK_HIDDEN=hidden, BLOCK_OUTPUTS=64, DOT=tl.bfloat16)
-    return resources(fused_actor_critic, constants, {"values_ptr", "value_weight_ptr", "value_bias_ptr"}, 4, stages,
-                     frozenset({"inputs", "run_stride"} if aligned else ()))
+    levels = dict(COMPONENTS=2, LEVELS=21, BLOCK_LEVELS=32) if sampled else dict(COMPONENTS=0, LEVELS=0,
+                                                                                   BLOCK_LEVELS=16)
+    constants = dict(HIDDEN=hidden, LAYERS=2, OUTPUTS=outputs, SHARED=shared, BLOCK_ROWS=fused_forward.BLOCK_ROWS,
+                     BLOCK_INPUTS=fused_forward.BLOCK_INPUTS, BLOCK_HIDDEN=hidden, BLOCK_OUTPUTS=64, DOT=tl.bfloat16,
+                     **levels)
+    float32 = {"values_ptr", "value_weight_ptr", "value_bias_ptr", "draws_ptr", "log_prob_ptr"}
+    return resources(fused_actor_critic, constants, float32 | ({"policy_ptr"} if sampled else set()), 4, stages,
+                     frozenset({"inputs", "run_stride"} if aligned else ()), pointers={"actions_ptr": "*i32"})
 
 
 def trunk_backward(outputs: int, with_value: bool, aligned: bool) -> dict[str, int]:
@@ -99,14 +105,13 @@ def trunk_backward(outputs: int, with_value: bool, aligned: bool) -> dict[str, i
 
 
 def categorical(kernel_name: str) -> dict[str, int]:
-    """A kernel of discrete actions (``categorical_terms_kernel``: the loss's ``categorical_terms``, its
-    gradient's ``categorical_terms_backward``, the rollout's ``categorical_sample``) as its launcher launches
-    it for train-ref's bfloat16 logits of two components of 21."""
+    """A kernel of discrete actions (``categorical_terms_kernel``: the loss's ``categorical_terms`` and its
+    gradient's ``categorical_terms_backward``) as its launcher launches it for train-ref's bfloat16 logits of two
+    components of 21."""
     from warpsim.train import categorical_terms, categorical_terms_kernel
     constants = dict(COMPONENTS=2, LEVELS=21, BLOCK_LEVELS=32, BLOCK_ROWS=categorical_terms.BLOCK_ROWS)
     return resources(getattr(categorical_terms_kernel, kernel_name), constants, set(), 4, pointers={
-        "logits_ptr": "*bf16", "gradient_ptr": "*bf16", "actions_ptr": "*i32", "uniforms_ptr": "*fp32",
-        "log_prob_ptr": "*fp32", "entropy_ptr": "*fp32", "log_prob_gradient_ptr": "*fp32",
+        "logits_ptr": "*bf16", "gradient_ptr": "*bf16", "actions_ptr": "*i32", "log_prob_ptr": "*fp32", "entropy_ptr": "*fp32", "log_prob_gradient_ptr": "*fp32",
         "entropy_gradient_ptr": "*fp32"})
 
 
@@ -121,14 +126,15 @@ def table() -> str:
     entries = [(f"forward, width {hidden}", "64 rows x 4 warps", rows(aligned), stages,
                 forward(hidden, stages, aligned))
                for hidden in (64, 128) for aligned, stages in ((False, 1), (True, 1), (True, fused_forward.STAGES))]
+    entries += [(f"forward and the rollout's sampling, width {hidden}", "64 rows x 4 warps", rows(True),
+                 fused_forward.STAGES, forward(hidden, fused_forward.STAGES, True, sampled=True)) for hidden in (64, 128)]
     entries += [(f"gradients, {name}", "32 rows x 8 warps", rows(aligned), 1,
                  trunk_backward(outputs, with_value, aligned))
                 for name, outputs, with_value in (("actor", 42, False), ("critic", 1, False))
                 for aligned in (False, True)]
     entries += [(name, "64 rows x 4 warps", "42 logits", 1, categorical(kernel_name))
                 for name, kernel_name in (("loss's log-probabilities and entropy", "categorical_terms"),
-                                          ("loss's gradient", "categorical_terms_backward"),
-                                          ("rollout's sampling", "categorical_sample"))]
+                                          ("loss's gradient", "categorical_terms_backward"))]
     for kernel, shape, entries_of_a_row, stages, figures in entries:
         lines.append(f"| {kernel} | {shape} | {entries_of_a_row} | {stages} | "
                      + " | ".join(str(figures[column]) for column in COLUMNS) + " |")

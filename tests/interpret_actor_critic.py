@@ -1,6 +1,7 @@
 """Runs the actor-critic Triton kernel through Triton's interpreter on the CPU, against the
-eager computation (``fused_forward.actor_critic``'s CPU implementation), for each case given
-as JSON on the command line; prints each case's largest differences as JSON. Run with
+eager computation (``fused_forward.actor_critic``'s CPU implementation), and with ``levels`` sampling a
+categorical policy (``launch_sample``) against the sampling of its own outputs, for each case given as JSON
+on the command line; prints each case's largest differences as JSON. Run with
 ``TRITON_INTERPRET=1`` set, as tests/test_fused_forward.py does: Triton reads it when imported.
 
     TRITON_INTERPRET=1 python tests/interpret_actor_critic.py '[{"runs": 2, ...}]'
@@ -8,10 +9,11 @@ as JSON on the command line; prints each case's largest differences as JSON. Run
 
 import json
 import sys
+from typing import Any
 
 import torch
 
-from warpsim.train import fused_forward
+from warpsim.train import categorical_terms, fused_forward
 
 
 def weights(case: dict) -> tuple:
@@ -32,15 +34,36 @@ def weights(case: dict) -> tuple:
             drawn(runs, outputs)), *operands(drawn(runs, 1, hidden), drawn(runs, 1)), case["shared"])
 
 
+def draws(case: dict) -> list[torch.Tensor]:
+    """The uniforms a rollout step draws for a categorical policy of the case's ``levels``, run by run and
+    component by component (``ppo.uniforms``): each run's in one buffer of its own, a component after another."""
+    generator = torch.Generator().manual_seed(case["seed"] + 1)
+    rows, levels = case["rows"], case["levels"]
+    return [part.view(rows, level) for _ in range(case["runs"]) for part, level in
+            zip(torch.rand(rows * sum(levels), generator=generator).split([rows * level for level in levels]), levels)]
+
+
 def main() -> None:
     differences = []
     for case in json.loads(sys.argv[1]):
         arguments = weights(case)
         eager = fused_forward.actor_critic(*arguments)
         kernel = fused_forward.launch(*arguments)
-        differences.append({name: float((mine.float() - theirs.float()).abs().max()) for name, mine, theirs in
-                            zip(("policy", "value"), kernel, eager)}
-                           | {"dtypes": [str(t.dtype) for t in kernel], "eager_dtypes": [str(t.dtype) for t in eager]})
+        found: dict[str, Any] = {name: float((mine.float() - theirs.float()).abs().max()) for name, mine, theirs in
+                                 zip(("policy", "value"), kernel, eager)}
+        found |= {"dtypes": [str(t.dtype) for t in kernel], "eager_dtypes": [str(t.dtype) for t in eager]}
+        if "levels" in case:  # sampled in the kernel, against the same sampling of the kernel's own outputs
+            uniforms = draws(case)
+            actions, log_prob, values = fused_forward.launch_sample(*arguments, uniforms=uniforms,
+                                                                    levels=case["levels"])
+            components = len(case["levels"])
+            expected = [categorical_terms.sample(kernel[0][run], uniforms[run * components:(run + 1) * components],
+                                                 case["levels"]) for run in range(case["runs"])]
+            expected_actions, expected_log_prob = (torch.stack(part) for part in zip(*expected))
+            found |= {"same_actions": torch.equal(actions, expected_actions), "actions_dtype": str(actions.dtype),
+                      "sampled_log_prob": float((log_prob - expected_log_prob).abs().max()),
+                      "same_values": torch.equal(values, kernel[1])}
+        differences.append(found)
     print(json.dumps(differences))
 
 

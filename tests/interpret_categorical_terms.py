@@ -1,7 +1,7 @@
-"""Runs the categorical terms' and sampling's Triton kernels through Triton's interpreter on the CPU against
-their torch formulas (the ops' CPU implementations), for each case given as JSON on the command line; prints
-each case's largest differences, and whether the sampled actions are the same, as JSON. Run with ``TRITON_INTERPRET=1`` set, as
-tests/test_categorical_terms.py does: Triton reads it when imported.
+"""Runs the categorical terms' Triton kernels through Triton's interpreter on the CPU against their torch
+formulas (the ops' CPU implementations), for each case given as JSON on the command line; prints each case's
+largest differences as JSON. Run with ``TRITON_INTERPRET=1`` set, as tests/test_categorical_terms.py does:
+Triton reads it when imported.
 
     TRITON_INTERPRET=1 python tests/interpret_categorical_terms.py '[{"rows": 70, "levels": [21, 21], ...}]'
 """
@@ -25,17 +25,6 @@ def operands(case: dict) -> tuple:
     return logits, actions.to(torch.int32), gradients[0], gradients[1]
 
 
-def draws(case: dict) -> list[torch.Tensor]:
-    """The uniforms a rollout step draws for the case's first run (``ppo.uniforms``): one buffer, a component
-    after another; with ``"apart"``, each component's drawn on its own."""
-    generator = torch.Generator().manual_seed(case["seed"] + 1)
-    if case.get("apart"):
-        return [torch.rand((case["rows"], level), generator=generator) for level in case["levels"]]
-    drawn = torch.rand(case["rows"] * sum(case["levels"]), generator=generator)
-    return [part.view(case["rows"], level) for part, level in
-            zip(drawn.split([case["rows"] * level for level in case["levels"]]), case["levels"])]
-
-
 def main() -> None:
     differences = []
     for case in json.loads(sys.argv[1]):
@@ -47,15 +36,11 @@ def main() -> None:
                                                             levels)
         gradient = categorical_terms.categorical_terms_backward(log_prob_gradient, entropy_gradient, logits, actions,
                                                                 levels)
-        uniforms = draws(case)
-        actions, log_prob = categorical_terms.launch_sample(logits[0], uniforms, levels)
-        sampled, sampled_log_prob = categorical_terms.categorical_sample(logits[0], uniforms, levels)
         differences.append({name: float((mine.float() - theirs.float()).abs().max()) for name, mine, theirs in
-                            zip(("log_prob", "entropy", "gradient", "sampled_log_prob"),
-                                (*kernel, kernel_gradient, log_prob), (*reference, gradient, sampled_log_prob))}
+                            zip(("log_prob", "entropy", "gradient"), (*kernel, kernel_gradient),
+                                (*reference, gradient))}
                            | {"gradient_dtype": str(kernel_gradient.dtype),
-                              "largest_gradient": float(gradient.float().abs().max()),
-                              "same_actions": torch.equal(actions, sampled), "actions_dtype": str(actions.dtype)})
+                              "largest_gradient": float(gradient.float().abs().max())})
     print(json.dumps(differences))
 
 

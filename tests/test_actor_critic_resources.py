@@ -23,19 +23,15 @@ def resources(kernel, constants: dict, float32: set[str], warps: int, stages: in
     return NETWORK_KERNELS.resources(kernel, constants, float32, warps, stages, ALIGNED)
 
 
-@pytest.mark.parametrize("hidden, outputs, shared, most_registers", [
-    (64, 42, False, 128),  # train-ref: two trunks, 21 + 21 logits
-    (64, 2, True, 128),  # a shared trunk, a Gaussian's two means
-    (128, 42, False, 255),  # tag-chase's width: no spills is the bar
-], ids=["train-ref", "shared", "width 128"])
-def test_the_forward_kernel_stays_in_registers(hidden, outputs, shared, most_registers):
-    import triton.language as tl
-
-    from warpsim.train.actor_critic_kernel import fused_actor_critic
-    constants = dict(HIDDEN=hidden, LAYERS=2, OUTPUTS=outputs, SHARED=shared, BLOCK_ROWS=fused_forward.BLOCK_ROWS,
-                     BLOCK_INPUTS=fused_forward.BLOCK_INPUTS, BLOCK_HIDDEN=hidden, BLOCK_OUTPUTS=64, DOT=tl.bfloat16)
-    used = resources(fused_actor_critic, constants, {"values_ptr", "value_weight_ptr", "value_bias_ptr"}, 4,
-                     fused_forward.STAGES)
+@pytest.mark.parametrize("hidden, outputs, shared, sampled, most_registers", [
+    (64, 42, False, False, 128),  # train-ref: two trunks, 21 + 21 logits (four programs an SM)
+    (64, 42, False, True, 168),  # the same logits sampled in the kernel, as the rollout runs it (three)
+    (64, 2, True, False, 128),  # a shared trunk, a Gaussian's two means
+    (128, 42, False, False, 255),  # tag-chase's width: no spills is the bar
+    (128, 42, False, True, 168),  # sampled, as many programs an SM as without (three)
+], ids=["train-ref", "train-ref sampled", "shared", "width 128", "width 128 sampled"])
+def test_the_forward_kernel_stays_in_registers(hidden, outputs, shared, sampled, most_registers):
+    used = NETWORK_KERNELS.forward(hidden, fused_forward.STAGES, True, sampled, outputs, shared)
     assert used["spill_bytes"] == 0 and used["registers"] <= most_registers, used
 
 
@@ -102,9 +98,9 @@ def test_aligned_rows_make_the_gradients_kernels_read_vectors():
         assert aligned["spill_bytes"] == 0 and aligned["programs_per_sm"] >= unaligned["programs_per_sm"], aligned
 
 
-@pytest.mark.parametrize("kernel", ["categorical_terms", "categorical_terms_backward", "categorical_sample"])
+@pytest.mark.parametrize("kernel", ["categorical_terms", "categorical_terms_backward"])
 def test_the_kernels_of_discrete_actions_stay_in_registers_four_programs_to_an_sm(kernel):
-    """The update loss's kernels and the rollout's sampling on train-ref's bfloat16 logits (two components of
-    21): no spills, and at least 16 warps an SM to hide their memory's latency."""
+    """The update loss's kernels on train-ref's bfloat16 logits (two components of 21): no spills, and at least
+    16 warps an SM to hide their memory's latency."""
     used = NETWORK_KERNELS.categorical(kernel)
     assert used["spill_bytes"] == 0 and used["programs_per_sm"] >= 4, used

@@ -17,7 +17,7 @@ from helpers import load_script
 
 from warpsim.registry import make
 from warpsim.roles import roles_of
-from warpsim.train import TrainConfig, Trainer, fused_forward
+from warpsim.train import TrainConfig, Trainer, categorical_terms, fused_forward
 from warpsim.train.policy import RolePolicies, RunPolicies, StackedActorCritic
 
 CONTINUOUS = {"num_runners": 3, "continuous_actions": True}
@@ -134,6 +134,68 @@ print(json.dumps(results))
         padded = case["inputs"] - case["inputs"] % -fused_forward.ROW_ALIGNMENT
         assert outcome == {"forward": True, "backward": True, "padding_gradients_zero": True,
                            "aligned_inputs": [padded, padded]}, case
+
+SAMPLING_CASES: list[dict[str, Any]] = [
+    # train-ref's discrete tagger: two components of 21 (a product of 32 columns each), one run
+    dict(CASES[0], runs=1, outputs=42, levels=[21, 21], seed=4),
+    # two runs drawing apart, a shared trunk, one component of 5 (a product's least 16 columns)
+    dict(CASES[1], runs=2, outputs=5, levels=[5], seed=5),
+    # three runs, three components of 3, saturated softmaxes
+    dict(CASES[2], outputs=9, levels=[3, 3, 3], seed=6),
+]
+
+
+def test_the_kernel_samples_a_categorical_policy_as_its_outputs_sample_in_tritons_interpreter():
+    """``actor_critic_sample``'s kernel: the actions that ``categorical_terms.sample`` draws from the kernel's own
+    policy outputs and the same draws, their log-probability within float32 sums, the values bit for bit."""
+    pytest.importorskip("triton")
+    result = subprocess.run([sys.executable, str(INTERPRETER), json.dumps(SAMPLING_CASES)], capture_output=True,
+                            text=True, env={**os.environ, "TRITON_INTERPRET": "1"}, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    for case, differences in zip(SAMPLING_CASES, json.loads(result.stdout)):
+        assert differences["same_actions"] and differences["actions_dtype"] == "torch.int32", case
+        assert differences["sampled_log_prob"] <= 1e-6 * case["scale"] * len(case["levels"]) * 10, case
+        assert differences["same_values"], case
+
+
+def test_the_sampling_ops_cpu_form_is_the_heads_sampling_of_the_networks_outputs():
+    """On the CPU ``actor_critic_sample`` is ``actor_critic`` and, run by run on its own draws, the discrete
+    heads' sampling and log-probability, bit for bit."""
+    from warpsim.train.action_heads import CategoricalHeads
+
+    sys.path.insert(0, str(INTERPRETER.parent))
+    from interpret_actor_critic import draws, weights
+
+    case = SAMPLING_CASES[1]
+    arguments, uniforms, head = weights(case), draws(case), CategoricalHeads(tuple(case["levels"]))
+    actions, log_prob, values = fused_forward.actor_critic_sample(*arguments, uniforms, case["levels"])
+    policy, expected_values = fused_forward.actor_critic(*arguments)
+    components = len(case["levels"])
+    for run in range(case["runs"]):
+        run_draws = tuple(uniforms[run * components:(run + 1) * components])
+        assert torch.equal(actions[run], head.sample_with(policy[run], run_draws))
+        assert torch.equal(log_prob[run], head.log_prob(policy[run], actions[run]))
+    assert actions.dtype == torch.int32 and torch.equal(values, expected_values)
+    assert len({tuple(run_actions.flatten().tolist()) for run_actions in actions}) == case["runs"], "runs draw apart"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", SAMPLING_CASES, ids=["train-ref", "shared, two runs", "saturated"])
+def test_the_kernel_samples_as_its_outputs_sample_on_a_gpu(case):
+    sys.path.insert(0, str(INTERPRETER.parent))
+    from interpret_actor_critic import draws, weights
+    arguments, uniforms = weights(case), draws(case)
+    on_gpu = [value.cuda() if isinstance(value, torch.Tensor) else value for value in arguments]
+    policy, values = fused_forward.actor_critic(*on_gpu)
+    actions, log_prob, sampled_values = fused_forward.actor_critic_sample(*on_gpu, [u.cuda() for u in uniforms],
+                                                                          case["levels"])
+    components = len(case["levels"])
+    for run in range(case["runs"]):
+        expected_actions, expected_log_prob = categorical_terms.sample(
+            policy[run].cpu(), uniforms[run * components:(run + 1) * components], case["levels"])
+        assert torch.equal(actions[run].cpu(), expected_actions)
+        torch.testing.assert_close(log_prob[run].cpu(), expected_log_prob, rtol=1e-5, atol=1e-5 * case["scale"])
+    assert torch.equal(sampled_values, values)
 
 
 @pytest.mark.gpu

@@ -11,10 +11,12 @@ the partial observations' register target is in docs/design.md. The same compile
 compute in float32 and fuse no multiply-add (the rule of test_kernel_compile.py).
 """
 
+import fcntl
 import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -76,13 +78,31 @@ def finished(process: subprocess.Popen) -> dict[str, dict]:
 
 
 @pytest.fixture(scope="module")
-def observe_and_tag() -> dict[str, dict]:
+def observe_and_tag(tmp_path_factory) -> dict[str, dict]:
     """The step and reset kernels of every config, as ``<kernel> (<config>)``, and the runtime's
     count_resets: their resources, float64 variables and fused multiply-adds. The configs compile side
-    by side, one process each."""
-    running = {label: started("--both", "tag_continuous", json.dumps(params)) for label, params in CONFIGS.items()}
-    return {kernel if kernel == "count_resets" else f"{kernel} ({label})": result
-            for label, process in running.items() for kernel, result in finished(process).items()}
+    by side, one process each, once for all the session's test processes (``compiled_once``)."""
+    def compile_all() -> dict[str, dict]:
+        running = {label: started("--both", "tag_continuous", json.dumps(params)) for label, params in CONFIGS.items()}
+        return {kernel if kernel == "count_resets" else f"{kernel} ({label})": result
+                for label, process in running.items() for kernel, result in finished(process).items()}
+
+    return compiled_once(tmp_path_factory, compile_all)
+
+
+def compiled_once(tmp_path_factory: pytest.TempPathFactory, compile_all: Callable[[], dict]) -> dict:
+    """``compile_all()``, made by the first of the session's test processes (pytest-xdist's workers) to ask and
+    read by the others, who wait for it: the module's tests run in several processes, and each compiling all
+    the kernels again took a minute of both cores."""
+    base = tmp_path_factory.getbasetemp()
+    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "observe_and_tag.json"
+    with open(shared.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if shared.exists():
+            return json.loads(shared.read_text())
+        made = compile_all()
+        shared.write_text(json.dumps(made))
+        return made
 
 
 def test_the_kernels_compute_in_float32_and_fuse_no_multiply_add(observe_and_tag):

@@ -39,13 +39,13 @@ FREE = {"view", "_unsafe_view", "reshape", "transpose", "t", "permute", "expand"
         "is_nonzero", "sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "unfold", "view_as_real",
         "_reshape_alias", "diagonal", "movedim", "flatten", "unflatten", "expand_as", "view_as", "tensor_split"}
 """Operations that launch no kernel: views, allocations and reads of metadata."""
-EXTERN_KERNELS = {"mm", "bmm", "addmm", "baddbmm", "matmul", "linear", "actor_critic", "actor_critic_backward",
-                  "categorical_terms", "categorical_terms_backward"}
+EXTERN_KERNELS = {"mm", "bmm", "addmm", "baddbmm", "matmul", "linear", "actor_critic", "actor_critic_sample",
+                  "actor_critic_backward", "categorical_terms", "categorical_terms_backward"}
 """Operations a compiled region calls as they are, inductor fusing nothing into them: the matrix products
-and warpsim's own kernels (the networks', ``fused_forward.actor_critic`` and its gradients, and the loss's
-``categorical_terms`` both ways). Each moves its operands, its inputs and its outputs; but see
-``OWN_LAUNCHERS``."""
-NETWORK_KERNELS = {"actor_critic", "actor_critic_backward"}
+and warpsim's own kernels (the networks', ``fused_forward.actor_critic``, the rollout's ``actor_critic_sample``
+and the gradients, and the loss's ``categorical_terms`` both ways). Each moves its operands, its inputs and its
+outputs; but see ``OWN_LAUNCHERS``."""
+NETWORK_KERNELS = {"actor_critic", "actor_critic_sample", "actor_critic_backward"}
 """warpsim's networks' kernels, whose multiply-adds are counted (``network_multiply_adds``)."""
 OWN_LAUNCHERS = {"actor_critic_backward"}
 """warpsim's operations that launch several kernels on a GPU (``fused_forward.launch_backward``): counted
@@ -80,10 +80,10 @@ def tensors(value) -> list[torch.Tensor]:
 
 def network_multiply_adds(name: str, args: tuple) -> int:
     """The multiply-adds of warpsim's networks' kernels on these arguments: ``actor_critic``'s forward pass
-    (each trunk's layers, then both heads), or ``actor_critic_backward``'s gradients as its whole-trunk
-    launches compute them (the trunks again, the features' gradients and each head's, each layer's weight's
-    and the gradients below each further layer). Every row of the observations as the kernels take them,
-    their padding included."""
+    (each trunk's layers, then both heads; ``actor_critic_sample``'s the same), or ``actor_critic_backward``'s
+    gradients as its whole-trunk launches compute them (the trunks again, the features' gradients and each
+    head's, each layer's weight's and the gradients below each further layer). Every row of the observations
+    as the kernels take them, their padding included."""
     operands = args[2:] if name == "actor_critic_backward" else args
     observations, weight, hidden_weights, policy_weight, shared = (operands[index] for index in (0, 1, 3, 9, 13))
     runs, rows, inputs = observations.shape

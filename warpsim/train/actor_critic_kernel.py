@@ -1,5 +1,6 @@
-"""The Triton kernel of ``fused_forward.actor_critic``: R runs' actor-critic networks, one block
-of rows per program, activations kept in registers.
+"""The Triton kernel of ``fused_forward.actor_critic`` and of ``actor_critic_sample``: R runs' actor-critic
+networks, one block of rows per program, activations kept in registers, and for the rollout a categorical
+policy sampled in them (``_sample``) in place of its outputs written.
 
 The trunks run one after the other, so that only one trunk's activations and one weight
 matrix are live at a time: the critic reads the block's observations again, from the cache.
@@ -11,6 +12,8 @@ The interpreter runs it on a CPU with ``TRITON_INTERPRET=1`` set before Triton i
 
 import triton
 import triton.language as tl
+
+from warpsim.train.categorical_terms_kernel import gumbel_max, log_softmax_of
 
 
 @triton.jit
@@ -85,17 +88,50 @@ def _column(features, weight_ptr, bias_ptr, HIDDEN: tl.constexpr, BLOCK_HIDDEN: 
 
 
 @triton.jit
+def _sample(features, weight_ptr, bias_ptr, draws_ptr, draws_stride, actions_ptr, log_prob_ptr, row, rows, stored,
+            HIDDEN: tl.constexpr, COMPONENTS: tl.constexpr, LEVELS: tl.constexpr, BLOCK_HIDDEN: tl.constexpr,
+            BLOCK_LEVELS: tl.constexpr, DOT: tl.constexpr):
+    """A categorical policy head of COMPONENTS x LEVELS logits sampled: each component's logits as the head
+    computes them (a product of BLOCK_LEVELS columns, at least 16; rounded to bfloat16), their log-softmax and
+    the Gumbel-max trick on its draws float32[rows, LEVELS] (``draws_stride`` entries apart by component), as
+    ``categorical_terms.sample`` computes them; writes the actions int32[.., COMPONENTS] and their joint
+    log-probability float32."""
+    level = tl.arange(0, BLOCK_LEVELS)
+    kept = (row[:, None] < rows) & (level[None, :] < LEVELS)
+    log_prob = tl.zeros(row.shape, tl.float32)
+    # a loop, not unrolled: ptxas, sm_90, at train-ref's 21 + 21 logits, 149 registers against 164 unrolled
+    for component in range(COMPONENTS):
+        unit = component * LEVELS
+        weight = _matrix(weight_ptr + unit * HIDDEN, tl.arange(0, BLOCK_HIDDEN), level, HIDDEN, LEVELS, DOT)
+        bias = _bfloat16(tl.load(bias_ptr + unit + level, mask=level < LEVELS, other=0))
+        log_p, _ = log_softmax_of(_round(tl.dot(features, weight) + bias[None, :], DOT), kept, LEVELS,
+                                  BLOCK_LEVELS)
+        draws = tl.load(draws_ptr + component * draws_stride + row[:, None].to(tl.int64) * LEVELS + level[None, :],
+                        mask=kept, other=0.5)
+        action, component_log_prob = gumbel_max(log_p, draws, kept, BLOCK_LEVELS)
+        log_prob += component_log_prob
+        tl.store(actions_ptr + stored * COMPONENTS + component, action, mask=row < rows)
+    tl.store(log_prob_ptr + stored, log_prob, mask=row < rows)
+
+
+@triton.jit
 def fused_actor_critic(
         observations_ptr, run_stride, actor_weight_ptr, actor_bias_ptr, actor_hidden_weights_ptr,
         actor_hidden_biases_ptr, critic_weight_ptr, critic_bias_ptr, critic_hidden_weights_ptr,
         critic_hidden_biases_ptr, policy_weight_ptr, policy_bias_ptr, value_weight_ptr, value_bias_ptr,
-        policy_ptr, values_ptr, rows, inputs, HIDDEN: tl.constexpr, LAYERS: tl.constexpr,
-        OUTPUTS: tl.constexpr, SHARED: tl.constexpr, BLOCK_ROWS: tl.constexpr, BLOCK_INPUTS: tl.constexpr,
-        BLOCK_HIDDEN: tl.constexpr, BLOCK_OUTPUTS: tl.constexpr, DOT: tl.constexpr):
+        policy_ptr, values_ptr, draws_ptr, draws_stride, actions_ptr, log_prob_ptr, rows, inputs,
+        HIDDEN: tl.constexpr, LAYERS: tl.constexpr, OUTPUTS: tl.constexpr, SHARED: tl.constexpr,
+        BLOCK_ROWS: tl.constexpr, BLOCK_INPUTS: tl.constexpr, BLOCK_HIDDEN: tl.constexpr,
+        BLOCK_OUTPUTS: tl.constexpr, DOT: tl.constexpr, COMPONENTS: tl.constexpr, LEVELS: tl.constexpr,
+        BLOCK_LEVELS: tl.constexpr):
     """observations int16[R, B, D] (bfloat16 bits, rows ``run_stride`` apart by run); the trunks'
     and a multi-column policy head's weights and biases as bfloat16 bits, a one-column head's as
     float32, laid out as ``actor_critic`` takes them; writes policy int16[R, B, P] (bfloat16 bits;
     float32 for one column) and values float32[R, B].
+    With COMPONENTS (> 0) categorical components of LEVELS logits each, it samples the policy instead
+    (``_sample``): from draws float32[R, COMPONENTS, B, LEVELS] (``draws_stride`` entries apart by component,
+    one run's after another's), it writes actions int32[R, B, COMPONENTS] and their log-probability
+    float32[R, B].
     Program (i, r) computes rows i * BLOCK_ROWS.. of run r."""
     run = tl.program_id(1)
     row = tl.program_id(0) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)
@@ -107,7 +143,11 @@ def fused_actor_critic(
                    BLOCK_ROWS, BLOCK_INPUTS, BLOCK_HIDDEN, DOT)
     output = tl.arange(0, BLOCK_OUTPUTS)
     stored = run.to(tl.int64) * rows + row
-    if OUTPUTS == 1:
+    if COMPONENTS > 0:
+        _sample(actor, policy_weight_ptr + run * OUTPUTS * HIDDEN, policy_bias_ptr + run * OUTPUTS,
+                draws_ptr + run.to(tl.int64) * COMPONENTS * draws_stride, draws_stride, actions_ptr, log_prob_ptr,
+                row, rows, stored, HIDDEN, COMPONENTS, LEVELS, BLOCK_HIDDEN, BLOCK_LEVELS, DOT)
+    elif OUTPUTS == 1:
         column = _column(actor, policy_weight_ptr + run * HIDDEN, policy_bias_ptr + run, HIDDEN, BLOCK_HIDDEN)
         policy = tl.where(output[None, :] == 0, column[:, None], 0.0)  # stored as float32
     else:
@@ -117,8 +157,9 @@ def fused_actor_critic(
         policy = _round(tl.dot(actor, weight) + bias[None, :], DOT)
         # rounded already: its high half is its bfloat16
         policy = (policy.to(tl.uint32, bitcast=True) >> 16).to(tl.uint16).to(tl.int16, bitcast=True)
-    tl.store(policy_ptr + stored[:, None] * OUTPUTS + output[None, :], policy,
-             mask=(row[:, None] < rows) & (output[None, :] < OUTPUTS))
+    if COMPONENTS == 0:
+        tl.store(policy_ptr + stored[:, None] * OUTPUTS + output[None, :], policy,
+                 mask=(row[:, None] < rows) & (output[None, :] < OUTPUTS))
     if SHARED:
         critic = actor
     else:

@@ -1,16 +1,15 @@
 """Categorical actions' arithmetic as one kernel: on the fused path the update's loss both ways
 (``DifferentiableCategoricalTerms``: the joint log-probability of the taken actions and the joint entropy of
-a row's components, and their gradient at the logits), and the rollout's sampling (``categorical_sample``:
-the actions drawn by the Gumbel-max trick and their log-probability).
+a row's components, and their gradient at the logits); and the rollout's sampling (``sample``: the actions
+drawn by the Gumbel-max trick and their log-probability) in torch, which the rollout's kernel computes in its
+registers (``fused_forward.actor_critic_sample``).
 
 Compiled from autograd, the loss's took about a quarter of an optimizer step on an H200 at train-ref
 (warpsim 786d1b8): about a dozen kernels, one of them 0.5 ms for 880,000 rows, over float32 log-softmaxes,
 their gradients and the zeros those are scattered into, written and read back, where the logits are 84
-bytes a row. Compiled, the sampling was three kernels for each role and step (one per component and one for
-the log-probability). Here a row's log-softmax lives in registers: the loss's forward kernel reads the
-logits and the actions and writes two floats a row, its backward reads them again with the two gradients
-and writes the logits' gradient; the sampling reads the logits and the draws and writes the actions and
-their log-probability.
+bytes a row. Here a row's log-softmax lives in registers: the loss's forward kernel reads the logits and the
+actions and writes two floats a row, its backward reads them again with the two gradients and writes the
+logits' gradient.
 
 The arithmetic is float32, as ``ppo.split_heads`` and ``ppo.sample`` compute it, whatever the logits'
 dtype; the gradient is rounded once, to the logits' dtype. On a CPU the ops are these formulas in torch
@@ -98,29 +97,17 @@ class DifferentiableCategoricalTerms(torch.autograd.Function):
                 None, None
 
 
-@torch.library.custom_op("warpsim::categorical_sample", mutates_args=())
-def categorical_sample(logits: torch.Tensor, uniforms: list[torch.Tensor],
-                       levels: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+def sample(logits: torch.Tensor, uniforms: list[torch.Tensor], levels: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
     """(actions int32[B, A], log_prob float32[B]): one action per component of ``logits`` float[B, sum(levels)]
     by the Gumbel-max trick on ``uniforms`` (float32[B, levels[k]] per component, ``ppo.uniforms``), as
-    ``ppo.sample`` draws them, and their joint log-probability."""
-    return _sample(logits, uniforms, levels)
-
-
-def _sample(logits: torch.Tensor, uniforms: list[torch.Tensor], levels: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+    ``ppo.sample`` draws them, and their joint log-probability: what the rollout's kernel computes in registers
+    (``fused_forward.actor_critic_sample``), in torch."""
     log_probs = ppo.split_heads(logits, tuple(levels))
     actions = ppo.sample(log_probs, tuple(uniforms))
     return actions, ppo.log_prob(log_probs, actions)
 
 
-@categorical_sample.register_fake
-def _(logits, uniforms, levels):
-    rows = logits.shape[:-1]
-    return (logits.new_empty((*rows, len(levels)), dtype=torch.int32),
-            logits.new_empty(rows, dtype=torch.float32))
-
-
-def _block(levels: int) -> int:
+def block_levels(levels: int) -> int:
     """The columns holding one component: a power of two, at least 2."""
     return max(2, 1 << (levels - 1).bit_length())
 
@@ -137,7 +124,8 @@ def launch(logits: torch.Tensor, actions: torch.Tensor, levels: list[int]) -> tu
     rows = log_prob.numel()
     if rows:
         kernel[(-(-rows // BLOCK_ROWS),)](logits, actions, log_prob, entropy, rows, COMPONENTS=len(levels),
-                                          LEVELS=levels[0], BLOCK_LEVELS=_block(levels[0]), BLOCK_ROWS=BLOCK_ROWS)
+                                          LEVELS=levels[0], BLOCK_LEVELS=block_levels(levels[0]),
+                                          BLOCK_ROWS=BLOCK_ROWS)
     return log_prob, entropy
 
 
@@ -152,34 +140,11 @@ def launch_backward(log_prob_gradient: torch.Tensor, entropy_gradient: torch.Ten
     if rows:
         kernel[(-(-rows // BLOCK_ROWS),)](log_prob_gradient.contiguous(), entropy_gradient.contiguous(), logits,
                                           actions, gradient, rows, COMPONENTS=len(levels), LEVELS=levels[0],
-                                          BLOCK_LEVELS=_block(levels[0]), BLOCK_ROWS=BLOCK_ROWS)
+                                          BLOCK_LEVELS=block_levels(levels[0]), BLOCK_ROWS=BLOCK_ROWS)
     return gradient
 
 
-def launch_sample(logits: torch.Tensor, uniforms: list[torch.Tensor],
-                  levels: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
-    """``categorical_sample`` by the Triton kernel, as ``launch``. The draws of a row's components are read
-    one stride apart: where they lie one after another in one buffer (``roles_noise`` draws them so) as they
-    are, otherwise stacked first."""
-    from warpsim.train.categorical_terms_kernel import categorical_sample as kernel
-
-    logits = logits.contiguous()
-    rows = logits.numel() // logits.shape[-1]
-    first = uniforms[0]
-    stride = first.numel()
-    one_buffer = all(draws.is_contiguous() and draws.data_ptr() == first.data_ptr() + k * stride * first.element_size()
-                     for k, draws in enumerate(uniforms))
-    if not one_buffer:
-        first = torch.stack(uniforms)
-    actions = logits.new_empty((*logits.shape[:-1], len(levels)), dtype=torch.int32)
-    log_prob = logits.new_empty(logits.shape[:-1], dtype=torch.float32)
-    if rows:
-        kernel[(-(-rows // BLOCK_ROWS),)](logits, first, actions, log_prob, rows, stride, COMPONENTS=len(levels),
-                                          LEVELS=levels[0], BLOCK_LEVELS=_block(levels[0]), BLOCK_ROWS=BLOCK_ROWS)
-    return actions, log_prob
-
-
-def _kernels_take(levels: list[int]) -> bool:
+def kernels_take(levels: list[int]) -> bool:
     """Whether the kernels take these components: of equal sizes, with Triton installed (a CUDA build of torch
     without it still trains, by the torch formulas)."""
     return len(set(levels)) == 1 and importlib.util.find_spec("triton") is not None
@@ -187,15 +152,10 @@ def _kernels_take(levels: list[int]) -> bool:
 
 @categorical_terms.register_kernel("cuda")
 def _(logits, actions, levels):
-    return (launch if _kernels_take(levels) else _terms)(logits, actions, levels)
+    return (launch if kernels_take(levels) else _terms)(logits, actions, levels)
 
 
 @categorical_terms_backward.register_kernel("cuda")
 def _(log_prob_gradient, entropy_gradient, logits, actions, levels):
-    return (launch_backward if _kernels_take(levels) else _terms_gradient)(log_prob_gradient, entropy_gradient, logits,
-                                                                           actions, levels)
-
-
-@categorical_sample.register_kernel("cuda")
-def _(logits, uniforms, levels):
-    return (launch_sample if _kernels_take(levels) else _sample)(logits, uniforms, levels)
+    return (launch_backward if kernels_take(levels) else _terms_gradient)(log_prob_gradient, entropy_gradient, logits,
+                                                                          actions, levels)

@@ -1,5 +1,6 @@
-"""The Triton kernels of ``categorical_terms`` (both ways) and of ``categorical_sample``: a block of rows a
-program, one component of ``LEVELS`` logits at a time, its log-softmax in float32 registers. Triton's
+"""The Triton kernels of ``categorical_terms`` (both ways): a block of rows a program, one component of
+``LEVELS`` logits at a time, its log-softmax in float32 registers; and that arithmetic, with the Gumbel-max
+trick, for the rollout's kernel (``log_softmax_of``, ``gumbel_max``: actor_critic_kernel.py). Triton's
 interpreter runs them on a CPU with ``TRITON_INTERPRET=1`` set before Triton is imported
 (tests/interpret_categorical_terms.py)."""
 
@@ -15,11 +16,30 @@ def _log_softmax(logits_ptr, row, rows, component, COMPONENTS: tl.constexpr, LEV
     level = tl.arange(0, BLOCK_LEVELS)
     kept = (row[:, None] < rows) & (level[None, :] < LEVELS)
     at = row[:, None].to(tl.int64) * (COMPONENTS * LEVELS) + component * LEVELS + level[None, :]
-    logits = tl.load(logits_ptr + at, mask=kept, other=0.0).to(tl.float32)
+    return log_softmax_of(tl.load(logits_ptr + at, mask=kept, other=0.0).to(tl.float32), kept, LEVELS,
+                          BLOCK_LEVELS)
+
+
+@triton.jit
+def log_softmax_of(logits, kept, LEVELS: tl.constexpr, BLOCK_LEVELS: tl.constexpr):
+    """A component's log-softmax float32[rows, BLOCK_LEVELS] from its logits float32[rows, BLOCK_LEVELS], and
+    its probabilities (both 0 where not ``kept``: past LEVELS, past the last row)."""
+    level = tl.arange(0, BLOCK_LEVELS)
     logits = tl.where(level[None, :] < LEVELS, logits, float("-inf"))  # rows past the last stay finite
     shifted = logits - tl.max(logits, axis=1)[:, None]
     log_p = shifted - tl.log(tl.sum(tl.exp(shifted), axis=1))[:, None]
     return tl.where(kept, log_p, 0.0), tl.where(kept, tl.exp(log_p), 0.0)
+
+
+@triton.jit
+def gumbel_max(log_p, draws, kept, BLOCK_LEVELS: tl.constexpr):
+    """A component's action int32[rows]: the first of the highest scores log p - log(-log u) over its
+    log-softmax and its draws float32[rows, BLOCK_LEVELS], u clamped to [1e-20, 1 - 1e-7], as ``ppo.sample``;
+    and its log-probability float32[rows]."""
+    score = log_p - tl.log(-tl.log(tl.minimum(tl.maximum(draws, 1e-20), 1.0 - 1e-7)))
+    action = tl.argmax(tl.where(kept, score, float("-inf")), axis=1, tie_break_left=True)
+    taken = tl.arange(0, BLOCK_LEVELS)[None, :] == action[:, None]
+    return action.to(tl.int32), tl.sum(tl.where(taken, log_p, 0.0), axis=1)
 
 
 @triton.jit
@@ -66,25 +86,3 @@ def categorical_terms_backward(log_prob_gradient_ptr, entropy_gradient_ptr, logi
         at = row[:, None].to(tl.int64) * (COMPONENTS * LEVELS) + component * LEVELS + level[None, :]
         tl.store(gradient_ptr + at, gradient.to(gradient_ptr.dtype.element_ty),
                  mask=(row[:, None] < rows) & (level[None, :] < LEVELS))
-
-
-@triton.jit
-def categorical_sample(logits_ptr, uniforms_ptr, actions_ptr, log_prob_ptr, rows, component_stride,
-                       COMPONENTS: tl.constexpr, LEVELS: tl.constexpr, BLOCK_LEVELS: tl.constexpr,
-                       BLOCK_ROWS: tl.constexpr):
-    """logits float[rows, COMPONENTS * LEVELS], uniforms float32 [rows, LEVELS] per component, ``component_stride``
-    entries apart -> actions int32[rows, COMPONENTS] (the first of the highest scores log p - log(-log u), u
-    clamped to [1e-20, 1 - 1e-7], as ``ppo.sample``) and their log_prob float32[rows]."""
-    row = tl.program_id(0) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)
-    level = tl.arange(0, BLOCK_LEVELS)
-    kept = (row[:, None] < rows) & (level[None, :] < LEVELS)
-    log_prob = tl.zeros((BLOCK_ROWS,), tl.float32)
-    for component in tl.static_range(COMPONENTS):
-        log_p, _ = _log_softmax(logits_ptr, row, rows, component, COMPONENTS, LEVELS, BLOCK_LEVELS)
-        at = component * component_stride + row[:, None].to(tl.int64) * LEVELS + level[None, :]
-        draws = tl.load(uniforms_ptr + at, mask=kept, other=0.5)
-        score = log_p - tl.log(-tl.log(tl.minimum(tl.maximum(draws, 1e-20), 1.0 - 1e-7)))
-        action = tl.argmax(tl.where(kept, score, float("-inf")), axis=1, tie_break_left=True)
-        log_prob += tl.sum(tl.where(level[None, :] == action[:, None], log_p, 0.0), axis=1)
-        tl.store(actions_ptr + row.to(tl.int64) * COMPONENTS + component, action.to(tl.int32), mask=row < rows)
-    tl.store(log_prob_ptr + row, log_prob, mask=row < rows)

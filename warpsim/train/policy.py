@@ -22,7 +22,6 @@ from warpsim.environment import EnvSpec
 from warpsim.removed import removed
 from warpsim.train import fused_forward
 from warpsim.train.action_heads import ActionHead, CategoricalHeads, action_head, roles_noise
-from warpsim.train.categorical_terms import categorical_sample
 from warpsim.train.config import TrainConfig
 from warpsim.train.value_norm import ValueNormalizer
 
@@ -278,6 +277,14 @@ class StackedActorCritic(ActorCriticBase):
         policy, value = fused_forward.DifferentiableActorCritic.apply(self.fused_observations(observations), *weights)
         return self._with_log_std(policy), value
 
+    def fused_sample(self, observations: torch.Tensor, uniforms: list[torch.Tensor], levels: list[int],
+                     weights: tuple | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``fused`` with a categorical policy, sampled in the same kernel (``fused_forward.actor_critic_sample``)
+        on each run's draws ``uniforms`` (run by run, component by component): (actions int32[R, B, A], their
+        log-probability float32[R, B], values float32[R, B])."""
+        weights = self.fused_weights() if weights is None else weights
+        return fused_forward.actor_critic_sample(self.fused_observations(observations), *weights, uniforms, levels)
+
     def fused_operands(self, observations: torch.Tensor) -> tuple:
         """The arguments of ``fused_forward.actor_critic`` for these networks on float[R, B, D]:
         ``fused_observations``, then ``fused_weights``."""
@@ -399,18 +406,18 @@ class RunPolicies(HeadsByRole):
         beforehand (``noise``: each run's from its own generator, so its draws are those it would make
         alone), with no generator in it, so that it compiles whole; ``weights``: the named roles'
         ``fused_weights``, made beforehand. Returns [R, B, ...] tensors."""
-        with contextlib.nullcontext() if self.fused else autocast():
-            outputs = self(inputs, role_names, weights)
         acted = []
-        for name, (policy, values), role_noise in zip(role_names, outputs, noise):
-            head = self.heads[name]
-            if self.fused and isinstance(head, CategoricalHeads):  # the draws and log-probabilities as one kernel
-                sampled = [categorical_sample(policy[run], list(run_noise), list(head.action_levels))
-                           for run, run_noise in enumerate(role_noise)]
-                actions, log_prob = (torch.stack(part) for part in zip(*sampled))
+        for name, batch, role_noise in zip(role_names, inputs, noise):
+            head, network = self.heads[name], self.network(name)
+            role_weights = None if weights is None else weights[name]
+            if self.fused and isinstance(head, CategoricalHeads):  # networks, draws and log-probabilities: one kernel
+                actions, log_prob, values = network.fused_sample(batch, [draws for run in role_noise for draws in run],
+                                                                 list(head.action_levels), role_weights)
             else:
+                with contextlib.nullcontext() if self.fused else autocast():
+                    (policy, values), = self([batch], [name], None if weights is None else {name: role_weights})
                 actions = torch.stack([head.sample_with(policy[run], run_noise)
                                        for run, run_noise in enumerate(role_noise)])
                 log_prob = head.log_prob(policy, actions)
-            acted.append(Acted(actions, log_prob, self.network(name).returns_scale(values.float())))
+            acted.append(Acted(actions, log_prob, network.returns_scale(values.float())))
         return acted
