@@ -10,9 +10,9 @@ The configs are train-ref, headline and grid (docs/benchmarks.md), with the trai
 may, in bf16, at two small batches of environments: kernels do not depend on the batch, and
 bytes are a fixed part (the weights) plus a part per sample, so two sizes give each per
 agent-step or per sample at the config's own size. The update's once-per-update work (GAE,
-the shuffles, the value statistics) is shared out over its optimizer steps. The compiled regions run eagerly
-(``kernel_counts.eager_regions``: no C++ is compiled), each compiled afresh for its count alone
-(``fresh_compiles``). The prediction of
+the shuffles, the value statistics) is shared out over its optimizer steps. Each count runs in a process of its
+own; its compiled regions run eagerly (``kernel_counts.eager_regions``: no C++ is compiled), each compiled
+afresh for its count alone (``fresh_compiles``). The prediction of
 GPU time is bytes / copy bandwidth + kernels x the cost of a kernel in a replayed graph, both
 measured once on an H200 (``H200``), + the multiply-adds of warpsim's networks' kernels at the rates
 the forward kernel and the gradients' kernels ran at on an H200: those kernels compute, where the rest
@@ -22,8 +22,10 @@ only moves bytes.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import contextlib
 import json
+import multiprocessing
 from collections.abc import Iterator
 
 import torch
@@ -121,7 +123,12 @@ def at_size(small: dict, large: dict, key: str, units: str, real_units: float) -
 def model(name: str, path: str, device: str) -> dict:
     """The config's figures at its own size, from counts at two small ones, and the predicted GPU time."""
     named = NAMED_CONFIGS[name]
-    small, large = (count(name, num_envs, path, device) for num_envs in SMALL_BATCHES)
+    # Each count in a process of its own, both at once: a count made after another in one process could differ
+    # (train-ref's update with gradient kernels: 1,616 B per sample after the fused path's count, 1,587 alone,
+    # inductor having fused the loss's kernels otherwise).
+    with concurrent.futures.ProcessPoolExecutor(len(SMALL_BATCHES), mp_context=multiprocessing.get_context("spawn")) \
+            as processes:
+        small, large = processes.map(count, *zip(*((name, num_envs, path, device) for num_envs in SMALL_BATCHES)))
     real_agents = large["agents"] * named.num_envs / SMALL_BATCHES[1]
     real_samples = large["samples"] * named.num_envs / SMALL_BATCHES[1]
     rollout_bytes = at_size(small, large, "rollout_bytes", "agents", real_agents)
