@@ -16,8 +16,10 @@ also timed alone at each launch shape (rows and warps per program). The update's
 as a forward pass with gradients and a backward pass from random gradients of the outputs, the
 eager networks' (autograd) against the kernels' (``launch_backward``, also at each of its launch
 shapes on a GPU). Autograd's products whose rows are not aligned (the first layers, the policy head)
-are timed as they are and padded (``product_alignment_times``). The record (device, config, commit)
-is summarised on a few lines, and with --results-dir DIR appended to DIR/<device>.json.
+are timed as they are and padded (``product_alignment_times``). The discrete roles' rollout step is timed
+with their actions sampled in the kernel and sampled after it in torch (``sampling_times``). The record
+(device, config, commit) is summarised on a few lines, and with --results-dir DIR appended to
+DIR/<device>.json.
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ from warpsim.device import device_name, resolve_placement
 from warpsim.registry import make
 from warpsim.roles import roles_of
 from warpsim.source_commit import source_commit
-from warpsim.train import fused_forward
+from warpsim.train import categorical_terms, fused_forward
+from warpsim.train.action_heads import CategoricalHeads, roles_noise
 from warpsim.train.config import TrainConfig
 from warpsim.train.policy import RolePolicies, RunPolicies
 
@@ -212,6 +215,7 @@ def measure(config_name: str, num_envs: int, repeats: int, device: torch.device,
         tensor.numel() * tensor.element_size() for pair in outputs for tensor in pair)
     eager_seconds, fused_seconds = timed(eager, repeats, device), timed(fused, repeats, device)
     agents = sum(batch.shape[1] for batch in inputs)
+    sampling = sampling_times(policies, names, inputs, generator, repeats, device)
     parameters = [list(network.parameters()) for network in networks]
     gradients = [tuple(torch.randn(output.shape, device=device, generator=generator) for output in pair)
                  for pair in outputs]
@@ -247,7 +251,35 @@ def measure(config_name: str, num_envs: int, repeats: int, device: torch.device,
             "learning_speedup": eager_learning_seconds / fused_learning_seconds,
             "default_backward_block_rows": fused_forward.BACKWARD_BLOCK_ROWS,
             "default_whole_trunks": fused_forward.whole_trunks_fit(hidden_size, settings.hidden_layers),
-            "backward_launch_shapes": backward_shapes, "product_alignment": alignment}
+            "backward_launch_shapes": backward_shapes, "product_alignment": alignment, "sampling": sampling}
+
+
+def sampling_times(policies: RunPolicies, names: list[str], inputs: list[torch.Tensor], generator: torch.Generator,
+                   repeats: int, device: torch.device) -> dict | None:
+    """The discrete roles' rollout step, as the rollout runs it (the networks' kernel sampling their policy,
+    ``fused_forward.actor_critic_sample``) and as the kernel's outputs sampled after it in torch
+    (``categorical_terms.sample``); None where no role's actions are discrete."""
+    discrete = []
+    for name, batch in zip(names, inputs):
+        head = policies.heads[name]
+        if isinstance(head, CategoricalHeads):
+            draws = roles_noise([head], [batch.shape[1]], generator, device)[0]
+            discrete.append((policies.network(name), batch, list(head.action_levels), list(draws)))
+    if not discrete:
+        return None
+
+    def in_kernel() -> None:
+        with torch.no_grad():
+            for network, batch, levels, draws in discrete:
+                network.fused_sample(batch, draws, levels)
+
+    def after_kernel() -> None:
+        with torch.no_grad():
+            for network, batch, levels, draws in discrete:
+                categorical_terms.sample(network.fused(batch)[0][0], draws, levels)
+
+    return {"in_kernel_ms": 1e3 * timed(in_kernel, repeats, device),
+            "after_kernel_ms": 1e3 * timed(after_kernel, repeats, device)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -285,6 +317,9 @@ def main(argv: list[str] | None = None) -> int:
                                     if case["products"] == products)
         print(f"  autograd's {products}, forward and backward: rows as they are {unaligned_ms:.3f} ms, aligned "
               f"{aligned_ms:.3f} ms")
+    if result["sampling"]:
+        print(f"  the discrete roles' step, sampled in the kernel {result['sampling']['in_kernel_ms']:.3f} ms, after "
+              f"it in torch {result['sampling']['after_kernel_ms']:.3f} ms")
     print(saved_note(args.results_dir, [path]))
     return 0
 
