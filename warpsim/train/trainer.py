@@ -254,11 +254,14 @@ class Trainer:
         # Under bf16 the networks' first layer rounds its inputs to bfloat16: storing them so loses nothing
         # (storage.observation_bytes counts them so).
         observed = torch.bfloat16 if self.precision == "bf16" else torch.float32
-        # On the fused path a stored row carries the kernels' padding (zeros, written once): the forward kernel
-        # reads a step's inputs where they are stored, and the update gathers aligned rows, with no padded copy.
-        width = fused_forward.aligned_size if self.policies.fused else int
+
+        def stored_width(inputs: int) -> int:
+            # On the fused path a stored row carries the kernels' padding (zeros, written once): the forward kernel
+            # reads a step's inputs where they are stored, and the update gathers aligned rows, with no padded copy.
+            return fused_forward.aligned_size(inputs) if self.policies.fused else inputs
+
         self.storage = {role.name: RoleRollout(
-            observations=zeros(r, t, e, role.count, width(depth * role.observation_size), dtype=observed,
+            observations=zeros(r, t, e, role.count, stored_width(depth * role.observation_size), dtype=observed,
                                env_side=True),
             actions=zeros(r, t, e, role.count, heads[role.name].action_size, dtype=heads[role.name].action_dtype),
             log_probs=zeros(r, t, e, role.count), values=zeros(r, t, e, role.count),
