@@ -39,11 +39,13 @@ COLUMNS = ("registers", "spill_bytes", "programs_per_sm", "loads_2_bytes", "load
 
 
 def resources(kernel, constants: dict, float32: set[str], warps: int, stages: int = 1,
-              divisible: frozenset[str] = frozenset(), pointers: dict[str, str] | None = None) -> dict[str, int]:
+              divisible: frozenset[str] = frozenset(), pointers: dict[str, str] | None = None,
+              max_registers: int | None = None) -> dict[str, int]:
     """``kernel`` compiled for sm_90 at these constants, as Triton's launcher specializes it: every pointer
     16-byte aligned, and the integer arguments named in ``divisible`` multiples of 16 (Triton specializes a
     size that is); pointers named in ``float32`` to float32, those in ``pointers`` to the type it gives
-    (``"*bf16"``, ``"*i32"``), the others to int16 (bfloat16 bits)."""
+    (``"*bf16"``, ``"*i32"``), the others to int16 (bfloat16 bits); ptxas held to ``max_registers`` a thread
+    where given."""
     pointers = pointers or {}
     signature = {name: "constexpr" if name in constants else
                  pointers.get(name, "*fp32" if name in float32 else "*i16") if name.endswith("_ptr") else "i32"
@@ -53,7 +55,7 @@ def resources(kernel, constants: dict, float32: set[str], warps: int, stages: in
     source = ASTSource(kernel, signature, constexprs={(kernel.arg_names.index(name),): value
                                                       for name, value in constants.items()}, attrs=attributes)
     compiled = triton.compile(source, target=GPUTarget("cuda", 90, 32),
-                              options=dict(num_warps=warps, num_stages=stages))
+                              options=dict(num_warps=warps, num_stages=stages, maxnreg=max_registers))
     ptx = compiled.asm["ptx"]
     with tempfile.NamedTemporaryFile("w", suffix=".ptx") as file:
         file.write(ptx)
@@ -76,7 +78,8 @@ def resources(kernel, constants: dict, float32: set[str], warps: int, stages: in
 def forward(hidden: int, stages: int, aligned: bool, sampled: bool = False, outputs: int = 42,
             shared: bool = False) -> dict[str, int]:
     """The forward kernel as ``fused_forward.launch`` launches it for train-ref's roles at width ``hidden``; with
-    ``sampled`` as ``launch_sample`` does, its 21 + 21 logits sampled in the kernel."""
+    ``sampled`` as ``launch_sample`` does, its 21 + 21 logits sampled in the kernel (its registers held as that
+    launch holds them: ``fused_forward.sampling_max_registers``)."""
     from warpsim.train.actor_critic_kernel import fused_actor_critic
     levels = dict(COMPONENTS=2, LEVELS=21, BLOCK_LEVELS=32) if sampled else dict(COMPONENTS=0, LEVELS=0,
                                                                                    BLOCK_LEVELS=16)
@@ -85,7 +88,8 @@ def forward(hidden: int, stages: int, aligned: bool, sampled: bool = False, outp
                      **levels)
     float32 = {"values_ptr", "value_weight_ptr", "value_bias_ptr", "draws_ptr", "log_prob_ptr"}
     return resources(fused_actor_critic, constants, float32 | ({"policy_ptr"} if sampled else set()), 4, stages,
-                     frozenset({"inputs", "run_stride"} if aligned else ()), pointers={"actions_ptr": "*i32"})
+                     frozenset({"inputs", "run_stride"} if aligned else ()), pointers={"actions_ptr": "*i32"},
+                     max_registers=fused_forward.sampling_max_registers(hidden) if sampled else None)
 
 
 def trunk_backward(outputs: int, with_value: bool, aligned: bool) -> dict[str, int]:

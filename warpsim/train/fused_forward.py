@@ -40,6 +40,10 @@ registers at train-ref's widths on rows of 71 entries, 99 on aligned rows, again
 MAX_HIDDEN = 128
 """The widest hidden layer the kernel holds; wider networks keep the eager forward (at 256 a block's
 weights no longer fit: ptxas spills)."""
+SAMPLING_MAX_REGISTERS = 128
+"""The registers a thread of the forward kernel may use while it samples (``launch_sample``), at widths up to 64:
+held to them, ptxas (sm_90) fits train-ref's in 128 with no spills, four programs an SM as without sampling,
+where left alone it takes 149 (three). Wider networks spill so held, and are left alone."""
 ROW_ALIGNMENT = 16
 """The kernels take the observations' rows, and the first layer's weight's, padded with zeros to a multiple of
 this many entries (``aligned_rows``). Triton specializes a size divisible by 16: the kernels then read a row's
@@ -173,10 +177,11 @@ def launch(observations: torch.Tensor, actor_weight: torch.Tensor, actor_bias: t
 
 def _run_kernel(observations: torch.Tensor, weights: list[torch.Tensor], shared_trunk: bool, policy: torch.Tensor,
                 values: torch.Tensor, sampled: tuple[torch.Tensor, int, list[int], torch.Tensor] | None,
-                block_rows: int, warps: int, stages: int) -> None:
+                block_rows: int, warps: int, stages: int, max_registers: int | None = None) -> None:
     """``fused_actor_critic`` on these operands, writing ``policy`` (with ``sampled``, the actions'
     log-probability float32[R, B]) and ``values``. ``sampled``: (the draws, their stride by component, the
-    components' levels, the actions int32[R, B, A] to write), to sample the policy in the kernel."""
+    components' levels, the actions int32[R, B, A] to write), to sample the policy in the kernel.
+    ``max_registers``: a thread's, where ptxas is to be held to them."""
     import triton.language as tl
 
     from warpsim.train.actor_critic_kernel import fused_actor_critic
@@ -195,7 +200,7 @@ def _run_kernel(observations: torch.Tensor, weights: list[torch.Tensor], shared_
         BLOCK_HIDDEN=_power_of_two(hidden), BLOCK_OUTPUTS=_power_of_two(outputs),
         DOT=tl.float32 if observations.device.type == "cpu" else tl.bfloat16, COMPONENTS=len(levels),
         LEVELS=levels[0] if levels else 0, BLOCK_LEVELS=_power_of_two(levels[0] if levels else 1),
-        num_warps=warps, num_stages=stages)
+        num_warps=warps, num_stages=stages, maxnreg=max_registers)
 
 
 @actor_critic.register_kernel("cuda")
@@ -260,8 +265,14 @@ def launch_sample(observations: torch.Tensor, *weights_and_shared, uniforms: lis
     values = torch.empty_like(log_prob)
     if rows:
         _run_kernel(observations, list(weights), shared_trunk, log_prob, values, (draws, stride, levels, actions),
-                    BLOCK_ROWS, 4, STAGES)
+                    BLOCK_ROWS, 4, STAGES, sampling_max_registers(weights[0].shape[1]))
     return actions, log_prob, values
+
+
+def sampling_max_registers(hidden: int) -> int | None:
+    """The registers ``launch_sample`` holds a thread to at hidden layers of ``hidden`` (``SAMPLING_MAX_REGISTERS``
+    up to 64), or None: ptxas's own choice."""
+    return SAMPLING_MAX_REGISTERS if hidden <= 64 else None
 
 
 @actor_critic_sample.register_kernel("cuda")
