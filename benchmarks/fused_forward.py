@@ -257,7 +257,7 @@ def measure(config_name: str, num_envs: int, repeats: int, device: torch.device,
 def sampling_times(policies: RunPolicies, names: list[str], inputs: list[torch.Tensor], generator: torch.Generator,
                    repeats: int, device: torch.device) -> dict | None:
     """The discrete roles' rollout step, as the rollout runs it (the networks' kernel sampling their policy,
-    ``fused_forward.actor_critic_sample``) and as the kernel's outputs sampled after it in torch
+    ``fused_sampling.actor_critic_sample``) and as the kernel's outputs sampled after it in torch
     (``categorical_terms.sample``); None where no role's actions are discrete."""
     discrete = []
     for name, batch in zip(names, inputs):

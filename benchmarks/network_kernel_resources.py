@@ -6,7 +6,7 @@ Compiles the forward kernel (``fused_actor_critic``) and the gradients' whole-tr
 (``fused_trunk_backward``) as their launchers launch them at train-ref's shapes (71 inputs,
 hidden layers of 64, 21 + 21 logits; the forward at tag-chase's width 128 too), with the
 observations' rows as they were (71 entries) and aligned (``fused_forward.aligned_rows``: 80),
-the forward kernel sampling those logits (``fused_forward.actor_critic_sample``), and the kernels of
+the forward kernel sampling those logits (``fused_sampling.actor_critic_sample``), and the kernels of
 discrete actions on them (the update loss's both ways, ``categorical_terms``), through Triton and ``ptxas -v``; prints one Markdown table:
 registers per thread, spill bytes, programs that fit on one SM by their registers and shared memory,
 and in the PTX the global loads of 2 bytes and of 16, and the asynchronous copies a pipelined loop
@@ -28,7 +28,7 @@ from triton.backends.nvidia.compiler import get_ptxas
 from triton.compiler import ASTSource
 
 from warpsim.commands import table_script
-from warpsim.train import fused_forward
+from warpsim.train import fused_forward, fused_sampling
 
 REGISTERS_PER_SM = 65536
 SHARED_BYTES_PER_SM = 228 * 1024
@@ -79,7 +79,7 @@ def forward(hidden: int, stages: int, aligned: bool, sampled: bool = False, outp
             shared: bool = False) -> dict[str, int]:
     """The forward kernel as ``fused_forward.launch`` launches it for train-ref's roles at width ``hidden``; with
     ``sampled`` as ``launch_sample`` does, its 21 + 21 logits sampled in the kernel (its registers held as that
-    launch holds them: ``fused_forward.sampling_max_registers``)."""
+    launch holds them: ``fused_sampling.max_registers``)."""
     from warpsim.train.actor_critic_kernel import fused_actor_critic
     levels = dict(COMPONENTS=2, LEVELS=21, BLOCK_LEVELS=32) if sampled else dict(COMPONENTS=0, LEVELS=0,
                                                                                    BLOCK_LEVELS=16)
@@ -89,7 +89,7 @@ def forward(hidden: int, stages: int, aligned: bool, sampled: bool = False, outp
     float32 = {"values_ptr", "value_weight_ptr", "value_bias_ptr", "draws_ptr", "log_prob_ptr"}
     return resources(fused_actor_critic, constants, float32 | ({"policy_ptr"} if sampled else set()), 4, stages,
                      frozenset({"inputs", "run_stride"} if aligned else ()), pointers={"actions_ptr": "*i32"},
-                     max_registers=fused_forward.sampling_max_registers(hidden) if sampled else None)
+                     max_registers=fused_sampling.max_registers(hidden) if sampled else None)
 
 
 def trunk_backward(outputs: int, with_value: bool, aligned: bool) -> dict[str, int]:

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from warpsim.train import categorical_terms, fused_forward
+from warpsim.train import categorical_terms, fused_forward, fused_sampling
 
 
 def weights(case: dict) -> tuple:
@@ -36,11 +36,15 @@ def weights(case: dict) -> tuple:
 
 def draws(case: dict) -> list[torch.Tensor]:
     """The uniforms a rollout step draws for a categorical policy of the case's ``levels``, run by run and
-    component by component (``ppo.uniforms``): each run's in one buffer of its own, a component after another."""
+    component by component (``ppo.uniforms``): every run's in one buffer, ``gap`` entries (another role's) after
+    each run's, as ``RunPolicies.noise`` draws them; with ``apart``, each run's in a buffer of its own."""
     generator = torch.Generator().manual_seed(case["seed"] + 1)
-    rows, levels = case["rows"], case["levels"]
-    return [part.view(rows, level) for _ in range(case["runs"]) for part, level in
-            zip(torch.rand(rows * sum(levels), generator=generator).split([rows * level for level in levels]), levels)]
+    rows, levels, runs = case["rows"], case["levels"], case["runs"]
+    size = rows * sum(levels)
+    drawn = [torch.rand(size, generator=generator) for _ in range(runs)] if case.get("apart") else \
+        torch.rand((runs, size + case.get("gap", 0)), generator=generator)[:, :size]
+    return [part.view(rows, level) for run in drawn for part, level in
+            zip(run.split([rows * level for level in levels]), levels)]
 
 
 def main() -> None:
@@ -54,7 +58,7 @@ def main() -> None:
         found |= {"dtypes": [str(t.dtype) for t in kernel], "eager_dtypes": [str(t.dtype) for t in eager]}
         if "levels" in case:  # sampled in the kernel, against the same sampling of the kernel's own outputs
             uniforms = draws(case)
-            actions, log_prob, values = fused_forward.launch_sample(*arguments, uniforms=uniforms,
+            actions, log_prob, values = fused_sampling.launch_sample(*arguments, uniforms=uniforms,
                                                                     levels=case["levels"])
             components = len(case["levels"])
             expected = [categorical_terms.sample(kernel[0][run], uniforms[run * components:(run + 1) * components],

@@ -17,7 +17,7 @@ from helpers import load_script
 
 from warpsim.registry import make
 from warpsim.roles import roles_of
-from warpsim.train import TrainConfig, Trainer, categorical_terms, fused_forward
+from warpsim.train import TrainConfig, Trainer, categorical_terms, fused_forward, fused_sampling
 from warpsim.train.policy import RolePolicies, RunPolicies, StackedActorCritic
 
 CONTINUOUS = {"num_runners": 3, "continuous_actions": True}
@@ -138,10 +138,11 @@ print(json.dumps(results))
 SAMPLING_CASES: list[dict[str, Any]] = [
     # train-ref's discrete tagger: two components of 21 (a product of 32 columns each), one run
     dict(CASES[0], runs=1, outputs=42, levels=[21, 21], seed=4),
-    # two runs drawing apart, a shared trunk, one component of 5 (a product's least 16 columns)
-    dict(CASES[1], runs=2, outputs=5, levels=[5], seed=5),
-    # three runs, three components of 3, saturated softmaxes
-    dict(CASES[2], outputs=9, levels=[3, 3, 3], seed=6),
+    # two runs' draws in one buffer with another role's between, a shared trunk, one component of 5 (a
+    # product's least 16 columns)
+    dict(CASES[1], runs=2, outputs=5, levels=[5], seed=5, gap=7),
+    # three runs drawing apart (stacked for the kernel), three components of 3, saturated softmaxes
+    dict(CASES[2], outputs=9, levels=[3, 3, 3], seed=6, apart=True),
 ]
 
 
@@ -168,7 +169,7 @@ def test_the_sampling_ops_cpu_form_is_the_heads_sampling_of_the_networks_outputs
 
     case = SAMPLING_CASES[1]
     arguments, uniforms, head = weights(case), draws(case), CategoricalHeads(tuple(case["levels"]))
-    actions, log_prob, values = fused_forward.actor_critic_sample(*arguments, uniforms, case["levels"])
+    actions, log_prob, values = fused_sampling.actor_critic_sample(*arguments, uniforms, case["levels"])
     policy, expected_values = fused_forward.actor_critic(*arguments)
     components = len(case["levels"])
     for run in range(case["runs"]):
@@ -179,6 +180,32 @@ def test_the_sampling_ops_cpu_form_is_the_heads_sampling_of_the_networks_outputs
     assert len({tuple(run_actions.flatten().tolist()) for run_actions in actions}) == case["runs"], "runs draw apart"
 
 
+def test_every_runs_discrete_draws_lie_in_one_buffer_as_the_kernel_reads_them_and_as_each_draws_alone():
+    """``RunPolicies.noise`` of two roles and three runs: the draws the kernel reads of one role lie evenly
+    (``fused_sampling.draws_layout``: a component's block apart, the runs the roles' draws apart), with no copy,
+    and each run's numbers are those its generator draws alone."""
+    from warpsim.train.action_heads import CategoricalHeads, roles_noise
+
+    spec = make("tag_continuous", 1, backend="numpy", num_runners=3).spec
+    runs = [RolePolicies(spec, ["tagger", "runner"], 1, 16, 2) for _ in range(3)]
+    policies, rows = RunPolicies(runs), [6, 9]
+    noise = policies.noise(["tagger", "runner"], rows, [torch.Generator().manual_seed(seed) for seed in range(3)],
+                           torch.device("cpu"))
+    heads = [policies.heads[name] for name in ("tagger", "runner")]
+    levels = [head.action_levels for head in heads if isinstance(head, CategoricalHeads)]
+    assert len(levels) == 2
+    size = sum(count * sum(role_levels) for role_levels, count in zip(levels, rows))
+    for role, (role_levels, count) in enumerate(zip(levels, rows)):
+        uniforms = [draws for run in noise[role] for draws in run]
+        assert fused_sampling.draws_layout(uniforms, 3) == (count * role_levels[0], size)
+    for seed in range(3):
+        alone = roles_noise(heads, rows, torch.Generator().manual_seed(seed), torch.device("cpu"))
+        for role in range(2):
+            assert all(torch.equal(mine, theirs) for mine, theirs in zip(noise[role][seed], alone[role]))
+    apart = [torch.rand(4, 5) for _ in range(2)]
+    assert fused_sampling.draws_layout(apart, 2) is None
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("case", SAMPLING_CASES, ids=["train-ref", "shared, two runs", "saturated"])
 def test_the_kernel_samples_as_its_outputs_sample_on_a_gpu(case):
@@ -187,7 +214,7 @@ def test_the_kernel_samples_as_its_outputs_sample_on_a_gpu(case):
     arguments, uniforms = weights(case), draws(case)
     on_gpu = [value.cuda() if isinstance(value, torch.Tensor) else value for value in arguments]
     policy, values = fused_forward.actor_critic(*on_gpu)
-    actions, log_prob, sampled_values = fused_forward.actor_critic_sample(*on_gpu, [u.cuda() for u in uniforms],
+    actions, log_prob, sampled_values = fused_sampling.actor_critic_sample(*on_gpu, [u.cuda() for u in uniforms],
                                                                           case["levels"])
     components = len(case["levels"])
     for run in range(case["runs"]):

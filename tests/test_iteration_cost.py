@@ -30,6 +30,19 @@ def test_a_foreach_operation_counts_a_kernel_per_tensor_of_its_list():
     assert [t.flatten()[0].item() for t in tensors] == [2.0, 2.0, 2.0]
 
 
+def test_a_draw_into_a_buffer_is_one_kernel_that_writes_it_and_reads_nothing():
+    """``rand`` with ``out`` (the runs' draws into one buffer): a resize of its own size (no kernel) and a fill,
+    whose 10 float32 are written, not read; an in-place product reads and writes them."""
+    buffer = torch.empty(2, 10)
+    counter = kernel_counts.Counter()
+    with counter:
+        torch.rand(10, generator=torch.Generator().manual_seed(0), out=buffer[1])
+    assert (counter.tally.kernels, counter.tally.bytes) == (1, 10 * 4)
+    with counter:
+        buffer[1].mul_(2.0)
+    assert (counter.tally.kernels, counter.tally.bytes) == (2, 10 * 4 + 2 * 10 * 4)
+
+
 def test_an_expanded_input_is_read_once_and_kernels_called_as_they_are_set_apart():
     row, weights = torch.ones(1, 8), torch.ones(8, 4)
     counter = kernel_counts.Counter()

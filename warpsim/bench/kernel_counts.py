@@ -35,9 +35,10 @@ from warpsim.train import compiled
 
 FREE = {"view", "_unsafe_view", "reshape", "transpose", "t", "permute", "expand", "select", "slice", "unsqueeze",
         "squeeze", "split", "split_with_sizes", "unbind", "chunk", "narrow", "as_strided", "detach", "alias",
-        "lift_fresh", "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "_local_scalar_dense",
-        "is_nonzero", "sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "unfold", "view_as_real",
-        "_reshape_alias", "diagonal", "movedim", "flatten", "unflatten", "expand_as", "view_as", "tensor_split"}
+        "lift_fresh", "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "resize_",
+        "_local_scalar_dense", "is_nonzero", "sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "unfold",
+        "view_as_real", "_reshape_alias", "diagonal", "movedim", "flatten", "unflatten", "expand_as", "view_as",
+        "tensor_split"}
 """Operations that launch no kernel: views, allocations and reads of metadata."""
 EXTERN_KERNELS = {"mm", "bmm", "addmm", "baddbmm", "matmul", "linear", "actor_critic", "actor_critic_sample",
                   "actor_critic_backward", "categorical_terms", "categorical_terms_backward"}
@@ -53,6 +54,9 @@ as that launcher runs them, its Triton kernel's launches recorded (``RecordedKer
 operations counted, rather than as one kernel of its operands."""
 GATHERS = {"index", "index_select", "gather", "take", "embedding"}
 """Operations that read of their first input only the rows they gather (a minibatch of the rollout)."""
+FILLS = {"uniform_", "normal_", "random_", "exponential_", "bernoulli_", "fill_", "zero_"}
+"""In-place operations that write their first input without reading it (a random draw into a buffer: ``rand``
+with ``out``)."""
 LAUNCH = re.compile(r"^\s+(?:\w+ = )?(extern_kernels\.\w+|\w+\.run|torch\.ops\.\w+\.\w+\.default)\(", re.MULTILINE)
 """A launch in inductor's wrapper code: a matrix product, a Triton kernel or an operation called as it is
 (such as warpsim's own kernel)."""
@@ -173,6 +177,8 @@ class Counter(TorchDispatchMode):
             read = [touched_bytes(t) for t in inputs]
             if name in GATHERS and inputs:  # the rows gathered, not the whole source
                 read[0] = min(read[0], sum(touched_bytes(t) for t in tensors(result)))
+            if name in FILLS:
+                read[0] = 0
             # An in-place operation that returns nothing (a foreach one) writes its first argument.
             written = tensors(result) or (tensors(args[0]) if name.endswith("_") else [])
             moved = sum(read) + sum(touched_bytes(t) for t in written)

@@ -170,16 +170,27 @@ def action_head(spec: EnvSpec, role: str, continuous_head: str = "gaussian") -> 
     return CONTINUOUS_HEADS[continuous_head](spec.action_bounds_of(role))
 
 
+def joint_draw_size(heads: Sequence[ActionHead], rows: Sequence[int]) -> int | None:
+    """The uniforms ``roles_noise`` draws in its one draw for these heads' roles of ``rows`` agents, or None where
+    it draws role by role (a continuous head among them)."""
+    discrete = [head for head in heads if isinstance(head, CategoricalHeads)]
+    if len(discrete) < len(heads):
+        return None
+    return sum(role_rows * sum(head.action_levels) for head, role_rows in zip(discrete, rows))
+
+
 def roles_noise(heads: Sequence[ActionHead], rows: Sequence[int], generator: torch.Generator | None,
-                device: torch.device) -> list[tuple[torch.Tensor, ...]]:
+                device: torch.device, out: torch.Tensor | None = None) -> list[tuple[torch.Tensor, ...]]:
     """Each head's ``noise`` for its role's ``rows`` agents. Discrete heads draw all of theirs in one
-    draw: one launch instead of one per role and component; on a CPU the numbers are those of the
-    separate draws (the generator fills a tensor in order), on a GPU they are others. Continuous heads
-    draw role by role (a CPU's normal draws of a joined tensor differ from the separate ones)."""
-    if not all(isinstance(head, CategoricalHeads) for head in heads):
+    draw (into ``out``, float32[``joint_draw_size``], where given): one launch instead of one per role and
+    component; on a CPU the numbers are those of the separate draws (the generator fills a tensor in order),
+    on a GPU they are others. Continuous heads draw role by role (a CPU's normal draws of a joined tensor
+    differ from the separate ones)."""
+    size = joint_draw_size(heads, rows)
+    if size is None:
         return [head.noise(role_rows, generator, device) for head, role_rows in zip(heads, rows)]
     shapes = [[(role_rows, levels) for levels in head.action_levels]  # type: ignore[union-attr]
               for head, role_rows in zip(heads, rows)]
-    drawn = torch.rand(sum(a * b for role in shapes for a, b in role), device=device, generator=generator)
+    drawn = torch.rand(size, device=device, generator=generator, out=out)
     parts = iter(drawn.split([a * b for role in shapes for a, b in role]))
     return [tuple(next(parts).view(shape) for shape in role) for role in shapes]

@@ -1,6 +1,6 @@
-"""The Triton kernel of ``fused_forward.actor_critic`` and of ``actor_critic_sample``: R runs' actor-critic
-networks, one block of rows per program, activations kept in registers, and for the rollout a categorical
-policy sampled in them (``_sample``) in place of its outputs written.
+"""The Triton kernel of ``fused_forward.actor_critic`` and of ``fused_sampling.actor_critic_sample``: R runs'
+actor-critic networks, one block of rows per program, activations kept in registers, and for the rollout a
+categorical policy sampled in them (``_sample``) in place of its outputs written.
 
 The trunks run one after the other, so that only one trunk's activations and one weight
 matrix are live at a time: the critic reads the block's observations again, from the cache.
@@ -120,7 +120,7 @@ def fused_actor_critic(
         observations_ptr, run_stride, actor_weight_ptr, actor_bias_ptr, actor_hidden_weights_ptr,
         actor_hidden_biases_ptr, critic_weight_ptr, critic_bias_ptr, critic_hidden_weights_ptr,
         critic_hidden_biases_ptr, policy_weight_ptr, policy_bias_ptr, value_weight_ptr, value_bias_ptr,
-        policy_ptr, values_ptr, draws_ptr, draws_stride, actions_ptr, log_prob_ptr, rows, inputs,
+        policy_ptr, values_ptr, draws_ptr, draws_stride, draws_run_stride, actions_ptr, log_prob_ptr, rows, inputs,
         HIDDEN: tl.constexpr, LAYERS: tl.constexpr, OUTPUTS: tl.constexpr, SHARED: tl.constexpr,
         BLOCK_ROWS: tl.constexpr, BLOCK_INPUTS: tl.constexpr, BLOCK_HIDDEN: tl.constexpr,
         BLOCK_OUTPUTS: tl.constexpr, DOT: tl.constexpr, COMPONENTS: tl.constexpr, LEVELS: tl.constexpr,
@@ -130,8 +130,8 @@ def fused_actor_critic(
     float32, laid out as ``actor_critic`` takes them; writes policy int16[R, B, P] (bfloat16 bits;
     float32 for one column) and values float32[R, B].
     With COMPONENTS (> 0) categorical components of LEVELS logits each, it samples the policy instead
-    (``_sample``): from draws float32[R, COMPONENTS, B, LEVELS] (``draws_stride`` entries apart by component,
-    one run's after another's), it writes actions int32[R, B, COMPONENTS] and their log-probability
+    (``_sample``): from draws float32[B, LEVELS] a run's component, ``draws_stride`` entries apart by component and
+    ``draws_run_stride`` by run, it writes actions int32[R, B, COMPONENTS] and their log-probability
     float32[R, B].
     Program (i, r) computes rows i * BLOCK_ROWS.. of run r."""
     run = tl.program_id(1)
@@ -146,7 +146,7 @@ def fused_actor_critic(
     stored = run.to(tl.int64) * rows + row
     if COMPONENTS > 0:
         _sample(actor, policy_weight_ptr + run * OUTPUTS * HIDDEN, policy_bias_ptr + run * OUTPUTS,
-                draws_ptr + run.to(tl.int64) * COMPONENTS * draws_stride, draws_stride, actions_ptr, log_prob_ptr,
+                draws_ptr + run.to(tl.int64) * draws_run_stride, draws_stride, actions_ptr, log_prob_ptr,
                 row, rows, stored, HIDDEN, COMPONENTS, LEVELS, BLOCK_HIDDEN, BLOCK_LEVELS, DOT)
     elif OUTPUTS == 1:
         column = _column(actor, policy_weight_ptr + run * HIDDEN, policy_bias_ptr + run, HIDDEN, BLOCK_HIDDEN)

@@ -28,6 +28,7 @@ the gradients are autograd's formulas under bf16 autocast, written out.
 from __future__ import annotations
 
 import itertools
+from typing import NamedTuple
 
 import torch
 
@@ -40,10 +41,6 @@ registers at train-ref's widths on rows of 71 entries, 99 on aligned rows, again
 MAX_HIDDEN = 128
 """The widest hidden layer the kernel holds; wider networks keep the eager forward (at 256 a block's
 weights no longer fit: ptxas spills)."""
-SAMPLING_MAX_REGISTERS = 128
-"""The registers a thread of the forward kernel may use while it samples (``launch_sample``), at widths up to 64:
-held to them, ptxas (sm_90) fits train-ref's in 128 with no spills, four programs an SM as without sampling,
-where left alone it takes 149 (three). Wider networks spill so held, and are left alone."""
 ROW_ALIGNMENT = 16
 """The kernels take the observations' rows, and the first layer's weight's, padded with zeros to a multiple of
 this many entries (``aligned_rows``). Triton specializes a size divisible by 16: the kernels then read a row's
@@ -169,18 +166,31 @@ def launch(observations: torch.Tensor, actor_weight: torch.Tensor, actor_bias: t
     policy = torch.empty((runs, rows, policy_weight.shape[1]), dtype=policy_dtype(policy_weight),
                          device=observations.device)
     values = torch.empty((runs, rows), dtype=torch.float32, device=observations.device)
-    _run_kernel(observations, [actor_weight, actor_bias, actor_hidden_weights, actor_hidden_biases, critic_weight,
-                               critic_bias, critic_hidden_weights, critic_hidden_biases, policy_weight, policy_bias,
-                               value_weight, value_bias], shared_trunk, policy, values, None, block_rows, warps, stages)
+    run_kernel(observations, [actor_weight, actor_bias, actor_hidden_weights, actor_hidden_biases, critic_weight,
+                              critic_bias, critic_hidden_weights, critic_hidden_biases, policy_weight, policy_bias,
+                              value_weight, value_bias], shared_trunk, policy, values, None, block_rows, warps, stages)
     return policy, values
 
 
-def _run_kernel(observations: torch.Tensor, weights: list[torch.Tensor], shared_trunk: bool, policy: torch.Tensor,
-                values: torch.Tensor, sampled: tuple[torch.Tensor, int, list[int], torch.Tensor] | None,
-                block_rows: int, warps: int, stages: int, max_registers: int | None = None) -> None:
-    """``fused_actor_critic`` on these operands, writing ``policy`` (with ``sampled``, the actions'
-    log-probability float32[R, B]) and ``values``. ``sampled``: (the draws, their stride by component, the
-    components' levels, the actions int32[R, B, A] to write), to sample the policy in the kernel.
+class Sampled(NamedTuple):
+    """What ``run_kernel`` needs to sample a categorical policy in the kernel, in place of writing its outputs."""
+
+    draws: torch.Tensor
+    """Every run's uniforms, float32: run r's component k's [B, levels] at ``run_stride`` x r + ``component_stride``
+    x k entries from the start."""
+    component_stride: int
+    run_stride: int
+    levels: list[int]
+    """The components' levels, all equal."""
+    actions: torch.Tensor
+    """int32[R, B, A], written."""
+
+
+def run_kernel(observations: torch.Tensor, weights: list[torch.Tensor], shared_trunk: bool, policy: torch.Tensor,
+               values: torch.Tensor, sampled: Sampled | None, block_rows: int, warps: int, stages: int,
+               max_registers: int | None = None) -> None:
+    """``fused_actor_critic`` on ``actor_critic``'s operands (``weights``: its twelve weights and biases), writing
+    ``policy`` (with ``sampled``, the actions' log-probability float32[R, B]) and ``values``.
     ``max_registers``: a thread's, where ptxas is to be held to them."""
     import triton.language as tl
 
@@ -191,99 +201,22 @@ def _run_kernel(observations: torch.Tensor, weights: list[torch.Tensor], shared_
     observations, bits = _kernel_operands(observations, weights, outputs)
     if observations.stride(2) != 1 or observations.stride(1) != inputs:
         observations = observations.contiguous()
-    draws, draws_stride, levels, actions = sampled if sampled is not None else (values, 0, [], values)
+    draws = sampled or Sampled(values, 0, 0, [], values)
     fused_actor_critic[(-(-rows // block_rows), runs)](
         observations.view(torch.int16), observations.stride(0), *bits,
-        policy if outputs == 1 or sampled is not None else policy.view(torch.int16), values, draws, draws_stride,
-        actions, policy, rows, inputs, HIDDEN=hidden, LAYERS=weights[2].shape[1] + 1, OUTPUTS=outputs,
-        SHARED=shared_trunk, BLOCK_ROWS=block_rows, BLOCK_INPUTS=min(BLOCK_INPUTS, _power_of_two(inputs)),
-        BLOCK_HIDDEN=_power_of_two(hidden), BLOCK_OUTPUTS=_power_of_two(outputs),
-        DOT=tl.float32 if observations.device.type == "cpu" else tl.bfloat16, COMPONENTS=len(levels),
-        LEVELS=levels[0] if levels else 0, BLOCK_LEVELS=_power_of_two(levels[0] if levels else 1),
-        num_warps=warps, num_stages=stages, maxnreg=max_registers)
+        policy if outputs == 1 or sampled is not None else policy.view(torch.int16), values, draws.draws,
+        draws.component_stride, draws.run_stride, draws.actions, policy, rows, inputs, HIDDEN=hidden,
+        LAYERS=weights[2].shape[1] + 1, OUTPUTS=outputs, SHARED=shared_trunk, BLOCK_ROWS=block_rows,
+        BLOCK_INPUTS=min(BLOCK_INPUTS, _power_of_two(inputs)), BLOCK_HIDDEN=_power_of_two(hidden),
+        BLOCK_OUTPUTS=_power_of_two(outputs), DOT=tl.float32 if observations.device.type == "cpu" else tl.bfloat16,
+        COMPONENTS=len(draws.levels), LEVELS=draws.levels[0] if draws.levels else 0,
+        BLOCK_LEVELS=_power_of_two(draws.levels[0] if draws.levels else 1), num_warps=warps, num_stages=stages,
+        maxnreg=max_registers)
 
 
 @actor_critic.register_kernel("cuda")
 def _(*args):
     return launch(*args)
-
-
-@torch.library.custom_op("warpsim::actor_critic_sample", mutates_args=(), tags=(torch.Tag.flexible_layout,))
-def actor_critic_sample(observations: torch.Tensor, actor_weight: torch.Tensor, actor_bias: torch.Tensor,
-                        actor_hidden_weights: torch.Tensor, actor_hidden_biases: torch.Tensor,
-                        critic_weight: torch.Tensor, critic_bias: torch.Tensor, critic_hidden_weights: torch.Tensor,
-                        critic_hidden_biases: torch.Tensor, policy_weight: torch.Tensor, policy_bias: torch.Tensor,
-                        value_weight: torch.Tensor, value_bias: torch.Tensor, shared_trunk: bool,
-                        uniforms: list[torch.Tensor], levels: list[int]) -> tuple[torch.Tensor, torch.Tensor,
-                                                                                  torch.Tensor]:
-    """``actor_critic`` with a categorical policy of components of ``levels`` logits, sampled as
-    ``categorical_terms.sample`` samples it on each run's draws: ``uniforms`` float32[B, levels[k]], run by run and
-    component by component (R x A of them). Returns (actions int32[R, B, A], their log-probability
-    float32[R, B], values float32[R, B]): the rollout's policy step as one kernel, the policy's outputs never
-    written."""
-    policy, values = actor_critic(observations, actor_weight, actor_bias, actor_hidden_weights, actor_hidden_biases,
-                                  critic_weight, critic_bias, critic_hidden_weights, critic_hidden_biases,
-                                  policy_weight, policy_bias, value_weight, value_bias, shared_trunk)
-    return (*_sampled_by_run(policy, uniforms, levels), values)
-
-
-def _sampled_by_run(policy: torch.Tensor, uniforms: list[torch.Tensor],
-                    levels: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
-    """``categorical_terms.sample`` run by run on the policy's outputs [R, B, sum(levels)]: (actions, log_prob)."""
-    from warpsim.train import categorical_terms
-
-    components = len(levels)
-    sampled = [categorical_terms.sample(policy[run], uniforms[run * components:(run + 1) * components], levels)
-               for run in range(policy.shape[0])]
-    actions, log_prob = (torch.stack(part) for part in zip(*sampled))
-    return actions, log_prob
-
-
-@actor_critic_sample.register_fake
-def _(observations, *weights_shared_uniforms_levels):
-    runs, rows, _ = observations.shape
-    levels = weights_shared_uniforms_levels[-1]
-    return (observations.new_empty((runs, rows, len(levels)), dtype=torch.int32),
-            observations.new_empty((runs, rows), dtype=torch.float32),
-            observations.new_empty((runs, rows), dtype=torch.float32))
-
-
-def launch_sample(observations: torch.Tensor, *weights_and_shared, uniforms: list[torch.Tensor],
-                  levels: list[int]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``actor_critic_sample`` by the Triton kernel, as ``launch``. The draws are read one stride apart, run by
-    run and component by component: where they lie one after another in one buffer (one run's draws of a step
-    do: ``roles_noise``) as they are, otherwise stacked first (several runs draw apart)."""
-    *weights, shared_trunk = weights_and_shared
-    runs, rows, _ = observations.shape
-    first = uniforms[0]
-    stride = first.numel()
-    one_buffer = all(draws.is_contiguous() and draws.data_ptr() == first.data_ptr() + k * stride * first.element_size()
-                     for k, draws in enumerate(uniforms))
-    draws = first if one_buffer else torch.stack(uniforms)
-    actions = observations.new_empty((runs, rows, len(levels)), dtype=torch.int32)
-    log_prob = observations.new_empty((runs, rows), dtype=torch.float32)
-    values = torch.empty_like(log_prob)
-    if rows:
-        _run_kernel(observations, list(weights), shared_trunk, log_prob, values, (draws, stride, levels, actions),
-                    BLOCK_ROWS, 4, STAGES, sampling_max_registers(weights[0].shape[1]))
-    return actions, log_prob, values
-
-
-def sampling_max_registers(hidden: int) -> int | None:
-    """The registers ``launch_sample`` holds a thread to at hidden layers of ``hidden`` (``SAMPLING_MAX_REGISTERS``
-    up to 64), or None: ptxas's own choice."""
-    return SAMPLING_MAX_REGISTERS if hidden <= 64 else None
-
-
-@actor_critic_sample.register_kernel("cuda")
-def _(observations, *weights_shared_uniforms_levels):
-    from warpsim.train import categorical_terms
-
-    *weights_and_shared, uniforms, levels = weights_shared_uniforms_levels
-    if categorical_terms.kernels_take(levels):
-        return launch_sample(observations, *weights_and_shared, uniforms=uniforms, levels=levels)
-    policy, values = launch(observations, *weights_and_shared)
-    return (*_sampled_by_run(policy, uniforms, levels), values)
 
 
 @torch.library.custom_op("warpsim::actor_critic_backward", mutates_args=(), tags=(torch.Tag.flexible_layout,))

@@ -20,8 +20,8 @@ from typing_extensions import deprecated
 
 from warpsim.environment import EnvSpec
 from warpsim.removed import removed
-from warpsim.train import fused_forward
-from warpsim.train.action_heads import ActionHead, CategoricalHeads, action_head, roles_noise
+from warpsim.train import fused_forward, fused_sampling
+from warpsim.train.action_heads import ActionHead, CategoricalHeads, action_head, joint_draw_size, roles_noise
 from warpsim.train.config import TrainConfig
 from warpsim.train.value_norm import ValueNormalizer
 
@@ -279,11 +279,11 @@ class StackedActorCritic(ActorCriticBase):
 
     def fused_sample(self, observations: torch.Tensor, uniforms: list[torch.Tensor], levels: list[int],
                      weights: tuple | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """``fused`` with a categorical policy, sampled in the same kernel (``fused_forward.actor_critic_sample``)
+        """``fused`` with a categorical policy, sampled in the same kernel (``fused_sampling.actor_critic_sample``)
         on each run's draws ``uniforms`` (run by run, component by component): (actions int32[R, B, A], their
         log-probability float32[R, B], values float32[R, B])."""
         weights = self.fused_weights() if weights is None else weights
-        return fused_forward.actor_critic_sample(self.fused_observations(observations), *weights, uniforms, levels)
+        return fused_sampling.actor_critic_sample(self.fused_observations(observations), *weights, uniforms, levels)
 
     def fused_operands(self, observations: torch.Tensor) -> tuple:
         """The arguments of ``fused_forward.actor_critic`` for these networks on float[R, B, D]:
@@ -396,7 +396,12 @@ class RunPolicies(HeadsByRole):
         """The draws ``act_with`` samples from for the named roles of ``rows`` agents each, by role and run:
         each run's from its own generator (``roles_noise``), as a run alone draws them."""
         heads = [self.heads[name] for name in role_names]
-        by_run = [roles_noise(heads, rows, generator, device) for generator in generators]
+        size = joint_draw_size(heads, rows)
+        # Discrete draws: every run's in one buffer, a run's after another's, where the rollout's kernel reads them
+        # as they lie (``fused_sampling.launch_sample``), with no copy of them at every step.
+        buffers = [None] * len(generators) if size is None else torch.empty((len(generators), size), device=device)
+        by_run = [roles_noise(heads, rows, generator, device, out=buffer)
+                  for generator, buffer in zip(generators, buffers)]
         return [[run_noise[role] for run_noise in by_run] for role in range(len(rows))]
 
     def act_with(self, inputs: list[torch.Tensor], role_names: list[str], noise: list[list[tuple]], *,
