@@ -27,11 +27,11 @@ def weights(case: dict) -> tuple:
         return torch.randn(shape, generator=generator) * case["scale"] / shape[-1] ** 0.5
 
     steps = torch.randn((runs, 3, rows, inputs), generator=generator) * case["scale"]
-    operands = fused_forward.autocast_operands
-    trunks = [(*operands(drawn(runs, hidden, inputs), drawn(runs, hidden)),
-               *operands(drawn(runs, layers - 1, hidden, hidden), drawn(runs, layers - 1, hidden))) for _ in range(2)]
-    return (steps[:, 1].to(torch.bfloat16), *trunks[0], *trunks[1], *operands(drawn(runs, outputs, hidden),
-            drawn(runs, outputs)), *operands(drawn(runs, 1, hidden), drawn(runs, 1)), case["shared"])
+    trunks = [[(drawn(runs, hidden, inputs), drawn(runs, hidden)),
+               (drawn(runs, layers - 1, hidden, hidden), drawn(runs, layers - 1, hidden))] for _ in range(2)]
+    heads = [(drawn(runs, outputs, hidden), drawn(runs, outputs)), (drawn(runs, 1, hidden), drawn(runs, 1))]
+    return (steps[:, 1].to(torch.bfloat16), *fused_forward.autocast_operands([*trunks[0], *trunks[1], *heads]),
+            case["shared"])
 
 
 def draws(case: dict) -> list[torch.Tensor]:

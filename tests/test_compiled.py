@@ -216,6 +216,38 @@ def test_the_fused_path_runs_both_first_layers_as_one_product():
     assert fused.policies.network("tagger").joint_first_layers
 
 
+@pytest.mark.parametrize("shared", [False, True])
+def test_a_networks_weights_round_to_bfloat16_in_one_kernel_as_each_alone_rounds(shared):
+    """``fused_weights`` of two-layer trunks, as inductor writes it for a GPU: one kernel rounds every weight and
+    bias (the first layer's rows aligned), where a conversion each was a kernel each; the operands are each
+    tensor's own rounding, a one-column head's float32, bit for bit. (Deeper trunks stack their further layers,
+    which inductor writes as copies for a CPU's tensors, and as part of the same kernel for a GPU's.)"""
+    pytest.importorskip("triton")
+    from warpsim.bench import kernel_counts
+    from warpsim.registry import make
+    from warpsim.train import fused_forward
+    from warpsim.train.policy import RolePolicies, RunPolicies, StackedLinear
+
+    env = make("tag_continuous", 1, backend="numpy", num_taggers=1, num_runners=2)
+    runs = []
+    for seed in (0, 1):
+        torch.manual_seed(seed)
+        runs.append(RolePolicies(env.spec, ["tagger", "runner"], 1, 16, 2, shared_trunk=shared))
+    network = RunPolicies(runs).network("tagger")
+    code, _ = kernel_counts.gpu_code(lambda: network.fused_weights(), ())
+    assert len(kernel_counts.LAUNCH.findall(code)) == 1
+    operands = network.fused_weights()
+    first, second = (layer for layer in network.trunk.modules() if isinstance(layer, StackedLinear))
+    policy_head, value_head = network.policy_head, network.value_head
+    assert isinstance(policy_head, StackedLinear) and isinstance(value_head, StackedLinear)
+    aligned = fused_forward.aligned_rows(first.weight)
+    assert torch.equal(operands[0], aligned.to(torch.bfloat16)) and operands[0].shape[-1] % 16 == 0
+    assert torch.equal(operands[2][:, 0], second.weight.to(torch.bfloat16))
+    assert torch.equal(operands[9], policy_head.bias.to(torch.bfloat16))
+    assert operands[10].dtype == torch.float32 and torch.equal(operands[10], value_head.weight)
+    assert (operands[4].numel() == 0) == shared == operands[-1]
+
+
 def test_a_fused_rollout_converts_each_roles_weights_once_and_plays_as_converting_them_each_step(monkeypatch):
     """The kernel's weights (bfloat16, stacked, rows aligned: ``RunPolicies.fused_weights``) are made once a
     rollout, not at each of its steps, with the same actions, log-probabilities and values bit for bit. The

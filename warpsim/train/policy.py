@@ -300,33 +300,32 @@ class StackedActorCritic(ActorCriticBase):
         """The arguments of ``fused_forward.actor_critic`` after the observations: the trunks' weights, the first
         layers' rows aligned as the observations', then the heads'. A shared trunk's critic is empty (the
         kernels ignore it, and an autograd Function under torch.compile takes no tensor twice)."""
-        actor = _packed(self.trunk)
-        if self.value_trunk is None:
-            critic = tuple(tensor.new_empty(0) for tensor in actor)
-        else:
-            critic = _packed(self.value_trunk)
         policy_head, value_head = self.policy_head, self.value_head
         assert isinstance(policy_head, StackedLinear) and isinstance(value_head, StackedLinear)
-        return (*actor, *critic, *fused_forward.autocast_operands(policy_head.weight, policy_head.bias),
-                *fused_forward.autocast_operands(value_head.weight, value_head.bias), self.value_trunk is None)
+        trunks = [self.trunk] if self.value_trunk is None else [self.trunk, self.value_trunk]
+        operands = fused_forward.autocast_operands([*(pair for trunk in trunks for pair in _packed(trunk)),
+                                                    (policy_head.weight, policy_head.bias),
+                                                    (value_head.weight, value_head.bias)])
+        actor, heads = operands[:4], operands[-4:]
+        critic = [tensor.new_empty(0) for tensor in actor] if self.value_trunk is None else operands[4:8]
+        return (*actor, *critic, *heads, self.value_trunk is None)
 
 
 def _linears(trunk: nn.Module) -> list[StackedLinear]:
     return [module for module in trunk.modules() if isinstance(module, StackedLinear)]
 
 
-def _packed(trunk: nn.Module) -> tuple[torch.Tensor, ...]:
-    """A stacked trunk's weights as ``fused_forward.actor_critic`` takes them: its first layer's weight
-    (its rows aligned as the observations') and bias, and its further layers' stacked ([R, L - 1, H, H] and
-    [R, L - 1, H])."""
+def _packed(trunk: nn.Module) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """A stacked trunk's weights and biases as ``fused_forward.actor_critic`` takes them, before their rounding
+    (``fused_forward.autocast_operands``): its first layer's (the weight's rows aligned as the observations') and
+    its further layers' stacked ([R, L - 1, H, H] and [R, L - 1, H])."""
     first, *further = _linears(trunk)
     runs, hidden = first.weight.shape[:2]
     if not further:
         stacked = first.weight.new_empty((runs, 0, hidden, hidden)), first.bias.new_empty((runs, 0, hidden))
     else:
         stacked = torch.stack([layer.weight for layer in further], 1), torch.stack([layer.bias for layer in further], 1)
-    weight, bias = fused_forward.autocast_operands(first.weight, first.bias)
-    return fused_forward.aligned_rows(weight), bias, *fused_forward.autocast_operands(*stacked)
+    return [(fused_forward.aligned_rows(first.weight), first.bias), stacked]
 
 
 class RunPolicies(HeadsByRole):
