@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from warpsim.train import categorical_terms, fused_forward, fused_sampling
+from warpsim.train import categorical_terms, fused_forward, fused_sampling, ppo
 
 
 def weights(case: dict) -> tuple:
@@ -37,14 +37,30 @@ def weights(case: dict) -> tuple:
 def draws(case: dict) -> list[torch.Tensor]:
     """The uniforms a rollout step draws for a categorical policy of the case's ``levels``, run by run and
     component by component (``ppo.uniforms``): every run's in one buffer, ``gap`` entries (another role's) after
-    each run's, as ``RunPolicies.noise`` draws them; with ``apart``, each run's in a buffer of its own."""
+    each run's, as ``RunPolicies.noise`` draws them; with ``apart``, each run's in a buffer of its own. The last
+    rows draw the largest uniform ``torch.rand`` draws, past the sum of the probabilities where it rounds short."""
     generator = torch.Generator().manual_seed(case["seed"] + 1)
-    rows, levels, runs = case["rows"], case["levels"], case["runs"]
-    size = rows * sum(levels)
+    rows, components, runs = case["rows"], len(case["levels"]), case["runs"]
+    size = rows * components
     drawn = [torch.rand(size, generator=generator) for _ in range(runs)] if case.get("apart") else \
         torch.rand((runs, size + case.get("gap", 0)), generator=generator)[:, :size]
-    return [part.view(rows, level) for run in drawn for part, level in
-            zip(run.split([rows * level for level in levels]), levels)]
+    parts = [part for run in drawn for part in run.split(rows)]
+    for part in parts:
+        part[-rows // 4:] = 1 - 2 ** -24
+    return parts
+
+
+BOUNDARY = 1e-5
+"""How near a cumulative probability a draw may lie for sums in another order to tip its action."""
+
+
+def decided(policy: torch.Tensor, uniforms: list[torch.Tensor], levels: list[int]) -> torch.Tensor:
+    """bool[B]: the rows of one run's policy outputs [B, sum(levels)] whose every draw lies farther than
+    ``BOUNDARY`` from each cumulative probability of its component that ``ppo.sample`` compares it with (all but
+    the last), so that any order of the sums draws the same action."""
+    cumulative = [head.exp().cumsum(1)[:, :-1] for head in ppo.split_heads(policy.float(), tuple(levels))]
+    return torch.stack([((sums - draw[:, None]).abs() > BOUNDARY).all(1)
+                        for sums, draw in zip(cumulative, uniforms)]).all(0)
 
 
 def main() -> None:
@@ -64,8 +80,11 @@ def main() -> None:
             expected = [categorical_terms.sample(kernel[0][run], uniforms[run * components:(run + 1) * components],
                                                  case["levels"]) for run in range(case["runs"])]
             expected_actions, expected_log_prob = (torch.stack(part) for part in zip(*expected))
-            found |= {"same_actions": torch.equal(actions, expected_actions), "actions_dtype": str(actions.dtype),
-                      "sampled_log_prob": float((log_prob - expected_log_prob).abs().max()),
+            clear = torch.stack([decided(kernel[0][run], uniforms[run * components:(run + 1) * components],
+                                         case["levels"]) for run in range(case["runs"])])
+            found |= {"same_actions": torch.equal(actions[clear], expected_actions[clear]),
+                      "undecided_rows": int((~clear).sum()), "actions_dtype": str(actions.dtype),
+                      "sampled_log_prob": float((log_prob - expected_log_prob)[clear].abs().max()),
                       "same_values": torch.equal(values, kernel[1])}
         differences.append(found)
     print(json.dumps(differences))

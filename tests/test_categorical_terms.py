@@ -86,14 +86,15 @@ def test_the_kernels_compute_as_the_formulas_on_a_gpu(case):
 
 def test_the_sampling_formulas_draw_as_the_heads_do():
     """The actions and log-probabilities of ``CategoricalHeads.sample_with`` and ``log_prob`` from the same
-    draws, whose first component's are the actions' (a draw of 1 where every other is 0 wins)."""
+    draws: a draw picks the level whose span of the cumulative probabilities holds it (probabilities 0.1, 0.2,
+    0.3 and 0.4: 0.05 the first, 0.15 the second, 0.45 the third, 0.95 the last)."""
     from warpsim.train.action_heads import CategoricalHeads
     head = CategoricalHeads((4, 4))
-    logits = torch.randn(6, 8, generator=torch.Generator().manual_seed(5)).to(torch.bfloat16)
-    uniforms = [torch.zeros(6, 4), torch.zeros(6, 4)]
-    uniforms[0][torch.arange(6), torch.arange(6) % 4] = 1.0
-    uniforms[1][:, 3] = 1.0
+    first = torch.tensor([0.1, 0.2, 0.3, 0.4]).log().expand(4, 4)
+    logits = torch.cat([first, torch.randn(4, 4, generator=torch.Generator().manual_seed(5))], 1)
+    uniforms = [torch.tensor([0.05, 0.15, 0.45, 0.95]), torch.tensor([0.0, 0.3, 0.6, 1.0 - 2 ** -24])]
     actions, log_prob = categorical_terms.sample(logits, uniforms, [4, 4])
-    assert actions.dtype == torch.int32 and actions.tolist() == [[row % 4, 3] for row in range(6)]
+    assert actions.dtype == torch.int32 and actions[:, 0].tolist() == [0, 1, 2, 3]
+    assert actions[0, 1] == 0 and actions[3, 1] == 3
     assert torch.equal(actions, head.sample_with(logits, tuple(uniforms)))
     assert torch.equal(log_prob, head.log_prob(logits, actions))

@@ -148,13 +148,16 @@ SAMPLING_CASES: list[dict[str, Any]] = [
 
 def test_the_kernel_samples_a_categorical_policy_as_its_outputs_sample_in_tritons_interpreter():
     """``actor_critic_sample``'s kernel: the actions that ``categorical_terms.sample`` draws from the kernel's own
-    policy outputs and the same draws, their log-probability within float32 sums, the values bit for bit."""
+    policy outputs and the same draws, their log-probability within float32 sums, the values bit for bit. A draw
+    within ``BOUNDARY`` of a cumulative probability may tip either way (sums in another order): a saturated
+    softmax's, at the largest draws."""
     pytest.importorskip("triton")
     result = subprocess.run([sys.executable, str(INTERPRETER), json.dumps(SAMPLING_CASES)], capture_output=True,
                             text=True, env={**os.environ, "TRITON_INTERPRET": "1"}, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     for case, differences in zip(SAMPLING_CASES, json.loads(result.stdout)):
         assert differences["same_actions"] and differences["actions_dtype"] == "torch.int32", case
+        assert differences["undecided_rows"] <= case["rows"] * case["runs"] // 3, case  # most rows compared
         assert differences["sampled_log_prob"] <= 1e-6 * case["scale"] * len(case["levels"]) * 10, case
         assert differences["same_values"], case
 
@@ -194,10 +197,10 @@ def test_every_runs_discrete_draws_lie_in_one_buffer_as_the_kernel_reads_them_an
     heads = [policies.heads[name] for name in ("tagger", "runner")]
     levels = [head.action_levels for head in heads if isinstance(head, CategoricalHeads)]
     assert len(levels) == 2
-    size = sum(count * sum(role_levels) for role_levels, count in zip(levels, rows))
-    for role, (role_levels, count) in enumerate(zip(levels, rows)):
+    size = sum(count * len(role_levels) for role_levels, count in zip(levels, rows))
+    for role, count in enumerate(rows):
         uniforms = [draws for run in noise[role] for draws in run]
-        assert fused_sampling.draws_layout(uniforms, 3) == (count * role_levels[0], size)
+        assert fused_sampling.draws_layout(uniforms, 3) == (count, size)
     for seed in range(3):
         alone = roles_noise(heads, rows, torch.Generator().manual_seed(seed), torch.device("cpu"))
         for role in range(2):
@@ -210,7 +213,7 @@ def test_every_runs_discrete_draws_lie_in_one_buffer_as_the_kernel_reads_them_an
 @pytest.mark.parametrize("case", SAMPLING_CASES, ids=["train-ref", "shared, two runs", "saturated"])
 def test_the_kernel_samples_as_its_outputs_sample_on_a_gpu(case):
     sys.path.insert(0, str(INTERPRETER.parent))
-    from interpret_actor_critic import draws, weights
+    from interpret_actor_critic import decided, draws, weights
     arguments, uniforms = weights(case), draws(case)
     on_gpu = [value.cuda() if isinstance(value, torch.Tensor) else value for value in arguments]
     policy, values = fused_forward.actor_critic(*on_gpu)
@@ -218,10 +221,12 @@ def test_the_kernel_samples_as_its_outputs_sample_on_a_gpu(case):
                                                                           case["levels"])
     components = len(case["levels"])
     for run in range(case["runs"]):
-        expected_actions, expected_log_prob = categorical_terms.sample(
-            policy[run].cpu(), uniforms[run * components:(run + 1) * components], case["levels"])
-        assert torch.equal(actions[run].cpu(), expected_actions)
-        torch.testing.assert_close(log_prob[run].cpu(), expected_log_prob, rtol=1e-5, atol=1e-5 * case["scale"])
+        run_draws = uniforms[run * components:(run + 1) * components]
+        expected_actions, expected_log_prob = categorical_terms.sample(policy[run].cpu(), run_draws, case["levels"])
+        clear = decided(policy[run].cpu(), run_draws, case["levels"])
+        assert torch.equal(actions[run].cpu()[clear], expected_actions[clear])
+        torch.testing.assert_close(log_prob[run].cpu()[clear], expected_log_prob[clear], rtol=1e-5,
+                                   atol=1e-5 * case["scale"])
     assert torch.equal(sampled_values, values)
 
 

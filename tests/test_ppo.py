@@ -122,6 +122,17 @@ def test_sampling_follows_the_probabilities_and_greedy_takes_the_most_likely():
     assert ppo.sample(heads, None).unique().tolist() == [1]
 
 
+def test_a_draw_picks_the_level_whose_cumulative_span_holds_it_and_never_one_past_the_last():
+    """One uniform a component: level k for a draw in [c(k-1), c(k)); the last for any draw past the others'
+    sum, even where the sums round below 1; a level of probability 0 never."""
+    heads = (torch.tensor([0.25, 0.0, 0.5, 0.25]).log().expand(6, 4),)
+    draws = (torch.tensor([0.0, 0.2499, 0.2501, 0.7499, 0.7501, 1.0 - 2 ** -24]),)
+    assert ppo.sample(heads, draws)[:, 0].tolist() == [0, 0, 2, 2, 3, 3]
+    rounded_short = (torch.full((1, 3), 0.3333).log(),)  # sums to 0.9999
+    assert ppo.sample(rounded_short, (torch.tensor([0.99995]),)).tolist() == [[2]]
+    assert ppo.uniforms(5, (3, 7), None, torch.device("cpu"))[1].shape == (5,)
+
+
 def test_normalized_advantages_have_zero_mean_and_unit_spread():
     normalized = ppo.normalize(torch.tensor([1.0, 2.0, 3.0, 6.0]))
     assert normalized.mean().item() == pytest.approx(0, abs=1e-6)

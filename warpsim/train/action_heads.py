@@ -56,7 +56,7 @@ class CategoricalHeads:
         return self.sample_with(outputs, noise)
 
     def noise(self, rows: int, generator: torch.Generator | None, device: torch.device) -> tuple[torch.Tensor, ...]:
-        """The random draws that ``sample_with`` turns into ``rows`` actions (a uniform per logit)."""
+        """The random draws that ``sample_with`` turns into ``rows`` actions (a uniform per component)."""
         return ppo.uniforms(rows, self.action_levels, generator, device)
 
     def sample_with(self, outputs: torch.Tensor, noise: tuple[torch.Tensor, ...] | None) -> torch.Tensor:
@@ -176,7 +176,7 @@ def joint_draw_size(heads: Sequence[ActionHead], rows: Sequence[int]) -> int | N
     discrete = [head for head in heads if isinstance(head, CategoricalHeads)]
     if len(discrete) < len(heads):
         return None
-    return sum(role_rows * sum(head.action_levels) for head, role_rows in zip(discrete, rows))
+    return sum(role_rows * len(head.action_levels) for head, role_rows in zip(discrete, rows))
 
 
 def roles_noise(heads: Sequence[ActionHead], rows: Sequence[int], generator: torch.Generator | None,
@@ -189,8 +189,7 @@ def roles_noise(heads: Sequence[ActionHead], rows: Sequence[int], generator: tor
     size = joint_draw_size(heads, rows)
     if size is None:
         return [head.noise(role_rows, generator, device) for head, role_rows in zip(heads, rows)]
-    shapes = [[(role_rows, levels) for levels in head.action_levels]  # type: ignore[union-attr]
-              for head, role_rows in zip(heads, rows)]
+    components = [len(head.action_levels) for head in heads]  # type: ignore[union-attr]
     drawn = torch.rand(size, device=device, generator=generator, out=out)
-    parts = iter(drawn.split([a * b for role in shapes for a, b in role]))
-    return [tuple(next(parts).view(shape) for shape in role) for role in shapes]
+    parts = iter(drawn.split([role_rows for role_rows, count in zip(rows, components) for _ in range(count)]))
+    return [tuple(next(parts) for _ in range(count)) for count in components]

@@ -13,7 +13,7 @@ The interpreter runs it on a CPU with ``TRITON_INTERPRET=1`` set before Triton i
 import triton
 import triton.language as tl
 
-from warpsim.train.categorical_terms_kernel import gumbel_max, log_softmax_of
+from warpsim.train.categorical_terms_kernel import inverse_cdf, log_softmax_of
 
 
 @triton.jit
@@ -93,9 +93,9 @@ def _sample(features, weight_ptr, bias_ptr, draws_ptr, draws_stride, actions_ptr
             BLOCK_LEVELS: tl.constexpr, DOT: tl.constexpr):
     """A categorical policy head of COMPONENTS x LEVELS logits sampled: each component's logits as the head
     computes them (a product of BLOCK_LEVELS columns, at least 16; rounded to bfloat16), their log-softmax and
-    the Gumbel-max trick on its draws float32[rows, LEVELS] (``draws_stride`` entries apart by component), as
-    ``categorical_terms.sample`` computes them; writes the actions int32[.., COMPONENTS] and their joint
-    log-probability float32."""
+    the action drawn at its draw by the inverse cumulative distribution (draws float32[rows], ``draws_stride``
+    entries apart by component), as ``categorical_terms.sample`` computes them; writes the actions
+    int32[.., COMPONENTS] and their joint log-probability float32."""
     level = tl.arange(0, BLOCK_LEVELS)
     kept = (row[:, None] < rows) & (level[None, :] < LEVELS)
     log_prob = tl.zeros(row.shape, tl.float32)
@@ -105,11 +105,10 @@ def _sample(features, weight_ptr, bias_ptr, draws_ptr, draws_stride, actions_ptr
         unit = component * LEVELS
         weight = _matrix(weight_ptr + unit * HIDDEN, tl.arange(0, BLOCK_HIDDEN), level, HIDDEN, LEVELS, DOT)
         bias = _bfloat16(tl.load(bias_ptr + unit + level, mask=level < LEVELS, other=0))
-        log_p, _ = log_softmax_of(_round(tl.dot(features, weight) + bias[None, :], DOT), kept, LEVELS,
+        log_p, p = log_softmax_of(_round(tl.dot(features, weight) + bias[None, :], DOT), kept, LEVELS,
                                   BLOCK_LEVELS)
-        draws = tl.load(draws_ptr + component * draws_stride + row[:, None].to(tl.int64) * LEVELS + level[None, :],
-                        mask=kept, other=0.5)
-        action, component_log_prob = gumbel_max(log_p, draws, kept, BLOCK_LEVELS)
+        draw = tl.load(draws_ptr + component * draws_stride + row.to(tl.int64), mask=row < rows, other=0.5)
+        action, component_log_prob = inverse_cdf(log_p, p, draw, LEVELS, BLOCK_LEVELS)
         log_prob += component_log_prob
         tl.store(actions_ptr + stored * COMPONENTS + component, action, mask=row < rows)
     tl.store(log_prob_ptr + stored, log_prob, mask=row < rows)
@@ -130,7 +129,7 @@ def fused_actor_critic(
     float32, laid out as ``actor_critic`` takes them; writes policy int16[R, B, P] (bfloat16 bits;
     float32 for one column) and values float32[R, B].
     With COMPONENTS (> 0) categorical components of LEVELS logits each, it samples the policy instead
-    (``_sample``): from draws float32[B, LEVELS] a run's component, ``draws_stride`` entries apart by component and
+    (``_sample``): from draws float32[B] a run's component, ``draws_stride`` entries apart by component and
     ``draws_run_stride`` by run, it writes actions int32[R, B, COMPONENTS] and their log-probability
     float32[R, B].
     Program (i, r) computes rows i * BLOCK_ROWS.. of run r."""

@@ -1,8 +1,8 @@
 """Categorical actions' arithmetic as one kernel: on the fused path the update's loss both ways
 (``DifferentiableCategoricalTerms``: the joint log-probability of the taken actions and the joint entropy of
 a row's components, and their gradient at the logits); and the rollout's sampling (``sample``: the actions
-drawn by the Gumbel-max trick and their log-probability) in torch, which the rollout's kernel computes in its
-registers (``fused_sampling.actor_critic_sample``).
+drawn by their inverse cumulative distributions and their log-probability) in torch, which the rollout's
+kernel computes in its registers (``fused_sampling.actor_critic_sample``).
 
 Compiled from autograd, the loss's took about a quarter of an optimizer step on an H200 at train-ref
 (warpsim 786d1b8): about a dozen kernels, one of them 0.5 ms for 880,000 rows, over float32 log-softmaxes,
@@ -99,7 +99,7 @@ class DifferentiableCategoricalTerms(torch.autograd.Function):
 
 def sample(logits: torch.Tensor, uniforms: list[torch.Tensor], levels: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
     """(actions int32[B, A], log_prob float32[B]): one action per component of ``logits`` float[B, sum(levels)]
-    by the Gumbel-max trick on ``uniforms`` (float32[B, levels[k]] per component, ``ppo.uniforms``), as
+    by its inverse cumulative distribution at ``uniforms`` (float32[B] per component, ``ppo.uniforms``), as
     ``ppo.sample`` draws them, and their joint log-probability: what the rollout's kernel computes in registers
     (``fused_sampling.actor_critic_sample``), in torch."""
     log_probs = ppo.split_heads(logits, tuple(levels))

@@ -1,6 +1,7 @@
 """The Triton kernels of ``categorical_terms`` (both ways): a block of rows a program, one component of
-``LEVELS`` logits at a time, its log-softmax in float32 registers; and that arithmetic, with the Gumbel-max
-trick, for the rollout's kernel (``log_softmax_of``, ``gumbel_max``: actor_critic_kernel.py). Triton's
+``LEVELS`` logits at a time, its log-softmax in float32 registers; and that arithmetic, with an action drawn by
+its inverse cumulative distribution, for the rollout's kernel (``log_softmax_of``, ``inverse_cdf``:
+actor_critic_kernel.py). Triton's
 interpreter runs them on a CPU with ``TRITON_INTERPRET=1`` set before Triton is imported
 (tests/interpret_categorical_terms.py)."""
 
@@ -32,14 +33,14 @@ def log_softmax_of(logits, kept, LEVELS: tl.constexpr, BLOCK_LEVELS: tl.constexp
 
 
 @triton.jit
-def gumbel_max(log_p, draws, kept, BLOCK_LEVELS: tl.constexpr):
-    """A component's action int32[rows]: the first of the highest scores log p - log(-log u) over its
-    log-softmax and its draws float32[rows, BLOCK_LEVELS], u clamped to [1e-20, 1 - 1e-7], as ``ppo.sample``;
-    and its log-probability float32[rows]."""
-    score = log_p - tl.log(-tl.log(tl.minimum(tl.maximum(draws, 1e-20), 1.0 - 1e-7)))
-    action = tl.argmax(tl.where(kept, score, float("-inf")), axis=1, tie_break_left=True)
-    taken = tl.arange(0, BLOCK_LEVELS)[None, :] == action[:, None]
-    return action.to(tl.int32), tl.sum(tl.where(taken, log_p, 0.0), axis=1)
+def inverse_cdf(log_p, p, draw, LEVELS: tl.constexpr, BLOCK_LEVELS: tl.constexpr):
+    """A component's action int32[rows] drawn at its uniform draw float32[rows], as ``ppo.sample``: the number of
+    levels, the last left out, whose cumulative probability (of ``p``, float32[rows, BLOCK_LEVELS]) is at most
+    the draw; and its log-probability float32[rows], from the log-softmax ``log_p``."""
+    level = tl.arange(0, BLOCK_LEVELS)[None, :]
+    below = (level < LEVELS - 1) & (tl.cumsum(p, axis=1) <= draw[:, None])
+    action = tl.sum(below.to(tl.int32), axis=1)
+    return action, tl.sum(tl.where(level == action[:, None], log_p, 0.0), axis=1)
 
 
 @triton.jit

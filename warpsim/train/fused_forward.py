@@ -179,7 +179,7 @@ class Sampled(NamedTuple):
     """What ``run_kernel`` needs to sample a categorical policy in the kernel, in place of writing its outputs."""
 
     draws: torch.Tensor
-    """Every run's uniforms, float32: run r's component k's [B, levels] at ``run_stride`` x r + ``component_stride``
+    """Every run's uniforms, float32: run r's component k's [B] at ``run_stride`` x r + ``component_stride``
     x k entries from the start."""
     component_stride: int
     run_stride: int

@@ -2,9 +2,10 @@
 (``fused_forward``) with a categorical policy sampled in its registers, in place of its outputs written.
 
 After the actor's trunk, the kernel computes each component's logits as the policy head does, their
-log-softmax and the Gumbel-max trick on the run's own draws, as ``categorical_terms.sample`` does in torch,
-and writes the actions, their log-probability and the value: the logits are never written or read back. On
-a CPU the op is ``fused_forward.actor_critic`` and those torch formulas, run by run.
+log-softmax and the action that the run's own draw picks by inverting their cumulative distribution, as
+``categorical_terms.sample`` does in torch, and writes the actions, their log-probability and the value: the
+logits are never written or read back. On a CPU the op is ``fused_forward.actor_critic`` and those torch
+formulas, run by run.
 """
 
 from __future__ import annotations
@@ -13,16 +14,13 @@ import torch
 
 from warpsim.train import categorical_terms, fused_forward
 
-MAX_REGISTERS = 128
-"""The registers a thread of the kernel may use while it samples (``launch_sample``), at widths up to 64: held to
-them, ptxas (sm_90) fits train-ref's in 128 with no spills, four programs an SM as without sampling, where left
-alone it takes 149 (three). Wider networks spill so held, and are left alone."""
 
-
-def max_registers(hidden: int) -> int | None:
-    """The registers ``launch_sample`` holds a thread to at hidden layers of ``hidden`` (``MAX_REGISTERS`` up to
-    64), or None: ptxas's own choice."""
-    return MAX_REGISTERS if hidden <= 64 else None
+def max_registers(hidden: int) -> int:
+    """The registers ``launch_sample`` holds a thread to at hidden layers of ``hidden``: as many as leave the kernel
+    as many programs an SM as it has without sampling (ptxas, sm_90, at train-ref's shapes, no spills either way).
+    Four at widths up to 64: 128 (left to its choice the sampled kernel takes 121); three above: 168 (left to its
+    choice, 180 and two)."""
+    return 128 if hidden <= 64 else 168
 
 
 @torch.library.custom_op("warpsim::actor_critic_sample", mutates_args=(), tags=(torch.Tag.flexible_layout,))
@@ -34,7 +32,7 @@ def actor_critic_sample(observations: torch.Tensor, actor_weight: torch.Tensor, 
                         uniforms: list[torch.Tensor], levels: list[int]) -> tuple[torch.Tensor, torch.Tensor,
                                                                                   torch.Tensor]:
     """``fused_forward.actor_critic`` with a categorical policy of components of ``levels`` logits, sampled as
-    ``categorical_terms.sample`` samples it on each run's draws: ``uniforms`` float32[B, levels[k]], run by run
+    ``categorical_terms.sample`` samples it on each run's draws: ``uniforms`` float32[B], run by run
     and component by component (R x A of them). Returns (actions int32[R, B, A], their log-probability
     float32[R, B], values float32[R, B])."""
     policy, values = fused_forward.actor_critic(

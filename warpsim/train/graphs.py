@@ -1,6 +1,6 @@
 """The trainer's rollout and update, each captured once as a CUDA graph and replayed every iteration.
 
-A rollout is T steps of policy forward passes, Gumbel sampling, environment steps and
+A rollout is T steps of policy forward passes, sampling, environment steps and
 rollout-storage writes; an update is GAE, the value statistics and epochs x minibatches
 of shuffles, forward and backward passes, gradient clipping, Adam steps and the kl
 schedule's rate moves. Both work on buffers allocated once (the optimizer's state, the

@@ -103,19 +103,22 @@ def entropy(log_probs: tuple[torch.Tensor, ...]) -> torch.Tensor:
 
 def uniforms(rows: int, action_levels: tuple[int, ...], generator: torch.Generator | None,
              device: torch.device) -> tuple[torch.Tensor, ...]:
-    """The random numbers ``sample`` turns into ``rows`` actions: float32[rows, levels[k]] per component,
-    drawn from ``generator`` in component order."""
-    return tuple(torch.rand((rows, levels), device=device, generator=generator) for levels in action_levels)
+    """The random numbers ``sample`` turns into ``rows`` actions: float32[rows] per component, drawn from
+    ``generator`` in component order."""
+    return tuple(torch.rand((rows,), device=device, generator=generator) for _ in action_levels)
 
 
 def sample(log_probs: tuple[torch.Tensor, ...], uniform: tuple[torch.Tensor, ...] | None) -> torch.Tensor:
-    """One action per component, int32[B, A]: by the Gumbel-max trick on ``uniform`` (``uniforms``:
-    no host sync, reproducible from its generator), or the most likely one when ``uniform`` is None."""
+    """One action per component, int32[B, A]: by inverting its cumulative distribution at ``uniform``
+    (``uniforms``: one draw a component, no host sync, reproducible from its generator), or the most likely one
+    when ``uniform`` is None. The action drawn at u is the number of levels, the last left out, whose
+    cumulative probability is at most u: level k for u in [c(k-1), c(k)), the last for u past the sum of the
+    others, so that a rounding of the sums never draws past the last level."""
     chosen = []
     for k, head in enumerate(log_probs):
         if uniform is None:
             chosen.append(head.argmax(dim=1))
             continue
-        gumbel = -torch.log(-torch.log(uniform[k].clamp(1e-20, 1.0 - 1e-7)))
-        chosen.append((head + gumbel).argmax(dim=1))
+        cumulative = head.exp().cumsum(dim=1)[:, :-1]
+        chosen.append((cumulative <= uniform[k][:, None]).sum(dim=1))
     return torch.stack(chosen, dim=1).to(torch.int32)
