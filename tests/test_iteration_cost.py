@@ -21,13 +21,21 @@ def test_each_launching_operation_counts_a_kernel_and_the_bytes_it_reads_and_wri
     assert dict(counter.tally.by_op) == {"mul": 1, "add": 1} and torch.equal(z, torch.full((5, 2), 3.0))
 
 
-def test_a_foreach_operation_counts_a_kernel_per_tensor_of_its_list():
+def test_a_foreach_operation_is_one_kernel_for_its_list_or_one_per_tensor_where_a_list_broadcasts():
+    """torch's multi-tensor pass takes a list whose lists match in shapes (a scalar, or tensors alike); a
+    per-run rate [R, 1] against a parameter [R, 4] broadcasts, a kernel a tensor; a norm is three."""
     tensors = [torch.ones(4), torch.ones(2, 3), torch.ones(())]
+    parameters, rates = [torch.ones(2, 4), torch.ones(2, 3)], [torch.ones(2, 1), torch.ones(2, 1)]
     counter = kernel_counts.Counter()
     with counter:
         torch._foreach_add_(tensors, 1.0)
-    assert counter.tally.kernels == 3 and counter.tally.bytes == 2 * (4 + 6 + 1) * 4
+    assert counter.tally.kernels == 1 and counter.tally.bytes == 2 * (4 + 6 + 1) * 4
     assert [t.flatten()[0].item() for t in tensors] == [2.0, 2.0, 2.0]
+    with counter:
+        torch._foreach_mul(tensors[:2], tensors[:2])
+        torch._foreach_mul(parameters, rates)
+        torch._foreach_norm(tensors)
+    assert counter.tally.kernels == 1 + 1 + 2 + kernel_counts.FOREACH_NORM_LAUNCHES
 
 
 def test_a_draw_into_a_buffer_is_one_kernel_that_writes_it_and_reads_nothing():

@@ -6,7 +6,8 @@ these counts.
 What is counted:
 
 * eagerly, every aten operation that launches a kernel on a GPU (views, allocations and
-  metadata launch none; a foreach operation one per tensor of its list), and the bytes it reads and
+  metadata launch none; a foreach operation one for its list, or one per tensor where a list broadcasts:
+  ``foreach_launches``), and the bytes it reads and
   writes: its tensors' sizes, an expanded input counted once; the environments' own step is left out;
 * a compiled region (``TrainConfig.compile``), from the code inductor writes for it as it writes it
   for a GPU (``gpu_code``: Triton kernels, generated on the device at hand, never compiled): its
@@ -48,10 +49,13 @@ and the gradients, and the loss's ``categorical_terms`` both ways). Each moves i
 outputs; but see ``OWN_LAUNCHERS``."""
 NETWORK_KERNELS = {"actor_critic", "actor_critic_sample", "actor_critic_backward"}
 """warpsim's networks' kernels, whose multiply-adds are counted (``network_multiply_adds``)."""
-OWN_LAUNCHERS = {"actor_critic_backward"}
-"""warpsim's operations that launch several kernels on a GPU (``fused_forward.launch_backward``): counted
-as that launcher runs them, its Triton kernel's launches recorded (``RecordedKernel``) and its torch
-operations counted, rather than as one kernel of its operands."""
+OWN_LAUNCHERS = {"actor_critic_backward", "gradient_norms"}
+"""warpsim's operations that launch several kernels on a GPU (``fused_forward.launch_backward``,
+``gradient_norms.launch``): counted as that launcher runs them, its Triton kernel's launches recorded
+(``RecordedKernel``) and its torch operations counted, rather than as one kernel of its operands."""
+FOREACH_NORM_LAUNCHES = 3
+"""Kernels of torch's multi-tensor norm on a GPU: a fill of its partial sums, a pass over the list and one
+that finishes the sums."""
 GATHERS = {"index", "index_select", "gather", "take", "embedding"}
 """Operations that read of their first input only the rows they gather (a minibatch of the rollout)."""
 FILLS = {"uniform_", "normal_", "random_", "exponential_", "bernoulli_", "fill_", "zero_"}
@@ -168,7 +172,7 @@ class Counter(TorchDispatchMode):
             if name == "actor_critic_backward":
                 self.tally.gradient_multiply_adds += computed
         if name in OWN_LAUNCHERS:
-            launched = launcher_tally(args)
+            launched = launcher_tally(name, args)
             self.tally.add(launched)
             self.tally.extern_bytes += launched.bytes
             self.tally.launched_within += launched.kernels - 1
@@ -182,9 +186,7 @@ class Counter(TorchDispatchMode):
             # An in-place operation that returns nothing (a foreach one) writes its first argument.
             written = tensors(result) or (tensors(args[0]) if name.endswith("_") else [])
             moved = sum(read) + sum(touched_bytes(t) for t in written)
-            # A foreach operation as a kernel per tensor of its list: eagerly a GPU runs a list in one launch
-            # only where nothing broadcasts, and Adam's per-run rates do.
-            self.tally.kernels += len(args[0]) if name.startswith("_foreach_") else 1
+            self.tally.kernels += foreach_launches(name, args) if name.startswith("_foreach_") else 1
             self.tally.bytes += moved
             self.tally.by_op[name] += 1
             if name in EXTERN_KERNELS:
@@ -192,7 +194,31 @@ class Counter(TorchDispatchMode):
         return result
 
 
-def launcher_tally(args: tuple) -> Tally:
+def foreach_launches(name: str, args: tuple) -> int:
+    """The kernels of an eager foreach operation on a GPU: one for its whole list, torch's multi-tensor pass,
+    where every list it takes has the first one's shapes (``FOREACH_NORM_LAUNCHES`` for a norm); one per tensor
+    where one broadcasts, as Adam's per-run rates do. (A list of more than about a hundred tensors takes a pass
+    per hundred.)"""
+    shapes = [tensor.shape for tensor in args[0]]
+    lists = [arg for arg in args[1:] if isinstance(arg, (list, tuple)) and arg and isinstance(arg[0], torch.Tensor)]
+    if any([tensor.shape for tensor in listed] != shapes for listed in lists):
+        return len(shapes)
+    return FOREACH_NORM_LAUNCHES if name == "_foreach_norm" else 1
+
+
+def launcher_tally(name: str, args: tuple) -> Tally:
+    """The kernels and bytes of ``OWN_LAUNCHERS``' ``name`` on these arguments on a GPU."""
+    if name == "gradient_norms":
+        from warpsim.train import gradient_norms
+
+        counter = Counter()
+        with counter:
+            gradient_norms.launch(*args)
+        return counter.tally
+    return backward_tally(args)
+
+
+def backward_tally(args: tuple) -> Tally:
     """The kernels and bytes of ``fused_forward.launch_backward`` on these arguments on a GPU: its Triton
     kernel's launches recorded, its torch operations counted. Its partial sums are as many as at a real
     size, where every run has more blocks of rows than programs: a fixed part, not one per block."""

@@ -31,6 +31,7 @@ from warpsim.train.adam import RunAdam, adam_update
 from warpsim.train.compiled import Compiled
 from warpsim.train.config import TrainConfig
 from warpsim.train.distributed import World
+from warpsim.train.gradient_norms import gradient_norms
 from warpsim.train.loss import STATS, MinibatchLoss
 from warpsim.train.placement import RolloutMirror
 from warpsim.train.policy import RunPolicies
@@ -237,9 +238,12 @@ class Learner:
 def clip_gradients(groups: list[list[torch.Tensor]], max_norm: torch.Tensor) -> None:
     """Scales each run's gradients float[R, ...] of each group down to at most its ``max_norm``
     float32[R] (in place), as ``clip_grad_norm_`` would on that run's parameters alone."""
-    for gradients in groups:
+    gradients = [gradient for group in groups for gradient in group]
+    # The norms of every group's gradients at once, of the gradients made in one foreach operation: compiled, an
+    # op's inputs are made one kernel each otherwise.
+    norms = gradient_norms(torch._foreach_mul(gradients, 1.0)).split([len(group) for group in groups], dim=1)
+    for group, group_norms in zip(groups, norms):
         # [R, P], each run's row contiguous: the norm over its parameters sums as it would alone.
-        norms = torch.stack([gradient.flatten(1).norm(dim=1) for gradient in gradients], dim=1).norm(dim=1)
-        scale = (max_norm / (norms + 1e-6)).clamp(max=1.0)
-        for gradient in gradients:
+        scale = (max_norm / (group_norms.norm(dim=1) + 1e-6)).clamp(max=1.0)
+        for gradient in group:
             gradient.mul_(scale.view(-1, *(1,) * (gradient.dim() - 1)))
