@@ -1,9 +1,8 @@
 """The Triton kernels of ``categorical_terms`` (both ways): a block of rows a program, one component of
 ``LEVELS`` logits at a time, its log-softmax in float32 registers; and that arithmetic, with an action drawn by
 its inverse cumulative distribution, for the rollout's kernel (``log_softmax_of``, ``inverse_cdf``:
-actor_critic_kernel.py). Triton's
-interpreter runs them on a CPU with ``TRITON_INTERPRET=1`` set before Triton is imported
-(tests/interpret_categorical_terms.py)."""
+actor_critic_kernel.py). Triton's interpreter runs them on a CPU with ``TRITON_INTERPRET=1`` set before Triton
+is imported (tests/interpret_categorical_terms.py)."""
 
 import triton
 import triton.language as tl

@@ -3,8 +3,8 @@ operation.
 
 Written as a norm per gradient, the update's clipping was a reduction kernel per gradient, two for the
 larger ones: 28 of an optimizer step's kernels at train-ref. On a GPU the op is torch's multi-tensor norm
-over every run's part of every gradient and one stack of the norms, three kernels whatever the list; on a
-CPU it is the norms one at a time, the eager arithmetic, bit for bit.
+over every run's part of every gradient and one stack of the norms, four kernels for a list of up to about
+a hundred parts; on a CPU it is the norms one at a time, the eager arithmetic, bit for bit.
 """
 
 from __future__ import annotations
