@@ -40,7 +40,7 @@ from warpsim.device import device_name, resolve_placement
 from warpsim.registry import make
 from warpsim.roles import roles_of
 from warpsim.source_commit import source_commit
-from warpsim.train import categorical_terms, fused_forward
+from warpsim.train import categorical_terms, fused_backward, fused_forward
 from warpsim.train.action_heads import CategoricalHeads, roles_noise
 from warpsim.train.config import TrainConfig
 from warpsim.train.policy import RolePolicies, RunPolicies
@@ -124,7 +124,7 @@ def launch_shape_times(operands: list[tuple], backward_operands: list[tuple], in
 
     def backward(block_rows: int, warps: int, whole_trunks: bool, stages: int, aligned: bool) -> None:
         for arguments in backward_operands if aligned else backward_as_they_were:
-            fused_forward.launch_backward(*arguments, block_rows=block_rows, warps=warps, whole_trunks=whole_trunks,
+            fused_backward.launch_backward(*arguments, block_rows=block_rows, warps=warps, whole_trunks=whole_trunks,
                                           stages=stages)
 
     forward_times = [{"block_rows": block_rows, "warps": warps, "stages": stages, "aligned": aligned,
@@ -249,8 +249,8 @@ def measure(config_name: str, num_envs: int, repeats: int, device: torch.device,
             "launch_shapes": shapes,
             "eager_learning_ms": 1e3 * eager_learning_seconds, "fused_learning_ms": 1e3 * fused_learning_seconds,
             "learning_speedup": eager_learning_seconds / fused_learning_seconds,
-            "default_backward_block_rows": fused_forward.BACKWARD_BLOCK_ROWS,
-            "default_whole_trunks": fused_forward.whole_trunks_fit(hidden_size, settings.hidden_layers),
+            "default_backward_block_rows": fused_backward.BACKWARD_BLOCK_ROWS,
+            "default_whole_trunks": fused_backward.whole_trunks_fit(hidden_size, settings.hidden_layers),
             "backward_launch_shapes": backward_shapes, "product_alignment": alignment, "sampling": sampling}
 
 

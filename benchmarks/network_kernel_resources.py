@@ -28,7 +28,7 @@ from triton.backends.nvidia.compiler import get_ptxas
 from triton.compiler import ASTSource
 
 from warpsim.commands import table_script
-from warpsim.train import fused_forward, fused_sampling
+from warpsim.train import fused_backward, fused_forward, fused_sampling
 
 REGISTERS_PER_SM = 65536
 SHARED_BYTES_PER_SM = 228 * 1024
@@ -93,18 +93,18 @@ def forward(hidden: int, stages: int, aligned: bool, sampled: bool = False, outp
 
 
 def trunk_backward(outputs: int, with_value: bool, aligned: bool) -> dict[str, int]:
-    """The whole-trunk gradients' kernel as ``fused_forward.launch_backward`` launches it at train-ref's shapes:
+    """The whole-trunk gradients' kernel as ``fused_backward.launch_backward`` launches it at train-ref's shapes:
     the actor's (42 logits), the critic's (``outputs`` 1) or a shared trunk's (``with_value``)."""
     from warpsim.train.actor_critic_backward_kernel import fused_trunk_backward
-    hidden = fused_forward.WHOLE_TRUNK_HIDDEN
+    hidden = fused_backward.WHOLE_TRUNK_HIDDEN
     constants = dict(HIDDEN=hidden, LAYERS=2, OUTPUTS=outputs, WITH_VALUE=with_value,
-                     BLOCK_ROWS=fused_forward.BACKWARD_BLOCK_ROWS, BLOCK_INPUTS=fused_forward.BLOCK_INPUTS,
+                     BLOCK_ROWS=fused_backward.BACKWARD_BLOCK_ROWS, BLOCK_INPUTS=fused_forward.BLOCK_INPUTS,
                      BLOCK_HIDDEN=hidden, BLOCK_OUTPUTS=max(16, 1 << (outputs - 1).bit_length()),
-                     BLOCK_IN=fused_forward.FIRST_LAYER_INPUTS, DOT=tl.bfloat16)
+                     BLOCK_IN=fused_backward.FIRST_LAYER_INPUTS, DOT=tl.bfloat16)
     float32 = {name for name in fused_trunk_backward.arg_names if name.endswith("sums_ptr")}
     float32 |= {"value_weight_ptr", "value_gradient_ptr"}
     float32 |= {"head_weight_ptr", "head_gradient_ptr"} if outputs == 1 else set()
-    return resources(fused_trunk_backward, constants, float32, fused_forward.backward_warps(hidden, True), 1,
+    return resources(fused_trunk_backward, constants, float32, fused_backward.backward_warps(hidden, True), 1,
                      frozenset({"run_stride", "inputs"} if aligned else ()))
 
 

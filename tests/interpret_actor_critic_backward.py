@@ -1,5 +1,5 @@
 """Runs the Triton kernels of the actor-critic's gradients through Triton's interpreter on the CPU,
-against autograd of the eager computation (``fused_forward.actor_critic_backward``'s CPU form), for
+against autograd of the eager computation (``fused_backward.actor_critic_backward``'s CPU form), for
 each case given as JSON on the command line (``interpret_actor_critic.CASES``' fields, plus
 ``programs``: partial sums per run; ``whole_trunks``: ``launch_backward``'s, default None).
 Prints as JSON, for each case and gradient, the largest difference relative to the gradient's
@@ -15,7 +15,7 @@ import sys
 import torch
 from interpret_actor_critic import weights
 
-from warpsim.train import fused_forward
+from warpsim.train import fused_backward, fused_forward
 
 NAMES = ("actor_weight", "actor_bias", "actor_hidden_weights", "actor_hidden_biases", "critic_weight", "critic_bias",
          "critic_hidden_weights", "critic_hidden_biases", "policy_weight", "policy_bias", "value_weight", "value_bias")
@@ -45,9 +45,9 @@ def main() -> None:
         arguments = weights(case)
         gradients = output_gradients(arguments, case["seed"])
         operands = list(arguments[1:-1])
-        eager = fused_forward.split_gradients(fused_forward.actor_critic_backward(*gradients, *arguments), operands)
-        kernel = fused_forward.split_gradients(functools.partial(
-            fused_forward.launch_backward, programs=case["programs"], whole_trunks=case.get("whole_trunks"))(
+        eager = fused_backward.split_gradients(fused_backward.actor_critic_backward(*gradients, *arguments), operands)
+        kernel = fused_backward.split_gradients(functools.partial(
+            fused_backward.launch_backward, programs=case["programs"], whole_trunks=case.get("whole_trunks"))(
             *gradients, *arguments), operands)
         differences.append({name: {"difference": relative_difference(mine, theirs), "largest": largest(theirs)}
                             for name, mine, theirs in zip(NAMES, kernel, eager)}

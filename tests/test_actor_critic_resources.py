@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from helpers import load_script
 
-from warpsim.train import fused_forward
+from warpsim.train import fused_backward, fused_forward
 
 triton = pytest.importorskip("triton")
 NETWORK_KERNELS = load_script(Path(__file__).resolve().parent.parent / "benchmarks" / "network_kernel_resources.py")
@@ -46,14 +46,14 @@ def test_the_gradients_kernel_stays_in_registers(hidden, target, outputs, with_v
     import triton.language as tl
 
     from warpsim.train.actor_critic_backward_kernel import fused_actor_critic_backward
-    blocks = [min(128, fused_forward.FIRST_LAYER_INPUTS), max(16, 1 << (outputs - 1).bit_length())]
+    blocks = [min(128, fused_backward.FIRST_LAYER_INPUTS), max(16, 1 << (outputs - 1).bit_length())]
     out, into = {0: (hidden, blocks[0]), 1: (hidden, hidden), 2: (blocks[1], hidden)}[target]
     constants = dict(HIDDEN=hidden, LAYERS=2, OUTPUTS=outputs, TARGET=target, WITH_VALUE=with_value,
-                     BLOCK_ROWS=fused_forward.BACKWARD_BLOCK_ROWS, BLOCK_INPUTS=fused_forward.BLOCK_INPUTS,
+                     BLOCK_ROWS=fused_backward.BACKWARD_BLOCK_ROWS, BLOCK_INPUTS=fused_forward.BLOCK_INPUTS,
                      BLOCK_HIDDEN=hidden, BLOCK_OUTPUTS=blocks[1], BLOCK_OUT=out, BLOCK_IN=into, DOT=tl.bfloat16)
     float32 = {"value_weight_ptr", "value_gradient_ptr", "weight_sums_ptr", "bias_sums_ptr"}
     float32 |= {"head_weight_ptr", "head_gradient_ptr"} if outputs == 1 else set()
-    used = resources(fused_actor_critic_backward, constants, float32, fused_forward.backward_warps(hidden, False))
+    used = resources(fused_actor_critic_backward, constants, float32, fused_backward.backward_warps(hidden, False))
     assert used["spill_bytes"] == 0, used
 
 
@@ -65,15 +65,15 @@ def test_a_whole_trunks_gradients_kernel_stays_in_registers(outputs, with_value)
     import triton.language as tl
 
     from warpsim.train.actor_critic_backward_kernel import fused_trunk_backward
-    hidden = fused_forward.WHOLE_TRUNK_HIDDEN
+    hidden = fused_backward.WHOLE_TRUNK_HIDDEN
     constants = dict(HIDDEN=hidden, LAYERS=2, OUTPUTS=outputs, WITH_VALUE=with_value,
-                     BLOCK_ROWS=fused_forward.BACKWARD_BLOCK_ROWS, BLOCK_INPUTS=fused_forward.BLOCK_INPUTS,
+                     BLOCK_ROWS=fused_backward.BACKWARD_BLOCK_ROWS, BLOCK_INPUTS=fused_forward.BLOCK_INPUTS,
                      BLOCK_HIDDEN=hidden, BLOCK_OUTPUTS=max(16, 1 << (outputs - 1).bit_length()),
-                     BLOCK_IN=min(128, fused_forward.FIRST_LAYER_INPUTS), DOT=tl.bfloat16)
+                     BLOCK_IN=min(128, fused_backward.FIRST_LAYER_INPUTS), DOT=tl.bfloat16)
     float32 = {name for name in fused_trunk_backward.arg_names if name.endswith("sums_ptr")}
     float32 |= {"value_weight_ptr", "value_gradient_ptr"}
     float32 |= {"head_weight_ptr", "head_gradient_ptr"} if outputs == 1 else set()
-    used = resources(fused_trunk_backward, constants, float32, fused_forward.backward_warps(hidden, True))
+    used = resources(fused_trunk_backward, constants, float32, fused_backward.backward_warps(hidden, True))
     assert used["spill_bytes"] == 0, used
 
 

@@ -17,7 +17,7 @@ from helpers import load_script
 
 from warpsim.registry import make
 from warpsim.roles import roles_of
-from warpsim.train import TrainConfig, Trainer, categorical_terms, fused_forward, fused_sampling
+from warpsim.train import TrainConfig, Trainer, categorical_terms, fused_backward, fused_forward, fused_sampling
 from warpsim.train.policy import RolePolicies, RunPolicies, StackedActorCritic
 
 CONTINUOUS = {"num_runners": 3, "continuous_actions": True}
@@ -108,7 +108,7 @@ import torch
 sys.path[:0] = [{str(INTERPRETER.parent)!r}]
 from interpret_actor_critic import weights
 from interpret_actor_critic_backward import output_gradients
-from warpsim.train import fused_forward
+from warpsim.train import fused_backward, fused_forward
 results = []
 for case in {[CASES[0], CASES[2]]!r}:
     arguments = weights(case)
@@ -116,7 +116,7 @@ for case in {[CASES[0], CASES[2]]!r}:
                     for index, value in enumerate(arguments))
     forward = [fused_forward.launch(*operands) for operands in (arguments, aligned)]
     gradients = output_gradients(arguments, case["seed"])
-    backward = [fused_forward.split_gradients(fused_forward.launch_backward(*gradients, *operands, programs=2),
+    backward = [fused_backward.split_gradients(fused_backward.launch_backward(*gradients, *operands, programs=2),
                                               list(operands[1:-1])) for operands in (arguments, aligned)]
     inputs = case["inputs"]
     results.append({{
@@ -303,12 +303,12 @@ def test_the_gradients_kernel_computes_as_autograd_on_a_gpu(case):
     from interpret_actor_critic_backward import output_gradients, relative_difference
     arguments = weights(case)
     gradients = output_gradients(arguments, case["seed"])
-    eager = fused_forward.split_gradients(fused_forward.actor_critic_backward(*gradients, *arguments),
+    eager = fused_backward.split_gradients(fused_backward.actor_critic_backward(*gradients, *arguments),
                                           list(arguments[1:-1]))
     on_the_gpu: list[Any] = [value.cuda() if isinstance(value, torch.Tensor) else value
                              for value in (*gradients, *arguments)]
-    kernel = fused_forward.split_gradients(functools.partial(
-        fused_forward.launch_backward, whole_trunks=case.get("whole_trunks"))(*on_the_gpu), on_the_gpu[3:-1])
+    kernel = fused_backward.split_gradients(functools.partial(
+        fused_backward.launch_backward, whole_trunks=case.get("whole_trunks"))(*on_the_gpu), on_the_gpu[3:-1])
     for mine, theirs in zip(kernel, eager):
         assert mine.dtype == theirs.dtype and mine.shape == theirs.shape
         assert relative_difference(mine.cpu(), theirs) <= 2 ** -7

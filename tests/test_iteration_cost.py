@@ -145,12 +145,12 @@ def test_a_gather_reads_of_its_source_only_the_rows_it_gathers():
 
 
 def test_the_gradients_op_is_counted_as_its_launcher_runs_on_a_gpu():
-    """``fused_forward.actor_critic_backward``: one Triton launch per trunk (a whole trunk's gradients, at
+    """``fused_backward.actor_critic_backward``: one Triton launch per trunk (a whole trunk's gradients, at
     this width), each reading the observations; then one sum of the partial sums, all the gradients
     side by side. Its partial sums are as many as at a real size (``PARTIAL_SUMS``), whatever the rows."""
     import pytest
     pytest.importorskip("triton")
-    from warpsim.train import fused_forward
+    from warpsim.train import fused_backward
     runs, rows, inputs, hidden, outputs = 1, 8, 6, 16, 3
 
     def bf16(*shape: int) -> torch.Tensor:
@@ -164,12 +164,12 @@ def test_the_gradients_op_is_counted_as_its_launcher_runs_on_a_gpu():
     gradients = bf16(runs, rows, outputs), torch.ones(runs, rows)
     counter = kernel_counts.Counter()
     with counter:
-        fused_forward.actor_critic_backward(*gradients, *arguments)
+        fused_backward.actor_critic_backward(*gradients, *arguments)
     launches = 2  # two trunks
     assert dict(counter.tally.by_op) == {"actor_critic_backward_kernel": launches, "sum": 1}
     assert counter.tally.kernels == launches + 1 and counter.tally.launched_within == launches
     parameters = sum(t[0].numel() for t in arguments[1:13])
-    partial_sums = fused_forward.PARTIAL_SUMS * parameters * 4
+    partial_sums = fused_backward.PARTIAL_SUMS * parameters * 4
     observations = rows * inputs * 2
     assert counter.tally.bytes == counter.tally.extern_bytes
     assert counter.tally.bytes > launches * observations + 2 * partial_sums

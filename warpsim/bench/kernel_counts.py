@@ -50,7 +50,7 @@ outputs; but see ``OWN_LAUNCHERS``."""
 NETWORK_KERNELS = {"actor_critic", "actor_critic_sample", "actor_critic_backward"}
 """warpsim's networks' kernels, whose multiply-adds are counted (``network_multiply_adds``)."""
 OWN_LAUNCHERS = {"actor_critic_backward", "gradient_norms"}
-"""warpsim's operations that launch several kernels on a GPU (``fused_forward.launch_backward``,
+"""warpsim's operations that launch several kernels on a GPU (``fused_backward.launch_backward``,
 ``gradient_norms.launch``): counted as that launcher runs them, its Triton kernel's launches recorded
 (``RecordedKernel``) and its torch operations counted, rather than as one kernel of its operands."""
 FOREACH_NORM_LAUNCHES = 3
@@ -219,12 +219,12 @@ def launcher_tally(name: str, args: tuple) -> Tally:
 
 
 def backward_tally(args: tuple) -> Tally:
-    """The kernels and bytes of ``fused_forward.launch_backward`` on these arguments on a GPU: its Triton
+    """The kernels and bytes of ``fused_backward.launch_backward`` on these arguments on a GPU: its Triton
     kernel's launches recorded, its torch operations counted. Its partial sums are as many as at a real
     size, where every run has more blocks of rows than programs: a fixed part, not one per block."""
     from unittest import mock
 
-    from warpsim.train import actor_critic_backward_kernel, fused_forward
+    from warpsim.train import actor_critic_backward_kernel, fused_backward
 
     counter = Counter()
     with contextlib.ExitStack() as patched:
@@ -233,8 +233,8 @@ def backward_tally(args: tuple) -> Tally:
             patched.enter_context(mock.patch.object(actor_critic_backward_kernel, name,
                                                     RecordedKernel(kernel, counter.tally)))
         with counter:
-            launch: Callable[..., torch.Tensor] = fused_forward.launch_backward  # args: the aten call's tuple
-            launch(*args, programs=max(1, fused_forward.PARTIAL_SUMS // args[2].shape[0]))
+            launch: Callable[..., torch.Tensor] = fused_backward.launch_backward  # args: the aten call's tuple
+            launch(*args, programs=max(1, fused_backward.PARTIAL_SUMS // args[2].shape[0]))
     return counter.tally
 
 

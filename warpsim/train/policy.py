@@ -20,7 +20,7 @@ from typing_extensions import deprecated
 
 from warpsim.environment import EnvSpec
 from warpsim.removed import removed
-from warpsim.train import fused_forward, fused_sampling
+from warpsim.train import fused_backward, fused_forward, fused_sampling
 from warpsim.train.action_heads import ActionHead, CategoricalHeads, action_head, joint_draw_size, roles_noise
 from warpsim.train.config import TrainConfig
 from warpsim.train.value_norm import ValueNormalizer
@@ -274,7 +274,7 @@ class StackedActorCritic(ActorCriticBase):
         dtypes (the policy's in bfloat16, float32 beside a learned log standard deviation). ``weights``: these
         networks' ``fused_weights``, made beforehand (a rollout's steps share them); by default made now."""
         weights = self.fused_weights() if weights is None else weights
-        policy, value = fused_forward.DifferentiableActorCritic.apply(self.fused_observations(observations), *weights)
+        policy, value = fused_backward.DifferentiableActorCritic.apply(self.fused_observations(observations), *weights)
         return self._with_log_std(policy), value
 
     def fused_sample(self, observations: torch.Tensor, uniforms: list[torch.Tensor], levels: list[int],
