@@ -105,11 +105,13 @@ def count(name: str, num_envs: int, path: str, device: str) -> dict:
     steps, optimizer_steps = trainer.config.rollout_steps, trainer.config.epochs * trainer.minibatches
     return {"rollout_kernels": rollout.tally.kernels / steps, "rollout_bytes": rollout.tally.bytes / steps,
             "rollout_multiply_adds": rollout.tally.network_multiply_adds / steps,
+            "rollout_unaligned_products": rollout.tally.unaligned_products / steps,
             "rollout_ops": rollout.tally.by_op, "agents": trainer.env.num_agents * num_envs,
             "update_kernels": update.tally.kernels / optimizer_steps,
             "update_bytes": update.tally.bytes / optimizer_steps,
             "update_multiply_adds": update.tally.network_multiply_adds / optimizer_steps,
             "update_gradient_multiply_adds": update.tally.gradient_multiply_adds / optimizer_steps,
+            "update_unaligned_products": update.tally.unaligned_products / optimizer_steps,
             "update_ops": update.tally.by_op,
             "samples": sum(trainer.samples_per_role) * trainer.runs / trainer.minibatches}
 
@@ -151,10 +153,12 @@ def model(name: str, path: str, device: str) -> dict:
         "warpsim_commit": source_commit(),
         "rollout": {"kernels_per_step": large["rollout_kernels"], "bytes_per_agent_step": rollout_bytes,
                     "network_multiply_adds_per_agent_step": rollout_multiply_adds,
+                    "unaligned_products_per_step": large["rollout_unaligned_products"],
                     "ops": dict(large["rollout_ops"].most_common(12)), "predicted_ms": 1e3 * rollout_seconds},
         "update": {"kernels_per_step": large["update_kernels"], "bytes_per_sample": update_bytes,
                    "network_multiply_adds_per_sample": update_multiply_adds,
                    "gradient_multiply_adds_per_sample": gradient_multiply_adds,
+                   "unaligned_products_per_step": large["update_unaligned_products"],
                    "samples_per_optimizer_step": real_samples, "ops": dict(large["update_ops"].most_common(12)),
                    "predicted_ms": 1e3 * update_seconds},
         "measured_h200_ms": MEASURED.get((name, path)),
@@ -171,17 +175,25 @@ def multiply_adds(count: float, unit: str) -> str:
     return f", {count:,.0f} multiply-adds of the networks' kernels per {unit}" if count else ""
 
 
+def unaligned(count: float) -> str:
+    """The matrix products with an operand whose rows are not 16-byte aligned (``kernel_counts.aligned_matrix``),
+    as ``report`` words them (none: nothing)."""
+    return f", {count:.0f} of its matrix products on rows not 16-byte aligned" if count else ""
+
+
 def report(result: dict) -> str:
     rollout, update = result["rollout"], result["update"]
     path = {"off": "eager", "on": "fused", "kernels": "fused, gradient kernels"}[result["path"]]
     lines = [f"{result['config']}, {path} ({result['device']}):",
              f"  rollout policy step: {rollout['kernels_per_step']:.1f} kernels per step, "
              f"{rollout['bytes_per_agent_step']:,.0f} B per agent-step"
-             f"{multiply_adds(rollout['network_multiply_adds_per_agent_step'], 'agent-step')}; predicted "
+             f"{multiply_adds(rollout['network_multiply_adds_per_agent_step'], 'agent-step')}"
+             f"{unaligned(rollout['unaligned_products_per_step'])}; predicted "
              f"{rollout['predicted_ms']:.0f} ms per 100-step rollout on an H200",
              f"  update: {update['kernels_per_step']:.1f} kernels per optimizer step, "
              f"{update['bytes_per_sample']:,.0f} B per sample"
-             f"{multiply_adds(update['network_multiply_adds_per_sample'], 'sample')}; predicted "
+             f"{multiply_adds(update['network_multiply_adds_per_sample'], 'sample')}"
+             f"{unaligned(update['unaligned_products_per_step'])}; predicted "
              f"{update['predicted_ms']:.0f} ms per update"]
     if result["measured_h200_ms"]:
         measured = result["measured_h200_ms"]

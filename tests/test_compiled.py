@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 import torch
 from torch._dynamo.exc import TorchDynamoException
+from torch.utils._python_dispatch import TorchDispatchMode
 
+from warpsim.bench import kernel_counts
 from warpsim.bench.runner import summary
 from warpsim.cli import main
 from warpsim.errors import InvalidValueError, UnavailableError
@@ -185,9 +187,9 @@ def test_bench_compile_loss_names_its_replacement(capsys):
         capsys.readouterr().err
 
 
-def test_the_fused_path_runs_both_first_layers_as_one_product():
-    """The actor's and the critic's first layers as one product (the observations read once, forward and
-    backward): the same outputs and gradients, up to the order of float32 sums; eagerly, two products."""
+def two_runs_networks():
+    """Two runs' tagger networks, stacked, of an environment with 15 inputs (60 bytes a float32 row) and 22
+    logits; nine rows of observations."""
     from warpsim.registry import make
     from warpsim.train.policy import RolePolicies, RunPolicies
 
@@ -197,7 +199,13 @@ def test_the_fused_path_runs_both_first_layers_as_one_product():
         torch.manual_seed(seed)
         runs.append(RolePolicies(env.spec, ["tagger", "runner"], 1, 16, 3))
     network = RunPolicies(runs).network("tagger")
-    observations = torch.randn(2, 9, env.spec.observation_size, generator=torch.Generator().manual_seed(2))
+    return network, torch.randn(2, 9, env.spec.observation_size, generator=torch.Generator().manual_seed(2))
+
+
+def test_the_fused_path_runs_both_first_layers_as_one_product():
+    """The actor's and the critic's first layers as one product (the observations read once, forward and
+    backward): the same outputs and gradients, up to the order of float32 sums; eagerly, two products."""
+    network, observations = two_runs_networks()
     outputs = []
     for joint in (False, True):
         network.joint_first_layers = joint
@@ -214,6 +222,47 @@ def test_the_fused_path_runs_both_first_layers_as_one_product():
     eager, fused = (Trainer(TrainConfig(**TAG, backend="numpy", compile=setting)) for setting in ("off", "on"))
     assert not eager.policies.network("tagger").joint_first_layers
     assert fused.policies.network("tagger").joint_first_layers
+
+
+class UnalignedOperands(TorchDispatchMode):
+    """The last two sizes of every matrix product's operand whose rows are not 16-byte aligned
+    (``kernel_counts.aligned_matrix``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.shapes: set[tuple[int, ...]] = set()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        result = func(*args, **(kwargs or {}))
+        if func.overloadpacket.__name__ in kernel_counts.PRODUCTS:
+            self.shapes |= {tuple(tensor.shape[-2:]) for tensor in kernel_counts.tensors([args, result])
+                            if not kernel_counts.aligned_matrix(tensor)}
+        return result
+
+
+def test_the_joint_first_layers_read_rows_padded_to_16_bytes_and_compute_as_on_the_rows_as_they_are():
+    """cuBLAS's vectorised kernels need 16-byte aligned rows, and 15 float32 inputs are 60 bytes: the joint
+    product reads the inputs and its weight padded with zeros to the kernels' alignment (16 inputs), forward
+    and backward, and computes the same on inputs stored padded; the two products of the eager networks read 15.
+    The 22 logits stay as they are."""
+    from warpsim.train import fused_forward
+
+    network, observations = two_runs_networks()
+    stored = fused_forward.aligned_rows(observations)
+    assert stored.shape[-1] == 16
+    unaligned, outputs = {}, []
+    for joint, inputs in ((False, observations), (True, observations), (True, stored)):
+        network.joint_first_layers = joint
+        network.zero_grad()
+        with UnalignedOperands() as products:
+            policy, value = network(inputs)
+            (policy.square().sum() + value.sum()).backward()
+        unaligned[joint] = products.shapes
+        outputs.append([policy, value, *(parameter.grad for parameter in network.parameters())])
+    assert any(15 in shape for shape in unaligned[False])
+    assert unaligned[True] and all(22 in shape and 15 not in shape for shape in unaligned[True]), unaligned[True]
+    for on_padded, on_unpadded in zip(outputs[2], outputs[1], strict=True):
+        assert torch.equal(on_padded, on_unpadded)
 
 
 @pytest.mark.parametrize("shared", [False, True])

@@ -51,6 +51,26 @@ def test_a_draw_into_a_buffer_is_one_kernel_that_writes_it_and_reads_nothing():
     assert (counter.tally.kernels, counter.tally.bytes) == (2, 10 * 4 + 2 * 10 * 4)
 
 
+def test_a_product_with_an_operand_whose_rows_are_not_16_byte_aligned_is_counted_apart():
+    """bfloat16 rows of 72 entries are 144 bytes, of 71 are not a multiple of 16, and neither is a matrix that
+    starts one entry into its storage; a transposed view, a broadcast bias and a vector are read as they are."""
+    aligned, unaligned = torch.ones(1, 4, 72, dtype=torch.bfloat16), torch.ones(1, 4, 71, dtype=torch.bfloat16)
+    assert kernel_counts.aligned_matrix(aligned) and kernel_counts.aligned_matrix(aligned.transpose(1, 2))
+    assert kernel_counts.aligned_matrix(aligned[..., 8:]) and not kernel_counts.aligned_matrix(aligned[..., 1:65])
+    assert not kernel_counts.aligned_matrix(unaligned) and not kernel_counts.aligned_matrix(unaligned.mT)
+    assert not kernel_counts.aligned_matrix(torch.ones(4, 16, 16)[:, ::2, ::2])
+    assert kernel_counts.aligned_matrix(torch.ones(1, 71).expand(4, 71))
+    assert kernel_counts.aligned_matrix(unaligned[0, :1])
+    columns, wide, narrow = (torch.ones(1, *shape, dtype=torch.bfloat16) for shape in ((8, 4), (72, 8), (71, 8)))
+    counter = kernel_counts.Counter()
+    with counter:
+        torch.bmm(aligned, wide)
+        torch.bmm(unaligned, narrow)
+        torch.bmm(columns, aligned[..., :71])
+        torch.add(unaligned, 1.0)
+    assert counter.tally.kernels == 4 and counter.tally.unaligned_products == 2
+
+
 def test_an_expanded_input_is_read_once_and_kernels_called_as_they_are_set_apart():
     row, weights = torch.ones(1, 8), torch.ones(8, 4)
     counter = kernel_counts.Counter()

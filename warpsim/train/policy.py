@@ -224,7 +224,7 @@ def _stacked(modules: list[nn.Module]) -> nn.Module:
 
 class StackedActorCritic(ActorCriticBase):
     """R ``ActorCritic`` networks of one role stacked along a leading run dimension, with the
-    same submodule names: forward(float[R, B, D]) -> (logits float[R, B, L], value float[R, B])."""
+    same submodule names: forward(float[R, B, >= D]) -> (logits float[R, B, L], value float[R, B])."""
 
     def __init__(self, networks: list[ActorCritic]):
         super().__init__()
@@ -238,23 +238,30 @@ class StackedActorCritic(ActorCriticBase):
                                                   if network.log_std is not None])))
         self.value_head = _stacked([network.value_head for network in networks])
         self.joint_first_layers = False
-        """Whether ``forward`` runs the actor's and the critic's first layers as one product, as the trainer's
-        fused path does (the same sums, in another order)."""
+        """Whether ``forward`` runs the actor's and the critic's first layers as one product, on rows padded with
+        zeros, as the trainer's fused path does (the same sums, in another order)."""
         self.value_normalizer = None if first.value_normalizer is None else ValueNormalizer(runs=len(networks))
         if self.value_normalizer is not None:
             for name, buffer in self.value_normalizer.named_buffers():
                 buffer.copy_(torch.stack([network.get_buffer(f"value_normalizer.{name}") for network in networks]))
 
     def forward(self, observations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """observations float[R, B, >= D]: rows stored on the fused path are wider, by zeros (``fused_forward.
+        aligned_rows``). The networks read their own width, contiguous, so that their products sum as on
+        unpadded inputs, bit for bit; but see ``joint_first_layers``."""
+        inputs = observations[..., :self.observation_size]
         if not self.joint_first_layers or self.value_trunk is None:
-            return super().forward(observations)
-        # Both trunks' first layers as one product: the observations read once, forward and backward.
+            return super().forward(inputs.contiguous())
+        # Both trunks' first layers as one product: the observations read once, forward and backward. Its rows
+        # padded with zeros to the kernels' alignment, the inputs' and the weight's: 16-byte aligned rows, which
+        # cuBLAS reads with its vectorised kernels (``kernel_counts.aligned_matrix``).
         trunk, value_trunk = self.trunk, self.value_trunk
         assert isinstance(trunk, nn.Sequential) and isinstance(value_trunk, nn.Sequential)
         actor_first, critic_first = trunk[0], value_trunk[0]
         assert isinstance(actor_first, StackedLinear) and isinstance(critic_first, StackedLinear)
-        both = torch.baddbmm(torch.cat([actor_first.bias, critic_first.bias], 1).unsqueeze(1), observations,
-                             torch.cat([actor_first.weight, critic_first.weight], 1).transpose(1, 2))
+        weight = fused_forward.aligned_rows(torch.cat([actor_first.weight, critic_first.weight], 1))
+        both = torch.baddbmm(torch.cat([actor_first.bias, critic_first.bias], 1).unsqueeze(1),
+                             fused_forward.aligned_rows(inputs).contiguous(), weight.transpose(1, 2))
         actor, critic = torch.tanh(both).split(actor_first.weight.shape[1], dim=-1)
         return self._policy(trunk[2:](actor)), self.value_head(value_trunk[2:](critic)).squeeze(-1)
 
@@ -356,10 +363,7 @@ class RunPolicies(HeadsByRole):
         if self.fused and (self.gradient_kernels or not torch.is_grad_enabled()):
             return [self.network(name).fused(batch, None if weights is None else weights[name])
                     for name, batch in zip(names, observations)]
-        # Inputs stored on the fused path are wider, by the kernels' padding: the networks read their own width,
-        # contiguous, so that their products sum as on unpadded inputs, bit for bit.
-        return [self.network(name)(batch[..., :self.network(name).observation_size].contiguous())
-                for name, batch in zip(names, observations)]
+        return [self.network(name)(batch) for name, batch in zip(names, observations)]
 
     def fused_weights(self, role_names: list[str]) -> dict[str, tuple] | None:
         """With ``fused``, the named roles' networks' weights as the fused kernel takes them
