@@ -16,7 +16,8 @@ afresh for its count alone (``fresh_compiles``). The prediction of
 GPU time is bytes / copy bandwidth + kernels x the cost of a kernel in a replayed graph, both
 measured once on an H200 (``H200``), + the multiply-adds of warpsim's networks' kernels at the rates
 the forward kernel and the gradients' kernels ran at on an H200: those kernels compute, where the rest
-only moves bytes.
+only moves bytes; a matrix product on rows that are not 16-byte aligned moves its bytes slower
+(``unaligned_product_slowdown``).
 """
 
 from __future__ import annotations
@@ -41,14 +42,18 @@ from warpsim.train import TrainConfig, Trainer
 H200 = {"copy_bytes_per_second": 4.3e12, "seconds_per_kernel": 0.95e-6,
         "forward_multiply_adds_per_second": 220_000 * (2 * (80 * 64 + 64 * 64) + 43 * 64) / (0.1071e-3 * 2 / 2.125),
         "gradient_multiply_adds_per_second": 880_000 * (2 * (80 * 64 + 64 * 64) + 43 * 64 + 43 * 64
-                                                        + 2 * (80 * 64 + 2 * 64 * 64)) / 2.3966e-3}
+                                                        + 2 * (80 * 64 + 2 * 64 * 64)) / 2.3966e-3,
+        "unaligned_product_slowdown": 0.559e-3 / (2 * 880_000 * (71 + 128) * 2 / 4.3e12)}
 """One NVIDIA H200: a device-to-device copy's bytes read and written per second (4.3 TB/s), the
 cost of one small kernel in a replayed CUDA graph (benchmarks/iteration_profile.py, 0.95-0.98 us),
 and the multiply-adds per second (``network_multiply_adds``) of the networks' kernels at train-ref,
 from the CUDA kernels' own times in torch's profiler at warpsim 786d1b8
 (benchmarks/results/train-speed/profile-gradient-kernels-train-ref-nvidia-h200.json): the forward
 kernel's 220,000 agents of a rollout step in 0.1008 ms (4.6e13), the gradients' kernels' 880,000
-samples of an optimizer step in 2.397 ms (1.9e13)."""
+samples of an optimizer step in 2.397 ms (1.9e13). A matrix product with an operand whose rows are not 16-byte
+aligned (``kernel_counts.aligned_matrix``) moves its bytes this many times slower: at warpsim c4ea203
+(profile-fused-train-ref-nvidia-h200.json) train-ref's first layers' products, forward and the weight's
+gradient, on 880,000 rows of 71 bfloat16 inputs and 128 outputs, took 0.559 ms (3.4 times their bytes' time)."""
 MEASURED = {("train-ref", "off"): {"rollout_ms": 149.0, "update_ms": 697.0, "commit": "9c79ab3"},
             ("train-ref", "on"): {"rollout_ms": 65.6, "update_ms": 405.0, "commit": "37f6da5"},
             ("grid", "on"): {"rollout_ms": 17.0, "update_ms": 20.1, "commit": "37f6da5"},
@@ -106,12 +111,14 @@ def count(name: str, num_envs: int, path: str, device: str) -> dict:
     return {"rollout_kernels": rollout.tally.kernels / steps, "rollout_bytes": rollout.tally.bytes / steps,
             "rollout_multiply_adds": rollout.tally.network_multiply_adds / steps,
             "rollout_unaligned_products": rollout.tally.unaligned_products / steps,
+            "rollout_unaligned_bytes": rollout.tally.unaligned_bytes / steps,
             "rollout_ops": rollout.tally.by_op, "agents": trainer.env.num_agents * num_envs,
             "update_kernels": update.tally.kernels / optimizer_steps,
             "update_bytes": update.tally.bytes / optimizer_steps,
             "update_multiply_adds": update.tally.network_multiply_adds / optimizer_steps,
             "update_gradient_multiply_adds": update.tally.gradient_multiply_adds / optimizer_steps,
             "update_unaligned_products": update.tally.unaligned_products / optimizer_steps,
+            "update_unaligned_bytes": update.tally.unaligned_bytes / optimizer_steps,
             "update_ops": update.tally.by_op,
             "samples": sum(trainer.samples_per_role) * trainer.runs / trainer.minibatches}
 
@@ -139,11 +146,16 @@ def model(name: str, path: str, device: str) -> dict:
     update_multiply_adds = large["update_multiply_adds"] / large["samples"]
     gradient_multiply_adds = large["update_gradient_multiply_adds"] / large["samples"]
     optimizer_steps = 4 * 4
+    rollout_unaligned = at_size(small, large, "rollout_unaligned_bytes", "agents", real_agents)
+    update_unaligned = at_size(small, large, "update_unaligned_bytes", "samples", real_samples)
+    slower = H200["unaligned_product_slowdown"] - 1
     rollout_seconds = ROLLOUT_STEPS * (large["rollout_kernels"] * H200["seconds_per_kernel"]
-                                       + rollout_bytes * real_agents / H200["copy_bytes_per_second"]
+                                       + (rollout_bytes + slower * rollout_unaligned) * real_agents
+                                       / H200["copy_bytes_per_second"]
                                        + rollout_multiply_adds * real_agents / H200["forward_multiply_adds_per_second"])
     update_seconds = optimizer_steps * (large["update_kernels"] * H200["seconds_per_kernel"]
-                                        + update_bytes * real_samples / H200["copy_bytes_per_second"]
+                                        + (update_bytes + slower * update_unaligned) * real_samples
+                                        / H200["copy_bytes_per_second"]
                                         + (update_multiply_adds - gradient_multiply_adds) * real_samples
                                         / H200["forward_multiply_adds_per_second"]
                                         + gradient_multiply_adds * real_samples
@@ -154,11 +166,13 @@ def model(name: str, path: str, device: str) -> dict:
         "rollout": {"kernels_per_step": large["rollout_kernels"], "bytes_per_agent_step": rollout_bytes,
                     "network_multiply_adds_per_agent_step": rollout_multiply_adds,
                     "unaligned_products_per_step": large["rollout_unaligned_products"],
+                    "unaligned_bytes_per_agent_step": rollout_unaligned,
                     "ops": dict(large["rollout_ops"].most_common(12)), "predicted_ms": 1e3 * rollout_seconds},
         "update": {"kernels_per_step": large["update_kernels"], "bytes_per_sample": update_bytes,
                    "network_multiply_adds_per_sample": update_multiply_adds,
                    "gradient_multiply_adds_per_sample": gradient_multiply_adds,
                    "unaligned_products_per_step": large["update_unaligned_products"],
+                   "unaligned_bytes_per_sample": update_unaligned,
                    "samples_per_optimizer_step": real_samples, "ops": dict(large["update_ops"].most_common(12)),
                    "predicted_ms": 1e3 * update_seconds},
         "measured_h200_ms": MEASURED.get((name, path)),

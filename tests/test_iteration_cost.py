@@ -69,6 +69,7 @@ def test_a_product_with_an_operand_whose_rows_are_not_16_byte_aligned_is_counted
         torch.bmm(columns, aligned[..., :71])
         torch.add(unaligned, 1.0)
     assert counter.tally.kernels == 4 and counter.tally.unaligned_products == 2
+    assert counter.tally.unaligned_bytes == 2 * (4 * 71 + 71 * 8 + 4 * 8) * 2  # each moves 884 bfloat16 entries
 
 
 def test_an_expanded_input_is_read_once_and_kernels_called_as_they_are_set_apart():

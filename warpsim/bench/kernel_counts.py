@@ -139,6 +139,8 @@ class Tally:
     """Kernels that operations called as they are launch beyond one each (``OWN_LAUNCHERS``)."""
     unaligned_products: int = 0
     """Matrix products of which an operand is not ``aligned_matrix``."""
+    unaligned_bytes: int = 0
+    """The bytes those read and write."""
     by_op: collections.Counter = field(default_factory=collections.Counter)
 
     def add(self, other: Tally) -> None:
@@ -149,6 +151,7 @@ class Tally:
         self.gradient_multiply_adds += other.gradient_multiply_adds
         self.launched_within += other.launched_within
         self.unaligned_products += other.unaligned_products
+        self.unaligned_bytes += other.unaligned_bytes
         self.by_op.update(other.by_op)
 
 
@@ -219,6 +222,7 @@ class Counter(TorchDispatchMode):
                 self.tally.extern_bytes += moved
             if name in PRODUCTS and not all(aligned_matrix(t) for t in [*inputs, *written]):
                 self.tally.unaligned_products += 1
+                self.tally.unaligned_bytes += moved
         return result
 
 
@@ -360,7 +364,8 @@ def analyse(wrapper: compiled.Compiled, args: tuple) -> Tally:
     tally = Tally(kernels=len(launches) + eager.tally.launched_within, extern_bytes=eager.tally.extern_bytes,
                   network_multiply_adds=eager.tally.network_multiply_adds,
                   gradient_multiply_adds=eager.tally.gradient_multiply_adds,
-                  unaligned_products=eager.tally.unaligned_products, bytes=generated_bytes + eager.tally.extern_bytes)
+                  unaligned_products=eager.tally.unaligned_products, unaligned_bytes=eager.tally.unaligned_bytes,
+                  bytes=generated_bytes + eager.tally.extern_bytes)
     tally.by_op.update("fused" if launch.endswith(".run") else "extern" for launch in launches)
     return tally
 
