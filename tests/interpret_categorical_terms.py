@@ -14,15 +14,16 @@ import torch
 from warpsim.train import categorical_terms
 
 
-def operands(case: dict) -> tuple:
-    """Logits [2, rows, sum(levels)] of the case's dtype and scale, actions, and the outputs' gradients."""
+def operands(case: dict, device: str = "cpu") -> tuple:
+    """Logits [2, rows, sum(levels)] of the case's dtype and scale (with ``row_entries``, a slice of rows that
+    wide), actions, and the outputs' gradients, on ``device``."""
     generator = torch.Generator().manual_seed(case["seed"])
     rows, levels = case["rows"], case["levels"]
-    logits = (torch.randn((2, rows, sum(levels)), generator=generator) * case["scale"]).to(getattr(torch,
-                                                                                                   case["dtype"]))
+    entries = case.get("row_entries", sum(levels))
+    logits = (torch.randn((2, rows, entries), generator=generator) * case["scale"]).to(getattr(torch, case["dtype"]))
     actions = torch.stack([torch.randint(0, level, (2, rows), generator=generator) for level in levels], -1)
-    gradients = torch.randn((2, 2, rows), generator=generator)
-    return logits, actions.to(torch.int32), gradients[0], gradients[1]
+    gradients = torch.randn((2, 2, rows), generator=generator).to(device)
+    return logits.to(device)[..., :sum(levels)], actions.to(device, torch.int32), gradients[0], gradients[1]
 
 
 def main() -> None:
@@ -40,6 +41,7 @@ def main() -> None:
                             zip(("log_prob", "entropy", "gradient"), (*kernel, kernel_gradient),
                                 (*reference, gradient))}
                            | {"gradient_dtype": str(kernel_gradient.dtype),
+                              "read_in_place": categorical_terms.rows_of(logits).data_ptr() == logits.data_ptr(),
                               "largest_gradient": float(gradient.float().abs().max())})
     print(json.dumps(differences))
 

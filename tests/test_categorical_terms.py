@@ -16,11 +16,12 @@ import torch
 from warpsim.train import categorical_terms, ppo
 
 INTERPRETER = Path(__file__).with_name("interpret_categorical_terms.py")
-CASES: list[dict[str, Any]] = [dict(rows=70, levels=[21, 21], seed=0, scale=3.0, dtype="bfloat16"),
+CASES: list[dict[str, Any]] = [dict(rows=70, levels=[21, 21], seed=0, scale=3.0, dtype="bfloat16", row_entries=48),
          dict(rows=5, levels=[5], seed=1, scale=1.0, dtype="float32"),
          dict(rows=130, levels=[11, 11, 11], seed=2, scale=30.0, dtype="float32")]
-"""train-ref's two components of 21 in bfloat16 over a block and a part; one of 5 (a column block of 8 for 5)
-on fewer rows than a block; three of 11 with saturated softmaxes."""
+"""train-ref's two components of 21 in bfloat16 over a block and a part, read in rows of 48 entries as the fused
+path's networks write them (``StackedLinear.aligned``); one of 5 (a column block of 8 for 5) on fewer rows than a
+block; three of 11 with saturated softmaxes."""
 
 
 def eager_terms(logits: torch.Tensor, actions: torch.Tensor, levels: tuple[int, ...]):
@@ -60,6 +61,7 @@ def test_the_kernels_compute_as_the_formulas_in_tritons_interpreter():
     assert result.returncode == 0, result.stderr[-2000:]
     for case, differences in zip(CASES, json.loads(result.stdout)):
         assert differences["gradient_dtype"] == f"torch.{case['dtype']}"
+        assert differences["read_in_place"]
         assert differences["log_prob"] <= 1e-6 * case["scale"] * len(case["levels"]) * 10
         assert differences["entropy"] <= 1e-5
         ulp = 2 ** -7 if case["dtype"] == "bfloat16" else 2 ** -23
@@ -72,12 +74,13 @@ def test_the_kernels_compute_as_the_formulas_on_a_gpu(case):
     sys.path.insert(0, str(INTERPRETER.parent))
     from interpret_categorical_terms import operands
     logits, actions, log_prob_gradient, entropy_gradient = operands(case)
+    on_gpu = operands(case, "cuda")
+    assert on_gpu[0].stride(-2) == case.get("row_entries", sum(case["levels"]))
     levels = case["levels"]
-    on_gpu = categorical_terms.categorical_terms(logits.cuda(), actions.cuda(), levels)
-    for mine, theirs in zip(on_gpu, categorical_terms.categorical_terms(logits, actions, levels)):
+    for mine, theirs in zip(categorical_terms.categorical_terms(*on_gpu[:2], levels),
+                            categorical_terms.categorical_terms(logits, actions, levels)):
         torch.testing.assert_close(mine.cpu(), theirs, rtol=1e-5, atol=1e-5 * case["scale"])
-    gradient = categorical_terms.categorical_terms_backward(log_prob_gradient.cuda(), entropy_gradient.cuda(),
-                                                            logits.cuda(), actions.cuda(), levels)
+    gradient = categorical_terms.categorical_terms_backward(*on_gpu[2:], *on_gpu[:2], levels)
     expected = categorical_terms.categorical_terms_backward(log_prob_gradient, entropy_gradient, logits, actions,
                                                             levels)
     ulp = 2 ** -7 if case["dtype"] == "bfloat16" else 1e-6

@@ -240,11 +240,11 @@ class UnalignedOperands(TorchDispatchMode):
         return result
 
 
-def test_the_joint_first_layers_read_rows_padded_to_16_bytes_and_compute_as_on_the_rows_as_they_are():
-    """cuBLAS's vectorised kernels need 16-byte aligned rows, and 15 float32 inputs are 60 bytes: the joint
-    product reads the inputs and its weight padded with zeros to the kernels' alignment (16 inputs), forward
-    and backward, and computes the same on inputs stored padded; the two products of the eager networks read 15.
-    The 22 logits stay as they are."""
+def test_the_fused_paths_products_read_and_write_rows_padded_to_16_bytes_and_compute_as_on_the_rows_as_they_are():
+    """cuBLAS's vectorised kernels need 16-byte aligned rows, and 15 float32 inputs are 60 bytes, 22 logits 88: the
+    joint first layers read the inputs and their weight padded with zeros to the kernels' alignment (16 inputs), and
+    the policy's head writes 32 logits, 10 of them zeros sliced off, forward and backward; the same on inputs stored
+    padded. The eager networks' products read 15 and write 22."""
     from warpsim.train import fused_forward
 
     network, observations = two_runs_networks()
@@ -259,8 +259,8 @@ def test_the_joint_first_layers_read_rows_padded_to_16_bytes_and_compute_as_on_t
             (policy.square().sum() + value.sum()).backward()
         unaligned[joint] = products.shapes
         outputs.append([policy, value, *(parameter.grad for parameter in network.parameters())])
-    assert any(15 in shape for shape in unaligned[False])
-    assert unaligned[True] and all(22 in shape and 15 not in shape for shape in unaligned[True]), unaligned[True]
+    assert any(15 in shape for shape in unaligned[False]) and any(22 in shape for shape in unaligned[False])
+    assert not unaligned[True] and outputs[1][0].shape[-1] == 22
     for on_padded, on_unpadded in zip(outputs[2], outputs[1], strict=True):
         assert torch.equal(on_padded, on_unpadded)
 
@@ -386,10 +386,15 @@ def test_each_compiled_function_has_its_own_code_object():
 
 @needs_compiler
 @pytest.mark.slow
-def test_a_process_compiles_every_trainer_it_makes(monkeypatch):
+def test_a_process_compiles_every_trainer_it_makes():
     """An experiment's batches train in turn in one process, each a new trainer of its own shapes: with
     dynamo's limit on recompilations of one code object at 2, three trainers compile and iterate (they
-    shared the code of the rollout's step and failed at the third)."""
-    monkeypatch.setattr(torch._dynamo.config, "recompile_limit", 2)
-    for num_envs in (2, 3, 4):
-        Trainer(TrainConfig(**dict(TAG, num_envs=num_envs), backend="numpy", compile="on", iterations=1)).iterate()
+    shared the code of the rollout's step and failed at the third). The limit is set by dynamo's own patch:
+    pytest's monkeypatch deletes a setting that the config module serves rather than holds, and every later
+    compile in the process then failed."""
+    limit = torch._dynamo.config.recompile_limit
+    with torch._dynamo.config.patch(recompile_limit=2):
+        for num_envs in (2, 3, 4):
+            Trainer(TrainConfig(**dict(TAG, num_envs=num_envs), backend="numpy", compile="on",
+                                iterations=1)).iterate()
+    assert torch._dynamo.config.recompile_limit == limit

@@ -112,20 +112,28 @@ def block_levels(levels: int) -> int:
     return max(2, 1 << (levels - 1).bit_length())
 
 
+def rows_of(logits: torch.Tensor) -> torch.Tensor:
+    """``logits`` [..., C] as [rows, C] with unit stride along a row, as the kernels read them: a view where one
+    is, as of a slice of wider rows (the fused path's networks write them so: ``StackedLinear.aligned``), a copy
+    otherwise."""
+    flat = logits.reshape(-1, logits.shape[-1])
+    return flat if flat.stride(-1) == 1 else flat.contiguous()
+
+
 def launch(logits: torch.Tensor, actions: torch.Tensor, levels: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
     """``categorical_terms`` by the Triton kernel (``categorical_terms_kernel``, imported here: a CPU-only
     install may lack Triton) for components of equal sizes, on the logits' device; on a CPU
     (``TRITON_INTERPRET=1``) through Triton's interpreter."""
     from warpsim.train.categorical_terms_kernel import categorical_terms as kernel
 
-    logits, actions = logits.contiguous(), actions.contiguous()
+    flat, actions = rows_of(logits), actions.contiguous()
     log_prob = logits.new_empty(logits.shape[:-1], dtype=torch.float32)
     entropy = torch.empty_like(log_prob)
     rows = log_prob.numel()
     if rows:
-        kernel[(-(-rows // BLOCK_ROWS),)](logits, actions, log_prob, entropy, rows, COMPONENTS=len(levels),
-                                          LEVELS=levels[0], BLOCK_LEVELS=block_levels(levels[0]),
-                                          BLOCK_ROWS=BLOCK_ROWS)
+        kernel[(-(-rows // BLOCK_ROWS),)](flat, flat.stride(0), actions, log_prob, entropy, rows,
+                                          COMPONENTS=len(levels), LEVELS=levels[0],
+                                          BLOCK_LEVELS=block_levels(levels[0]), BLOCK_ROWS=BLOCK_ROWS)
     return log_prob, entropy
 
 
@@ -134,13 +142,14 @@ def launch_backward(log_prob_gradient: torch.Tensor, entropy_gradient: torch.Ten
     """``categorical_terms_backward`` by the Triton kernel, as ``launch``."""
     from warpsim.train.categorical_terms_kernel import categorical_terms_backward as kernel
 
-    logits, actions = logits.contiguous(), actions.contiguous()
-    gradient = torch.empty_like(logits)
+    flat, actions = rows_of(logits), actions.contiguous()
+    gradient = torch.empty_like(logits, memory_format=torch.contiguous_format)
     rows = log_prob_gradient.numel()
     if rows:
-        kernel[(-(-rows // BLOCK_ROWS),)](log_prob_gradient.contiguous(), entropy_gradient.contiguous(), logits,
-                                          actions, gradient, rows, COMPONENTS=len(levels), LEVELS=levels[0],
-                                          BLOCK_LEVELS=block_levels(levels[0]), BLOCK_ROWS=BLOCK_ROWS)
+        kernel[(-(-rows // BLOCK_ROWS),)](log_prob_gradient.contiguous(), entropy_gradient.contiguous(), flat,
+                                          flat.stride(0), actions, gradient, rows, COMPONENTS=len(levels),
+                                          LEVELS=levels[0], BLOCK_LEVELS=block_levels(levels[0]),
+                                          BLOCK_ROWS=BLOCK_ROWS)
     return gradient
 
 

@@ -9,13 +9,12 @@ import triton.language as tl
 
 
 @triton.jit
-def _log_softmax(logits_ptr, row, rows, component, COMPONENTS: tl.constexpr, LEVELS: tl.constexpr,
-                 BLOCK_LEVELS: tl.constexpr):
-    """One component of a block of rows: its log-softmax float32[rows, BLOCK_LEVELS] and its probabilities
-    (both 0 past LEVELS and past the last row)."""
+def _log_softmax(logits_ptr, logits_stride, row, rows, component, LEVELS: tl.constexpr, BLOCK_LEVELS: tl.constexpr):
+    """One component of a block of rows (``logits_stride`` entries apart): its log-softmax float32[rows,
+    BLOCK_LEVELS] and its probabilities (both 0 past LEVELS and past the last row)."""
     level = tl.arange(0, BLOCK_LEVELS)
     kept = (row[:, None] < rows) & (level[None, :] < LEVELS)
-    at = row[:, None].to(tl.int64) * (COMPONENTS * LEVELS) + component * LEVELS + level[None, :]
+    at = row[:, None].to(tl.int64) * logits_stride + component * LEVELS + level[None, :]
     return log_softmax_of(tl.load(logits_ptr + at, mask=kept, other=0.0).to(tl.float32), kept, LEVELS,
                           BLOCK_LEVELS)
 
@@ -43,25 +42,27 @@ def inverse_cdf(log_p, p, draw, LEVELS: tl.constexpr, BLOCK_LEVELS: tl.constexpr
 
 
 @triton.jit
-def _component(logits_ptr, actions_ptr, row, rows, component, COMPONENTS: tl.constexpr, LEVELS: tl.constexpr,
-               BLOCK_LEVELS: tl.constexpr):
+def _component(logits_ptr, logits_stride, actions_ptr, row, rows, component, COMPONENTS: tl.constexpr,
+               LEVELS: tl.constexpr, BLOCK_LEVELS: tl.constexpr):
     """``_log_softmax`` of a component, whether each column is its taken action, and its entropy float32[rows]."""
-    log_p, p = _log_softmax(logits_ptr, row, rows, component, COMPONENTS, LEVELS, BLOCK_LEVELS)
+    log_p, p = _log_softmax(logits_ptr, logits_stride, row, rows, component, LEVELS, BLOCK_LEVELS)
     action = tl.load(actions_ptr + row.to(tl.int64) * COMPONENTS + component, mask=row < rows, other=0)
     return log_p, p, tl.arange(0, BLOCK_LEVELS)[None, :] == action[:, None], -tl.sum(p * log_p, axis=1)
 
 
 @triton.jit
-def categorical_terms(logits_ptr, actions_ptr, log_prob_ptr, entropy_ptr, rows, COMPONENTS: tl.constexpr,
-                      LEVELS: tl.constexpr, BLOCK_LEVELS: tl.constexpr, BLOCK_ROWS: tl.constexpr):
-    """logits float[rows, COMPONENTS * LEVELS] (any float dtype), actions int32[rows, COMPONENTS] ->
-    log_prob and entropy float32[rows]; program i takes rows i * BLOCK_ROWS.."""
+def categorical_terms(logits_ptr, logits_stride, actions_ptr, log_prob_ptr, entropy_ptr, rows,
+                      COMPONENTS: tl.constexpr, LEVELS: tl.constexpr, BLOCK_LEVELS: tl.constexpr,
+                      BLOCK_ROWS: tl.constexpr):
+    """logits float[rows, COMPONENTS * LEVELS] (any float dtype; its rows ``logits_stride`` entries apart),
+    actions int32[rows, COMPONENTS] -> log_prob and entropy float32[rows]; program i takes rows
+    i * BLOCK_ROWS.."""
     row = tl.program_id(0) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)
     log_prob = tl.zeros((BLOCK_ROWS,), tl.float32)
     entropy = tl.zeros((BLOCK_ROWS,), tl.float32)
     for component in tl.static_range(COMPONENTS):
-        log_p, _, taken, component_entropy = _component(logits_ptr, actions_ptr, row, rows, component, COMPONENTS,
-                                                        LEVELS, BLOCK_LEVELS)
+        log_p, _, taken, component_entropy = _component(logits_ptr, logits_stride, actions_ptr, row, rows, component,
+                                                        COMPONENTS, LEVELS, BLOCK_LEVELS)
         log_prob += tl.sum(tl.where(taken, log_p, 0.0), axis=1)
         entropy += component_entropy
     tl.store(log_prob_ptr + row, log_prob, mask=row < rows)
@@ -69,18 +70,18 @@ def categorical_terms(logits_ptr, actions_ptr, log_prob_ptr, entropy_ptr, rows, 
 
 
 @triton.jit
-def categorical_terms_backward(log_prob_gradient_ptr, entropy_gradient_ptr, logits_ptr, actions_ptr, gradient_ptr,
-                               rows, COMPONENTS: tl.constexpr, LEVELS: tl.constexpr, BLOCK_LEVELS: tl.constexpr,
-                               BLOCK_ROWS: tl.constexpr):
-    """The gradient at the logits, in their dtype at ``gradient_ptr`` (laid out as the logits), from the
-    gradients float32[rows] of ``categorical_terms``' log_prob and entropy."""
+def categorical_terms_backward(log_prob_gradient_ptr, entropy_gradient_ptr, logits_ptr, logits_stride, actions_ptr,
+                               gradient_ptr, rows, COMPONENTS: tl.constexpr, LEVELS: tl.constexpr,
+                               BLOCK_LEVELS: tl.constexpr, BLOCK_ROWS: tl.constexpr):
+    """The gradient at the logits, in their dtype at ``gradient_ptr`` (rows of COMPONENTS * LEVELS entries), from
+    the gradients float32[rows] of ``categorical_terms``' log_prob and entropy."""
     row = tl.program_id(0) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)
     log_prob_gradient = tl.load(log_prob_gradient_ptr + row, mask=row < rows, other=0.0)[:, None]
     entropy_gradient = tl.load(entropy_gradient_ptr + row, mask=row < rows, other=0.0)[:, None]
     level = tl.arange(0, BLOCK_LEVELS)
     for component in tl.static_range(COMPONENTS):
-        log_p, p, taken, entropy = _component(logits_ptr, actions_ptr, row, rows, component, COMPONENTS, LEVELS,
-                                              BLOCK_LEVELS)
+        log_p, p, taken, entropy = _component(logits_ptr, logits_stride, actions_ptr, row, rows, component,
+                                              COMPONENTS, LEVELS, BLOCK_LEVELS)
         gradient = log_prob_gradient * (tl.where(taken, 1.0, 0.0) - p) \
             - entropy_gradient * p * (log_p + entropy[:, None])
         at = row[:, None].to(tl.int64) * (COMPONENTS * LEVELS) + component * LEVELS + level[None, :]

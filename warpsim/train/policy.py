@@ -210,6 +210,16 @@ class StackedLinear(nn.Module):
             return (inputs * self.weight).sum(-1, keepdim=True) + self.bias.unsqueeze(1)
         return torch.baddbmm(self.bias.unsqueeze(1), inputs, self.weight.transpose(1, 2))
 
+    def aligned(self, inputs: torch.Tensor) -> torch.Tensor:
+        """``forward``, by a product whose outputs' rows are 16-byte aligned (``kernel_counts.aligned_matrix``):
+        the weight's rows and the bias padded with zeros to the kernels' alignment (``fused_forward.
+        aligned_rows``), the padding's outputs sliced off (a view)."""
+        outputs = self.weight.shape[1]
+        padding = fused_forward.aligned_size(outputs) - outputs
+        weight = torch.nn.functional.pad(self.weight, (0, 0, 0, padding))
+        wide = torch.baddbmm(fused_forward.aligned_rows(self.bias).unsqueeze(1), inputs, weight.transpose(1, 2))
+        return wide[..., :outputs]
+
 
 def _stacked(modules: list[nn.Module]) -> nn.Module:
     """The layers of R alike MLPs (Sequential of Linear and Tanh), or heads, stacked over the runs."""
@@ -238,8 +248,8 @@ class StackedActorCritic(ActorCriticBase):
                                                   if network.log_std is not None])))
         self.value_head = _stacked([network.value_head for network in networks])
         self.joint_first_layers = False
-        """Whether ``forward`` runs the actor's and the critic's first layers as one product, on rows padded with
-        zeros, as the trainer's fused path does (the same sums, in another order)."""
+        """Whether ``forward`` runs the actor's and the critic's first layers as one product, and it and the policy's
+        head on rows padded with zeros, as the trainer's fused path does (the same sums, in another order)."""
         self.value_normalizer = None if first.value_normalizer is None else ValueNormalizer(runs=len(networks))
         if self.value_normalizer is not None:
             for name, buffer in self.value_normalizer.named_buffers():
@@ -252,9 +262,9 @@ class StackedActorCritic(ActorCriticBase):
         inputs = observations[..., :self.observation_size]
         if not self.joint_first_layers or self.value_trunk is None:
             return super().forward(inputs.contiguous())
-        # Both trunks' first layers as one product: the observations read once, forward and backward. Its rows
-        # padded with zeros to the kernels' alignment, the inputs' and the weight's: 16-byte aligned rows, which
-        # cuBLAS reads with its vectorised kernels (``kernel_counts.aligned_matrix``).
+        # Both trunks' first layers as one product: the observations read once, forward and backward. Its rows,
+        # the inputs' and the weight's, and the policy head's outputs padded with zeros to the kernels' alignment:
+        # 16-byte aligned rows, which cuBLAS reads with its vectorised kernels (``kernel_counts.aligned_matrix``).
         trunk, value_trunk = self.trunk, self.value_trunk
         assert isinstance(trunk, nn.Sequential) and isinstance(value_trunk, nn.Sequential)
         actor_first, critic_first = trunk[0], value_trunk[0]
@@ -263,7 +273,10 @@ class StackedActorCritic(ActorCriticBase):
         both = torch.baddbmm(torch.cat([actor_first.bias, critic_first.bias], 1).unsqueeze(1),
                              fused_forward.aligned_rows(inputs).contiguous(), weight.transpose(1, 2))
         actor, critic = torch.tanh(both).split(actor_first.weight.shape[1], dim=-1)
-        return self._policy(trunk[2:](actor)), self.value_head(value_trunk[2:](critic)).squeeze(-1)
+        policy_head = self.policy_head
+        assert isinstance(policy_head, StackedLinear)
+        policy = self._with_log_std(policy_head.aligned(trunk[2:](actor)))
+        return policy, self.value_head(value_trunk[2:](critic)).squeeze(-1)
 
     @property
     def observation_size(self) -> int:
