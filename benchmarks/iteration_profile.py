@@ -9,14 +9,17 @@ hides), eager or fused (``--compile``; ``--gradient-kernels``: the update's netw
 warpsim's kernels), at the config's E x N with the train tier's fixed update,
 in bf16. Printed: the
 kernels and their GPU time per rollout step and per optimizer step, the ``TOP`` most expensive
-kernels of each phase, and the per-kernel cost of a replayed CUDA graph of small kernels (the
-cost model's launch term, benchmarks/iteration_cost.py).
+kernels of each phase, those of its matrix products that load under 16 bytes at a time
+(``unaligned_gemm``: their operands' rows not 16-byte aligned, which the cost model counts), and the
+per-kernel cost of a replayed CUDA graph of small kernels (the cost model's launch term,
+benchmarks/iteration_cost.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import time
 
 import torch
@@ -31,6 +34,18 @@ from warpsim.train import TrainConfig, Trainer
 
 TOP = 25
 """The most expensive kernels listed per phase: the fused update's first 10 were 57% of its GPU time."""
+
+
+ALIGNMENT = re.compile(r"align[abc]?(\d+)")
+"""A cuBLAS or CUTLASS kernel's alignment in its name: the elements it loads at a time (of each operand)."""
+
+
+def unaligned_gemm(name: str) -> bool:
+    """Whether a cuBLAS or CUTLASS kernel's name says it loads under 16 bytes at a time: ``alignN`` of N
+    2-byte elements (bf16, f16) or 4-byte ones under 16 bytes, as it runs where a matrix's rows are not
+    16-byte aligned."""
+    element = 2 if "f16" in name else 4
+    return any(int(count) * element < 16 for count in ALIGNMENT.findall(name))
 
 
 def cuda_kernels(work) -> tuple[list[tuple[str, int, float]], float]:
@@ -68,7 +83,10 @@ def graph_kernel_cost(kernels: int = 2000, elements: int = 1024) -> float:
 
 
 def summary(kernels: list[tuple[str, int, float]], per: int) -> dict:
+    unaligned = [kernel for kernel in kernels if unaligned_gemm(kernel[0])]
     return {"kernels": sum(k[1] for k in kernels) / per, "gpu_ms": sum(k[2] for k in kernels) / per,
+            "unaligned_gemms": {"launches": sum(k[1] for k in unaligned) / per,
+                                "ms": sum(k[2] for k in unaligned) / per},
             "top": [{"name": name[:120], "launches": count / per, "ms": ms / per} for name, count, ms in kernels[:TOP]]}
 
 

@@ -80,8 +80,11 @@ def top_kernels(profile: dict, top: int) -> str:
     lines = []
     for phase, title in (("rollout_per_step", "a rollout step"), ("update_per_optimizer_step", "an optimizer step")):
         figures = profile[phase]
+        unaligned = figures.get("unaligned_gemms")  # recorded since 8776924
+        loads = (f"; matrix products loading under 16 bytes at a time: {unaligned['launches']:g} launches, "
+                 f"{unaligned['ms']:.3f} ms" if unaligned else "")
         lines += ["", f"{profile['config']}, {path}, {title}: {figures['kernels']:.1f} kernels, "
-                      f"{figures['gpu_ms']:.3f} ms of GPU time ({profile['device']}, {commit(profile)})", "",
+                      f"{figures['gpu_ms']:.3f} ms of GPU time{loads} ({profile['device']}, {commit(profile)})", "",
                   "| kernel | launches | ms |", "|---|---:|---:|"]
         lines += [f"| `{kernel['name'][:100]}` | {kernel['launches']:g} | {kernel['ms']:.4f} |"
                   for kernel in figures["top"][:top]]

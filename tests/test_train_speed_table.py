@@ -52,3 +52,24 @@ def test_a_session_without_records_says_so_and_a_missing_folder_is_a_usage_error
     with pytest.raises(SystemExit) as exited:
         script.main([str(tmp_path / "nowhere")])
     assert exited.value.code == 2 and "is not a folder" in capsys.readouterr().err
+
+
+def test_the_matrix_products_loading_under_16_bytes_are_told_apart_by_their_kernels_names(session, capsys):
+    """In the H200's profile of the fused update at c4ea203, the CUTLASS kernels of bfloat16 operands aligned to
+    1 and 2 elements (2 and 4 bytes) load under 16 bytes at a time, and neither cuBLAS's nvjet kernels nor the
+    float32 ones aligned to 4 elements do; a profile that records them says so beside its phase's time."""
+    profile = load_script(ROOT / "benchmarks" / "iteration_profile.py")
+    records = [json.loads(file.read_text()) for file in sorted(RECORDS.glob("profile-*.json"))]
+    names = {kernel["name"] for record in records for phase in ("rollout_per_step", "update_per_optimizer_step")
+             for kernel in record[phase]["top"] if "gemm" in kernel["name"] or "nvjet" in kernel["name"]}
+    unaligned = {name for name in names if profile.unaligned_gemm(name)}
+    assert unaligned and all("_align1>" in name or "_align2>" in name for name in unaligned)
+    assert any("aligna4" in name for name in names - unaligned) and any("nvjet" in name for name in names - unaligned)
+    fused = json.loads((session / "profile-fused.json").read_text())
+    update = fused["update_per_optimizer_step"]
+    update["unaligned_gemms"] = profile.summary([(kernel["name"], kernel["launches"], kernel["ms"])
+                                                 for kernel in update["top"]], 1)["unaligned_gemms"]
+    (session / "profile-fused.json").write_text(json.dumps(fused))
+    script.main([str(session), "--top", "3"])
+    assert ("an optimizer step: 225.3 kernels, 4.250 ms of GPU time; matrix products loading under 16 bytes at a "
+            "time: 6 launches, 0.716 ms") in capsys.readouterr().out
