@@ -18,7 +18,7 @@ def session(tmp_path) -> Path:
     """A GPU session's OUT: its bench records, the cost model's figures and a profile."""
     (tmp_path / "bench").mkdir()
     shutil.copy(RECORDS / "nvidia-h200.json", tmp_path / "bench" / "nvidia-h200.json")
-    shutil.copy(RECORDS / "cost-model-cpu-amd-epyc.json", tmp_path / "iteration-cost.json")
+    shutil.copy(RECORDS / "cost-model-cpu.json", tmp_path / "iteration-cost.json")
     shutil.copy(RECORDS / "profile-fused-train-ref-nvidia-h200.json", tmp_path / "profile-fused.json")
     return tmp_path
 
