@@ -41,8 +41,8 @@ ALIGNMENT = re.compile(r"align[abc]?(\d+)")
 
 
 def unaligned_gemm(name: str) -> bool:
-    """Whether a cuBLAS or CUTLASS kernel's name says it loads under 16 bytes at a time: ``alignN`` of N
-    2-byte elements (bf16, f16) or 4-byte ones under 16 bytes, as it runs where a matrix's rows are not
+    """Whether a cuBLAS or CUTLASS kernel's name says it loads under 16 bytes at a time (``alignN``: N elements
+    of 2 bytes in a bf16 or f16 kernel, of 4 otherwise), as such kernels run where a matrix's rows are not
     16-byte aligned."""
     element = 2 if "f16" in name else 4
     return any(int(count) * element < 16 for count in ALIGNMENT.findall(name))
