@@ -5,6 +5,7 @@ compiled functions, against the eager path, the reference. On the CPU inductor c
 import json
 import shutil
 import types
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from warpsim.errors import InvalidValueError, UnavailableError
 from warpsim.train import TrainConfig, Trainer, compiled
 from warpsim.train.compiled import resolve_compile
 
+ROOT = Path(__file__).resolve().parent.parent
 COMPILER = shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
 needs_compiler = pytest.mark.skipif(COMPILER is None, reason="torch.compile needs a C++ compiler on the CPU")
 TAG: dict[str, Any] = dict(env="tag_continuous", env_params=dict(num_taggers=2, num_runners=3, episode_length=10),
@@ -263,6 +265,31 @@ def test_the_fused_paths_products_read_and_write_rows_padded_to_16_bytes_and_com
     assert not unaligned[True] and outputs[1][0].shape[-1] == 22
     for on_padded, on_unpadded in zip(outputs[2], outputs[1], strict=True):
         assert torch.equal(on_padded, on_unpadded)
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_the_fused_updates_products_run_in_kernels_that_load_16_bytes_at_a_time():
+    """cuBLAS picks its kernels by its operands' alignment: train-ref's networks on the fused path, whose products
+    read and write 16-byte aligned rows, take none of those that load less at a time (``iteration_profile.
+    unaligned_gemm``; six launches an optimizer step at c4ea203, 0.72 ms on an H200)."""
+    from helpers import load_script
+    from torch.profiler import ProfilerActivity, profile
+
+    from warpsim.configs import NAMED_CONFIGS
+
+    iteration_profile = load_script(ROOT / "benchmarks" / "iteration_profile.py")
+    named = NAMED_CONFIGS["train-ref"]
+    assert isinstance(named.env, str)
+    trainer = Trainer(TrainConfig(env=named.env, env_params=dict(named.params), num_envs=16, rollout_steps=8,
+                                  backend="cuda", precision="bf16", compile="on", graphs="off"))
+    trainer.iterate()
+    next_values = trainer.rollout()
+    with profile(activities=[ProfilerActivity.CUDA]) as profiler:
+        trainer.update(next_values)
+        torch.cuda.synchronize()
+    names = [event.key for event in profiler.key_averages() if event.device_time_total > 0]
+    assert any("gemm" in name or "nvjet" in name for name in names), names
+    assert not [name for name in names if iteration_profile.unaligned_gemm(name)]
 
 
 @pytest.mark.parametrize("shared", [False, True])
