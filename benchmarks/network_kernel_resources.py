@@ -9,8 +9,9 @@ observations' rows as they were (71 entries) and aligned (``fused_forward.aligne
 the forward kernel sampling those logits (``fused_sampling.actor_critic_sample``), and the kernels of
 discrete actions on them (the update loss's both ways, ``categorical_terms``), through Triton and ``ptxas -v``; prints one Markdown table:
 registers per thread, spill bytes, programs that fit on one SM by their registers and shared memory,
-and in the PTX the global loads of 2 bytes and of 16, and the asynchronous copies a pipelined loop
-issues (``cp.async``).
+in the PTX the global loads of 2 bytes and of 16, and the asynchronous copies a pipelined loop
+issues (``cp.async``), and the machine instructions of the kernel (nvdisasm; each once, a loop's body
+once however often it runs).
 tests/test_actor_critic_resources.py holds the kernels to these budgets.
 """
 
@@ -35,7 +36,8 @@ SHARED_BYTES_PER_SM = 228 * 1024
 SHARED_RESERVED_PER_PROGRAM = 1024
 """An H100's or H200's SM: its register file, its shared memory, and what the driver keeps of it per block."""
 TRAIN_REF_INPUTS = 71
-COLUMNS = ("registers", "spill_bytes", "programs_per_sm", "loads_2_bytes", "loads_16_bytes", "async_copies")
+COLUMNS = ("registers", "spill_bytes", "programs_per_sm", "loads_2_bytes", "loads_16_bytes", "async_copies",
+           "instructions")
 
 
 def resources(kernel, constants: dict, float32: set[str], warps: int, stages: int = 1,
@@ -72,7 +74,18 @@ def resources(kernel, constants: dict, float32: set[str], warps: int, stages: in
             "programs_per_sm": min(by_registers, by_shared),
             "loads_2_bytes": len(re.findall(r"ld\.global(?:\.\w+)*\.b16\b", ptx)),
             "loads_16_bytes": len(re.findall(r"ld\.global(?:\.\w+)*\.v4\.b32\b", ptx)),
-            "async_copies": len(re.findall(r"cp\.async\.c[ag]\.shared\.global", ptx))}
+            "async_copies": len(re.findall(r"cp\.async\.c[ag]\.shared\.global", ptx)),
+            "instructions": machine_instructions(compiled.asm["cubin"])}
+
+
+def machine_instructions(cubin: bytes) -> int:
+    """The SASS instructions of a compiled kernel, padding (NOP) left out: each once, a loop's body once."""
+    with tempfile.NamedTemporaryFile("wb", suffix=".cubin") as file:
+        file.write(cubin)
+        file.flush()
+        sass = subprocess.run([triton.knobs.nvidia.nvdisasm.path, "-c", file.name], capture_output=True, text=True,
+                              check=True).stdout
+    return len(re.findall(r"^\s*/\*[0-9a-f]{4,}\*/\s+(?!NOP\b)\S", sass, re.MULTILINE))
 
 
 def forward(hidden: int, stages: int, aligned: bool, sampled: bool = False, outputs: int = 42,
@@ -131,7 +144,8 @@ def table() -> str:
                 forward(hidden, stages, aligned))
                for hidden in (64, 128) for aligned, stages in ((False, 1), (True, 1), (True, fused_forward.STAGES))]
     entries += [(f"forward and the rollout's sampling, width {hidden}", "64 rows x 4 warps", rows(True),
-                 fused_forward.STAGES, forward(hidden, fused_forward.STAGES, True, sampled=True)) for hidden in (64, 128)]
+                 fused_sampling.STAGES, forward(hidden, fused_sampling.STAGES, True, sampled=True))
+                for hidden in (64, 128)]
     entries += [(f"gradients, {name}", "32 rows x 8 warps", rows(aligned), 1,
                  trunk_backward(outputs, with_value, aligned))
                 for name, outputs, with_value in (("actor", 42, False), ("critic", 1, False))

@@ -9,9 +9,13 @@ from pathlib import Path
 import pytest
 from helpers import load_script
 
-from warpsim.train import fused_backward, fused_forward
+from warpsim.train import fused_backward, fused_forward, fused_sampling
 
 triton = pytest.importorskip("triton")
+import triton.language as tl  # noqa: E402
+
+from warpsim.train.actor_critic_kernel import _bfloat16, _operand  # noqa: E402
+
 NETWORK_KERNELS = load_script(Path(__file__).resolve().parent.parent / "benchmarks" / "network_kernel_resources.py")
 ALIGNED = frozenset({"inputs", "run_stride"})
 """The sizes Triton specializes as multiples of 16 at train-ref's 71 inputs, rows aligned to 80."""
@@ -31,7 +35,8 @@ def resources(kernel, constants: dict, float32: set[str], warps: int, stages: in
     (128, 42, False, True, 168),  # sampled, as many programs an SM as without (three)
 ], ids=["train-ref", "train-ref sampled", "shared", "width 128", "width 128 sampled"])
 def test_the_forward_kernel_stays_in_registers(hidden, outputs, shared, sampled, most_registers):
-    used = NETWORK_KERNELS.forward(hidden, fused_forward.STAGES, True, sampled, outputs, shared)
+    stages = fused_sampling.STAGES if sampled else fused_forward.STAGES
+    used = NETWORK_KERNELS.forward(hidden, stages, True, sampled, outputs, shared)
     assert used["spill_bytes"] == 0 and used["registers"] <= most_registers, used
 
 
@@ -104,3 +109,34 @@ def test_the_kernels_of_discrete_actions_stay_in_registers_four_programs_to_an_s
     16 warps an SM to hide their memory's latency."""
     used = NETWORK_KERNELS.categorical(kernel)
     assert used["spill_bytes"] == 0 and used["programs_per_sm"] >= 4, used
+
+
+@triton.jit
+def _copy(source_ptr, copy_ptr):
+    offsets = tl.arange(0, 64)
+    tl.store(copy_ptr + offsets, tl.load(source_ptr + offsets))
+
+
+@triton.jit
+def _copy_as_operand(bits_ptr, copy_ptr):
+    offsets = tl.arange(0, 64)
+    tl.store(copy_ptr + offsets, _operand(tl.load(bits_ptr + offsets), tl.bfloat16))
+
+
+@triton.jit
+def _copy_converted(bits_ptr, copy_ptr):
+    offsets = tl.arange(0, 64)
+    tl.store(copy_ptr + offsets, _bfloat16(tl.load(bits_ptr + offsets)).to(tl.bfloat16))
+
+
+def test_the_kernels_take_bfloat16_bits_as_operands_with_no_instruction():
+    """The networks' kernels read bfloat16 bits (int16) and make them a product's operand (``_operand``) with no
+    instruction: a copy of bits through it compiles to as many machine instructions as a copy of bfloat16, and
+    to fewer than through float32, as the kernels converted them before (a third of the gradients' kernel's
+    instructions)."""
+    def instructions(kernel, source: str) -> int:
+        return NETWORK_KERNELS.resources(kernel, {}, set(), 4, pointers={kernel.arg_names[0]: source,
+                                                                          "copy_ptr": "*bf16"})["instructions"]
+
+    copied = instructions(_copy, "*bf16")
+    assert instructions(_copy_as_operand, "*i16") == copied < instructions(_copy_converted, "*i16")

@@ -15,7 +15,7 @@ forward kernel)."""
 import triton
 import triton.language as tl
 
-from warpsim.train.actor_critic_kernel import _activated, _bfloat16, _round, _trunk
+from warpsim.train.actor_critic_kernel import _activated, _operand, _round, _trunk
 
 
 @triton.jit
@@ -23,7 +23,7 @@ def _rows_of(weight_ptr, out, into, INTO: tl.constexpr, OUT: tl.constexpr, DOT: 
     """weight bfloat16 bits [OUT, INTO] at (out, into): an operand [out, into]."""
     bits = tl.load(weight_ptr + out[:, None] * INTO + into[None, :], mask=(out[:, None] < OUT) & (into[None, :] < INTO),
                    other=0)
-    return _bfloat16(bits).to(DOT)
+    return _operand(bits, DOT)
 
 
 @triton.jit
@@ -59,9 +59,9 @@ def _head_sums(features, gradient_ptr, row, rows, weight_sum, bias_sum, OUTPUTS:
         output = tl.arange(0, BLOCK_OUTPUTS)
         bits = tl.load(gradient_ptr + row[:, None].to(tl.int64) * OUTPUTS + output[None, :],
                        mask=(row[:, None] < rows) & (output[None, :] < OUTPUTS), other=0)
-        gradient = _bfloat16(bits)
-        weight_sum = tl.dot(tl.trans(gradient.to(DOT)), features, weight_sum)
-        bias_sum += tl.sum(gradient, axis=0)
+        gradient = _operand(bits, DOT)
+        weight_sum = tl.dot(tl.trans(gradient), features, weight_sum)
+        bias_sum += tl.sum(gradient.to(tl.float32), axis=0)
     return weight_sum, bias_sum
 
 
@@ -78,7 +78,7 @@ def _features_gradient(head_gradient_ptr, head_weight_ptr, value_gradient_ptr, v
         bits = tl.load(head_gradient_ptr + row[:, None].to(tl.int64) * OUTPUTS + output[None, :],
                        mask=(row[:, None] < rows) & (output[None, :] < OUTPUTS), other=0)
         head = _rows_of(head_weight_ptr, output, unit, HIDDEN, OUTPUTS, DOT)
-        gradient = _round(tl.dot(_bfloat16(bits).to(DOT), head), DOT)
+        gradient = _round(tl.dot(_operand(bits, DOT), head), DOT)
     if WITH_VALUE:
         gradient = _round(gradient + _column_gradient(value_gradient_ptr, value_weight_ptr, row, rows, unit, HIDDEN,
                                                       DOT), DOT)
@@ -158,7 +158,7 @@ def fused_actor_critic_backward(
                 column = first_column + tl.arange(0, BLOCK_IN)
                 bits = tl.load(observations_ptr + row[:, None].to(tl.int64) * inputs + column[None, :],
                                mask=(row[:, None] < rows) & (column[None, :] < inputs), other=0)
-                below = _bfloat16(bits).to(DOT)
+                below = _operand(bits, DOT)
             else:
                 below = _trunk(observations_ptr, row, rows, inputs, weight_ptr, bias_ptr, hidden_weights_ptr,
                                hidden_biases_ptr, HIDDEN, TARGET, BLOCK_ROWS, BLOCK_INPUTS, BLOCK_HIDDEN, DOT)
@@ -223,7 +223,7 @@ def fused_trunk_backward(
         column = first_column + tl.arange(0, BLOCK_IN)
         bits = tl.load(observations_ptr + row[:, None].to(tl.int64) * inputs + column[None, :],
                        mask=(row[:, None] < rows) & (column[None, :] < inputs), other=0)
-        first_sum = tl.dot(tl.trans(summed), _bfloat16(bits).to(DOT), first_sum)
+        first_sum = tl.dot(tl.trans(summed), _operand(bits, DOT), first_sum)
         first_bias_sum += tl.sum(summed.to(tl.float32), axis=0)
     partial = (run * programs + program).to(tl.int64) * sums_stride
     _store_sums(first_weight_sums_ptr, first_bias_sums_ptr, partial, first_sum, first_bias_sum, first_column,

@@ -145,7 +145,7 @@ BACKWARD_BLOCK_ROWS = 32
 """Rows of a block of the gradients' kernels: at 64 a whole trunk's program spills at width 64, and so does a
 first layer's (ptxas, sm_90); at 32 neither does, nor a layer's at width 128."""
 WHOLE_TRUNK_HIDDEN = 64
-"""The widest trunk whose gradients one program sums all at once (``fused_trunk_backward``, 8 warps: 214
+"""The widest trunk whose gradients one program sums all at once (``fused_trunk_backward``, 8 warps: 194
 registers at train-ref's shapes, no spills; at 128 it spills), if it has at most two layers."""
 
 

@@ -14,12 +14,17 @@ import torch
 
 from warpsim.train import categorical_terms, fused_forward
 
+STAGES = 1
+"""Software-pipelining stages of the sampled kernel's first layer (``fused_forward.STAGES`` for the kernel without
+sampling): with two, the kernel spills 16 bytes at width 128 within its 168 registers (ptxas, sm_90); with one it
+does not, and on an H200 at train-ref 1, 2 and 3 stages of the forward kernel ran alike."""
+
 
 def max_registers(hidden: int) -> int:
     """The registers ``launch_sample`` holds a thread to at hidden layers of ``hidden``: as many as leave the kernel
     as many programs an SM as it has without sampling (ptxas, sm_90, at train-ref's shapes, no spills either way).
-    Four at widths up to 64: 128 (left to its choice the sampled kernel takes 121); three above: 168 (left to its
-    choice, 180 and two)."""
+    Four at widths up to 64: 128 (left to its choice the sampled kernel takes 107); three above: 168 (left to its
+    choice, 170 and two)."""
     return 128 if hidden <= 64 else 168
 
 
@@ -93,7 +98,7 @@ def launch_sample(observations: torch.Tensor, *weights_and_shared, uniforms: lis
     if rows:
         fused_forward.run_kernel(observations, list(weights), shared_trunk, log_prob, values,
                                  fused_forward.Sampled(draws, component_stride, run_stride, levels, actions),
-                                 fused_forward.BLOCK_ROWS, 4, fused_forward.STAGES, max_registers(weights[0].shape[1]))
+                                 fused_forward.BLOCK_ROWS, 4, STAGES, max_registers(weights[0].shape[1]))
     return actions, log_prob, values
 
 
