@@ -29,7 +29,7 @@ from triton.backends.nvidia.compiler import get_ptxas
 from triton.compiler import ASTSource
 
 from warpsim.commands import table_script
-from warpsim.train import fused_backward, fused_forward, fused_sampling
+from warpsim.train import fused_backward, fused_forward, fused_sampling, triton_launch
 
 REGISTERS_PER_SM = 65536
 SHARED_BYTES_PER_SM = 228 * 1024
@@ -42,12 +42,12 @@ COLUMNS = ("registers", "spill_bytes", "programs_per_sm", "loads_2_bytes", "load
 
 def resources(kernel, constants: dict, float32: set[str], warps: int, stages: int = 1,
               divisible: frozenset[str] = frozenset(), pointers: dict[str, str] | None = None,
-              max_registers: int | None = None) -> dict[str, int]:
+              max_registers: int | None = None, options: dict = triton_launch.OPTIONS) -> dict[str, int]:
     """``kernel`` compiled for sm_90 at these constants, as Triton's launcher specializes it: every pointer
     16-byte aligned, and the integer arguments named in ``divisible`` multiples of 16 (Triton specializes a
     size that is); pointers named in ``float32`` to float32, those in ``pointers`` to the type it gives
     (``"*bf16"``, ``"*i32"``), the others to int16 (bfloat16 bits); ptxas held to ``max_registers`` a thread
-    where given."""
+    where given; with the launches' ``options`` (``triton_launch.OPTIONS``)."""
     pointers = pointers or {}
     signature = {name: "constexpr" if name in constants else
                  pointers.get(name, "*fp32" if name in float32 else "*i16") if name.endswith("_ptr") else "i32"
@@ -57,7 +57,7 @@ def resources(kernel, constants: dict, float32: set[str], warps: int, stages: in
     source = ASTSource(kernel, signature, constexprs={(kernel.arg_names.index(name),): value
                                                       for name, value in constants.items()}, attrs=attributes)
     compiled = triton.compile(source, target=GPUTarget("cuda", 90, 32),
-                              options=dict(num_warps=warps, num_stages=stages, maxnreg=max_registers))
+                              options=dict(num_warps=warps, num_stages=stages, maxnreg=max_registers, **options))
     ptx = compiled.asm["ptx"]
     with tempfile.NamedTemporaryFile("w", suffix=".ptx") as file:
         file.write(ptx)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from helpers import load_script
 
-from warpsim.train import fused_backward, fused_forward, fused_sampling
+from warpsim.train import fused_backward, fused_forward, fused_sampling, triton_launch
 
 triton = pytest.importorskip("triton")
 import triton.language as tl  # noqa: E402
@@ -140,3 +140,20 @@ def test_the_kernels_take_bfloat16_bits_as_operands_with_no_instruction():
 
     copied = instructions(_copy, "*bf16")
     assert instructions(_copy_as_operand, "*i16") == copied < instructions(_copy_converted, "*i16")
+
+
+@triton.jit
+def _multiply_add(factor_ptr, term_ptr, result_ptr):
+    offsets = tl.arange(0, 64)
+    factor = tl.load(factor_ptr + offsets)
+    tl.store(result_ptr + offsets, factor * factor + tl.load(term_ptr + offsets))
+
+
+def test_the_kernels_compile_with_products_and_sums_fused_as_their_gpu_tests_ran():
+    """``triton_launch.OPTIONS``, which every launch passes: a product and a sum compile to one instruction, as
+    Triton's default made them until 3.9 (3.10 turns it off)."""
+    def instructions(options: dict) -> int:
+        return NETWORK_KERNELS.resources(_multiply_add, {}, {"factor_ptr", "term_ptr", "result_ptr"}, 1,
+                                         options=options)["instructions"]
+
+    assert instructions(triton_launch.OPTIONS) < instructions({"enable_fp_fusion": False})

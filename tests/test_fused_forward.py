@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -421,3 +422,42 @@ def test_the_kernel_refuses_weights_that_are_not_bfloat16():
     arguments[1] = arguments[1].float()
     with pytest.raises(TypeError, match="bfloat16"):
         fused_forward.launch(*arguments)
+
+
+class RecordedLaunches:
+    """Stands for a Triton kernel: records the options each launch passes (its lower-case keywords)."""
+
+    def __init__(self):
+        self.options: list[dict] = []
+
+    def __getitem__(self, grid):
+        def launch(*args, **keywords) -> None:
+            self.options.append({name: value for name, value in keywords.items() if not name.isupper()})
+        return launch
+
+
+def test_every_launch_of_the_networks_and_losss_kernels_passes_the_launch_options(monkeypatch):
+    """``triton_launch.OPTIONS`` (products and sums fused, as the kernels' GPU tests ran) at each launch: the
+    forward kernel's, the gradients' kernels' whole trunks and layer by layer, and the loss's both ways."""
+    pytest.importorskip("triton")
+    from warpsim.train import actor_critic_backward_kernel, actor_critic_kernel, categorical_terms_kernel, triton_launch
+    sys.path.insert(0, str(INTERPRETER.parent))
+    from interpret_actor_critic import weights
+    from interpret_actor_critic_backward import output_gradients
+    kernels = {(module, name): RecordedLaunches() for module, name in [
+        (actor_critic_kernel, "fused_actor_critic"), (actor_critic_backward_kernel, "fused_trunk_backward"),
+        (actor_critic_backward_kernel, "fused_actor_critic_backward"), (categorical_terms_kernel, "categorical_terms"),
+        (categorical_terms_kernel, "categorical_terms_backward")]}
+    for (module, name), recorded in kernels.items():
+        monkeypatch.setattr(module, name, recorded)
+    arguments = weights(CASES[0])
+    fused_forward.launch(*arguments)
+    backward: Callable[..., torch.Tensor] = fused_backward.launch_backward  # the arguments: the op's tuple
+    for whole_trunks in (True, False):
+        backward(*output_gradients(arguments, 0), *arguments, whole_trunks=whole_trunks)
+    logits, actions = torch.zeros(4, 42, dtype=torch.bfloat16), torch.zeros(4, 2, dtype=torch.int32)
+    categorical_terms.launch(logits, actions, [21, 21])
+    categorical_terms.launch_backward(torch.ones(4), torch.ones(4), logits, actions, [21, 21])
+    assert all(recorded.options for recorded in kernels.values())
+    assert all(options.items() >= triton_launch.OPTIONS.items()
+               for recorded in kernels.values() for options in recorded.options)

@@ -23,7 +23,7 @@ import importlib.util
 
 import torch
 
-from warpsim.train import ppo
+from warpsim.train import ppo, triton_launch
 
 BLOCK_ROWS = 64
 """Rows of one program: a row's component at a time, as many columns as the component's power of two."""
@@ -133,7 +133,8 @@ def launch(logits: torch.Tensor, actions: torch.Tensor, levels: list[int]) -> tu
     if rows:
         kernel[(-(-rows // BLOCK_ROWS),)](flat, flat.stride(0), actions, log_prob, entropy, rows,
                                           COMPONENTS=len(levels), LEVELS=levels[0],
-                                          BLOCK_LEVELS=block_levels(levels[0]), BLOCK_ROWS=BLOCK_ROWS)
+                                          BLOCK_LEVELS=block_levels(levels[0]), BLOCK_ROWS=BLOCK_ROWS,
+                                          **triton_launch.OPTIONS)
     return log_prob, entropy
 
 
@@ -149,7 +150,7 @@ def launch_backward(log_prob_gradient: torch.Tensor, entropy_gradient: torch.Ten
         kernel[(-(-rows // BLOCK_ROWS),)](log_prob_gradient.contiguous(), entropy_gradient.contiguous(), flat,
                                           flat.stride(0), actions, gradient, rows, COMPONENTS=len(levels),
                                           LEVELS=levels[0], BLOCK_LEVELS=block_levels(levels[0]),
-                                          BLOCK_ROWS=BLOCK_ROWS)
+                                          BLOCK_ROWS=BLOCK_ROWS, **triton_launch.OPTIONS)
     return gradient
 
 

@@ -14,6 +14,7 @@ import itertools
 
 import torch
 
+from warpsim.train import triton_launch
 from warpsim.train.fused_forward import (
     BLOCK_INPUTS,
     activations,
@@ -214,7 +215,7 @@ def launch_backward(policy_gradient: torch.Tensor, value_gradient: torch.Tensor,
             rows, inputs, programs, offsets[-1], HIDDEN=hidden, LAYERS=layers, OUTPUTS=outputs,
             WITH_VALUE=with_value, BLOCK_ROWS=block_rows, BLOCK_INPUTS=min(BLOCK_INPUTS, power_of_two(inputs)),
             BLOCK_HIDDEN=power_of_two(hidden), BLOCK_OUTPUTS=power_of_two(outputs), BLOCK_IN=first_columns,
-            DOT=dot, num_warps=warps, num_stages=stages)
+            DOT=dot, num_warps=warps, num_stages=stages, **triton_launch.OPTIONS)
 
     def launch_for(trunk: int, target: int, head: int, with_value: bool) -> None:
         """The partial sums of the gradients of layer ``target``'s weight and bias of the trunk whose
@@ -233,7 +234,7 @@ def launch_backward(policy_gradient: torch.Tensor, value_gradient: torch.Tensor,
             programs, offsets[-1], out, into, HIDDEN=hidden, LAYERS=layers, OUTPUTS=outputs, TARGET=target,
             WITH_VALUE=with_value, BLOCK_ROWS=block_rows, BLOCK_INPUTS=min(BLOCK_INPUTS, power_of_two(inputs)),
             BLOCK_HIDDEN=power_of_two(hidden), BLOCK_OUTPUTS=power_of_two(outputs), BLOCK_OUT=power_of_two(out),
-            BLOCK_IN=columns, DOT=dot, num_warps=warps, num_stages=stages)
+            BLOCK_IN=columns, DOT=dot, num_warps=warps, num_stages=stages, **triton_launch.OPTIONS)
 
     if whole_trunks:
         launch_trunk(0, 8, shared_trunk)

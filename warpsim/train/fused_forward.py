@@ -25,6 +25,8 @@ from typing import NamedTuple
 
 import torch
 
+from warpsim.train import triton_launch
+
 BLOCK_ROWS = 64
 """Rows of one program. The fastest of the shapes measured on an H200 at widths 64 and 128, with 4
 warps (benchmarks/results/fused_forward/)."""
@@ -208,7 +210,7 @@ def run_kernel(observations: torch.Tensor, weights: list[torch.Tensor], shared_t
         BLOCK_OUTPUTS=power_of_two(outputs), DOT=tl.float32 if observations.device.type == "cpu" else tl.bfloat16,
         COMPONENTS=len(draws.levels), LEVELS=draws.levels[0] if draws.levels else 0,
         BLOCK_LEVELS=power_of_two(draws.levels[0] if draws.levels else 1), num_warps=warps, num_stages=stages,
-        maxnreg=max_registers)
+        maxnreg=max_registers, **triton_launch.OPTIONS)
 
 
 @actor_critic.register_kernel("cuda")
