@@ -226,6 +226,37 @@ def test_the_fused_path_runs_both_first_layers_as_one_product():
     assert fused.policies.network("tagger").joint_first_layers
 
 
+class RowSums(TorchDispatchMode):
+    """The shapes of the tensors that sums reduce over their rows (dimension 1 of [R, B, ...])."""
+
+    def __init__(self):
+        super().__init__()
+        self.shapes: list[tuple[int, ...]] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func.overloadpacket.__name__ == "sum" and len(args) > 1 and 1 in list(args[1]):
+            self.shapes.append(tuple(args[0].shape))
+        return func(*args, **(kwargs or {}))
+
+
+def test_the_fused_paths_joint_first_layers_take_their_biases_gradient_from_their_product():
+    """The biases are the joint weight's column past the inputs, where the rows hold 1: their gradient is a column
+    of the weight's. Eagerly each layer's bias sums its output's gradient over the rows; jointly the two first
+    layers' do not (as one product with a bias of its own, one sum would remain)."""
+    network, observations = two_runs_networks()
+    summed = {}
+    for joint in (False, True):
+        network.joint_first_layers = joint
+        network.zero_grad()
+        policy, value = network(observations)
+        with RowSums() as sums:
+            (policy.square().sum() + value.sum()).backward()
+        summed[joint] = sums.shapes
+    width = network.trunk[0].weight.shape[1]
+    assert sum(shape[-1] == width for shape in summed[False]) >= 2
+    assert len(summed[True]) == len(summed[False]) - 2
+
+
 class UnalignedOperands(TorchDispatchMode):
     """The last two sizes of every matrix product's operand whose rows are not 16-byte aligned
     (``kernel_counts.aligned_matrix``)."""

@@ -248,8 +248,9 @@ class StackedActorCritic(ActorCriticBase):
                                                   if network.log_std is not None])))
         self.value_head = _stacked([network.value_head for network in networks])
         self.joint_first_layers = False
-        """Whether ``forward`` runs the actor's and the critic's first layers as one product, and it and the policy's
-        head on rows padded with zeros, as the trainer's fused path does (the same sums, in another order)."""
+        """Whether ``forward`` runs the actor's and the critic's first layers as one product, their biases within it,
+        and it and the policy's head on rows padded with zeros, as the trainer's fused path does (the same sums, in
+        another order)."""
         self.value_normalizer = None if first.value_normalizer is None else ValueNormalizer(runs=len(networks))
         if self.value_normalizer is not None:
             for name, buffer in self.value_normalizer.named_buffers():
@@ -262,16 +263,23 @@ class StackedActorCritic(ActorCriticBase):
         inputs = observations[..., :self.observation_size]
         if not self.joint_first_layers or self.value_trunk is None:
             return super().forward(inputs.contiguous())
-        # Both trunks' first layers as one product: the observations read once, forward and backward. Its rows,
-        # the inputs' and the weight's, and the policy head's outputs padded with zeros to the kernels' alignment:
-        # 16-byte aligned rows, which cuBLAS reads with its vectorised kernels (``kernel_counts.aligned_matrix``).
+        # Both trunks' first layers as one product: the observations read once, forward and backward. Its biases are
+        # the weight's column past the inputs, where the inputs' rows hold 1: their gradient is a column of the
+        # weight's, not a sum over the rows of their own. Its rows, the inputs' and the weight's, and the policy
+        # head's outputs padded with zeros to the kernels' alignment: 16-byte aligned rows, which cuBLAS reads with
+        # its vectorised kernels (``kernel_counts.aligned_matrix``).
         trunk, value_trunk = self.trunk, self.value_trunk
         assert isinstance(trunk, nn.Sequential) and isinstance(value_trunk, nn.Sequential)
         actor_first, critic_first = trunk[0], value_trunk[0]
         assert isinstance(actor_first, StackedLinear) and isinstance(critic_first, StackedLinear)
-        weight = fused_forward.aligned_rows(torch.cat([actor_first.weight, critic_first.weight], 1))
-        both = torch.baddbmm(torch.cat([actor_first.bias, critic_first.bias], 1).unsqueeze(1),
-                             fused_forward.aligned_rows(inputs).contiguous(), weight.transpose(1, 2))
+        biases = torch.cat([actor_first.bias, critic_first.bias], 1).unsqueeze(-1)
+        weight = fused_forward.aligned_rows(torch.cat([torch.cat([actor_first.weight, critic_first.weight], 1),
+                                                       biases], -1))
+        size = self.observation_size
+        # 1 added where the padding is, not a column joined on: the rows' gather, padding and 1 one kernel
+        one = (torch.arange(weight.shape[-1], device=inputs.device) == size).to(inputs.dtype)
+        with_one = torch.nn.functional.pad(inputs, (0, weight.shape[-1] - size)) + one
+        both = torch.bmm(with_one, weight.transpose(1, 2))
         actor, critic = torch.tanh(both).split(actor_first.weight.shape[1], dim=-1)
         policy_head = self.policy_head
         assert isinstance(policy_head, StackedLinear)
