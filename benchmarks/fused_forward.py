@@ -54,8 +54,8 @@ BACKWARD_LAUNCH_SHAPES = [(16, 4, True, 1, True), (16, 8, True, 1, True), (32, 8
                           (32, 4, False, 1, True), (32, 8, False, 1, True), (32, 8, False, 2, True),
                           (32, 8, True, 1, False)]
 """(rows, warps, whole trunks, stages, aligned rows) per program at which a GPU times the gradients' kernels alone:
-a whole trunk's gradients a launch (at width 64 in 254 registers by 4 warps at 16 rows, 160 by 8; 194 by 8 at 32
-rows, the default; by 16 at 32 rows the actor's 128 with 52 bytes of spills, the critic's 101 with none, twice the
+a whole trunk's gradients a launch (at width 64 in 255 registers by 4 warps at 16 rows, 171 by 8; 212 by 8 at 32
+rows, the default; by 16 at 32 rows the actor's 128 with 168 bytes of spills, the critic's 128 with none, twice the
 warps of an SM's one program; ptxas, sm_90) or a layer's (``launch_backward``'s ``whole_trunks``); the last the
 default before rows were aligned."""
 

@@ -111,7 +111,7 @@ def trunk_backward(outputs: int, with_value: bool, aligned: bool) -> dict[str, i
     from warpsim.train.actor_critic_backward_kernel import fused_trunk_backward
     hidden = fused_backward.WHOLE_TRUNK_HIDDEN
     constants = dict(HIDDEN=hidden, LAYERS=2, OUTPUTS=outputs, WITH_VALUE=with_value,
-                     BLOCK_ROWS=fused_backward.BACKWARD_BLOCK_ROWS, BLOCK_INPUTS=fused_forward.BLOCK_INPUTS,
+                     BLOCK_ROWS=fused_backward.BACKWARD_BLOCK_ROWS, BLOCK_INPUTS=fused_backward.WHOLE_TRUNK_BLOCK_INPUTS,
                      BLOCK_HIDDEN=hidden, BLOCK_OUTPUTS=max(16, 1 << (outputs - 1).bit_length()),
                      BLOCK_IN=fused_backward.FIRST_LAYER_INPUTS, DOT=tl.bfloat16)
     float32 = {name for name in fused_trunk_backward.arg_names if name.endswith("sums_ptr")}

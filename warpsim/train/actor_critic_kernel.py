@@ -25,8 +25,8 @@ def _bfloat16(bits):
 @triton.jit
 def _operand(bits, DOT: tl.constexpr):
     """bfloat16 bits (int16) as a product's operand of type DOT: on a GPU the bits reinterpreted, which takes
-    no instruction (converting them through float32 took about a third of the gradients' kernel's); in the
-    interpreter the float32 they stand for."""
+    no instruction (converting them through float32 took about a third of the gradients' kernel's instructions); in
+    the interpreter the float32 they stand for."""
     if DOT == tl.bfloat16:
         operand = bits.to(tl.bfloat16, bitcast=True)
     else:

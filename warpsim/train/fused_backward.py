@@ -146,8 +146,17 @@ BACKWARD_BLOCK_ROWS = 32
 """Rows of a block of the gradients' kernels: at 64 a whole trunk's program spills at width 64, and so does a
 first layer's (ptxas, sm_90); at 32 neither does, nor a layer's at width 128."""
 WHOLE_TRUNK_HIDDEN = 64
-"""The widest trunk whose gradients one program sums all at once (``fused_trunk_backward``, 8 warps: 194
+"""The widest trunk whose gradients one program sums all at once (``fused_trunk_backward``, 8 warps: 212
 registers at train-ref's shapes, no spills; at 128 it spills), if it has at most two layers."""
+
+
+WHOLE_TRUNK_BLOCK_INPUTS = 64
+"""Observation entries per product of the trunk's first layer in a whole trunk's program (``fused_trunk_backward``;
+a layer's keeps ``BLOCK_INPUTS``, 16): two products at train-ref's 80 inputs, where a block of rows ran the first
+layer's loop five times. Compiled for sm_90 at train-ref's shapes (nvdisasm), the row loop of the actor's program is
+then 727 machine instructions a warp, against 817 at 16 inputs (the inner loop's body counted as often as it runs),
+in 212 registers against 194: one program an SM either way, and no spills on rows aligned or not (at 128 inputs, 697
+instructions, but rows of 71 entries spill)."""
 
 
 def whole_trunks_fit(hidden: int, layers: int) -> bool:
@@ -213,8 +222,9 @@ def launch_backward(policy_gradient: torch.Tensor, value_gradient: torch.Tensor,
             head_gradients[1], *(sums_at(index) for index in (trunk, trunk + 1, trunk + 2, trunk + 3, head, head + 1,
                                                               10, 11)),
             rows, inputs, programs, offsets[-1], HIDDEN=hidden, LAYERS=layers, OUTPUTS=outputs,
-            WITH_VALUE=with_value, BLOCK_ROWS=block_rows, BLOCK_INPUTS=min(BLOCK_INPUTS, power_of_two(inputs)),
-            BLOCK_HIDDEN=power_of_two(hidden), BLOCK_OUTPUTS=power_of_two(outputs), BLOCK_IN=first_columns,
+            WITH_VALUE=with_value, BLOCK_ROWS=block_rows,
+            BLOCK_INPUTS=min(WHOLE_TRUNK_BLOCK_INPUTS, power_of_two(inputs)), BLOCK_HIDDEN=power_of_two(hidden),
+            BLOCK_OUTPUTS=power_of_two(outputs), BLOCK_IN=first_columns,
             DOT=dot, num_warps=warps, num_stages=stages, **triton_launch.OPTIONS)
 
     def launch_for(trunk: int, target: int, head: int, with_value: bool) -> None:
