@@ -43,7 +43,8 @@ from warpsim.source_commit import source_commit
 from warpsim.train import categorical_terms, fused_backward, fused_forward
 from warpsim.train.action_heads import CategoricalHeads, roles_noise
 from warpsim.train.config import TrainConfig
-from warpsim.train.policy import RolePolicies, RunPolicies
+from warpsim.train.policy import RolePolicies
+from warpsim.train.run_policies import RunPolicies
 
 LAUNCH_SHAPES = [(16, 4, 2, True), (32, 4, 2, True), (64, 4, 1, True), (64, 4, 2, True), (64, 4, 3, True),
                  (64, 8, 2, True), (128, 4, 2, True), (128, 8, 2, True), (64, 4, 1, False)]

@@ -22,8 +22,9 @@ from torch.func import functional_call, stack_module_state
 import warpsim
 from warpsim.commands import positive_int, torch_device
 from warpsim.train import TrainConfig
-from warpsim.train.policy import RolePolicies, RunPolicies
+from warpsim.train.policy import RolePolicies
 from warpsim.train.presets import PRESETS
+from warpsim.train.run_policies import RunPolicies
 
 
 def main(argv: list[str] | None = None) -> int:

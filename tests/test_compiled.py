@@ -193,7 +193,8 @@ def two_runs_networks():
     """Two runs' tagger networks, stacked, of an environment with 15 inputs (60 bytes a float32 row) and 22
     logits; nine rows of observations."""
     from warpsim.registry import make
-    from warpsim.train.policy import RolePolicies, RunPolicies
+    from warpsim.train.policy import RolePolicies
+    from warpsim.train.run_policies import RunPolicies
 
     env = make("tag_continuous", 1, backend="numpy", num_taggers=1, num_runners=2)
     runs = []
@@ -333,7 +334,8 @@ def test_a_networks_weights_round_to_bfloat16_in_one_kernel_as_each_alone_rounds
     from warpsim.bench import kernel_counts
     from warpsim.registry import make
     from warpsim.train import fused_forward
-    from warpsim.train.policy import RolePolicies, RunPolicies, StackedLinear
+    from warpsim.train.policy import RolePolicies
+    from warpsim.train.run_policies import RunPolicies, StackedLinear
 
     env = make("tag_continuous", 1, backend="numpy", num_taggers=1, num_runners=2)
     runs = []
@@ -359,7 +361,7 @@ def test_a_fused_rollout_converts_each_roles_weights_once_and_plays_as_convertin
     """The kernel's weights (bfloat16, stacked, rows aligned: ``RunPolicies.fused_weights``) are made once a
     rollout, not at each of its steps, with the same actions, log-probabilities and values bit for bit. The
     policy step and the record run eagerly here (their compiled form is the same code)."""
-    from warpsim.train.policy import StackedActorCritic
+    from warpsim.train.run_policies import StackedActorCritic
 
     made = []
     fused_weights = StackedActorCritic.fused_weights
@@ -392,7 +394,7 @@ def test_the_fused_path_stores_inputs_padded_as_its_kernel_reads_them_and_plays_
     the stored step in place (no padded copy of it); the inputs stored, and the first iteration's actions,
     log-probabilities and values, are the eager path's. The policy step runs eagerly here."""
     from warpsim.train import fused_forward
-    from warpsim.train.policy import StackedActorCritic
+    from warpsim.train.run_policies import StackedActorCritic
 
     read = []
     fused_observations = StackedActorCritic.fused_observations

@@ -19,7 +19,8 @@ from helpers import load_script
 from warpsim.registry import make
 from warpsim.roles import roles_of
 from warpsim.train import TrainConfig, Trainer, categorical_terms, fused_backward, fused_forward, fused_sampling
-from warpsim.train.policy import RolePolicies, RunPolicies, StackedActorCritic
+from warpsim.train.policy import RolePolicies
+from warpsim.train.run_policies import RunPolicies, StackedActorCritic
 
 CONTINUOUS = {"num_runners": 3, "continuous_actions": True}
 INTERPRETER = Path(__file__).with_name("interpret_actor_critic.py")

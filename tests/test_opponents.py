@@ -11,7 +11,7 @@ from warpsim.cli import main
 from warpsim.errors import InvalidValueError, RunFileError
 from warpsim.train import TrainConfig, Trainer
 from warpsim.train.loop import train
-from warpsim.train.policy import StackedLinear
+from warpsim.train.run_policies import StackedLinear
 
 TAG: dict[str, Any] = dict(env="tag_continuous", env_params=dict(num_taggers=1, num_runners=3, episode_length=10),
            num_envs=3, rollout_steps=6, backend="numpy", stack_observations=2)

@@ -57,7 +57,8 @@ def test_a_moved_module_names_its_new_place(module):
 def test_one_head_for_every_role_names_the_roles_own():
     from warpsim.registry import make
     from warpsim.removed import RemovedError
-    from warpsim.train.policy import RolePolicies, RunPolicies
+    from warpsim.train.policy import RolePolicies
+    from warpsim.train.run_policies import RunPolicies
 
     env = make("simple_speaker_listener", 1, backend="numpy")
     policies = RolePolicies(env.spec, ["speaker", "listener"], 1, 8, 1)

@@ -19,7 +19,8 @@ from warpsim.environment import Environment
 from warpsim.errors import InvalidValueError
 from warpsim.roles import Role, roles_of
 from warpsim.train.episodes import EpisodeStats
-from warpsim.train.policy import RolePolicies, StackedActorCritic
+from warpsim.train.policy import RolePolicies
+from warpsim.train.run_policies import StackedActorCritic
 from warpsim.train.stacking import ObservationStack
 
 READ_EVERY = 32

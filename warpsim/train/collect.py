@@ -30,8 +30,8 @@ from warpsim.roles import Role
 from warpsim.train.compiled import Compiled
 from warpsim.train.episodes import EpisodeStats
 from warpsim.train.opponents import write_random_actions
-from warpsim.train.policy import RunPolicies
 from warpsim.train.rollout import RoleRollout
+from warpsim.train.run_policies import RunPolicies
 from warpsim.train.stacking import ObservationStack
 
 

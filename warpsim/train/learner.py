@@ -34,8 +34,8 @@ from warpsim.train.distributed import World
 from warpsim.train.gradient_norms import gradient_norms
 from warpsim.train.loss import STATS, MinibatchLoss
 from warpsim.train.placement import RolloutMirror
-from warpsim.train.policy import RunPolicies
 from warpsim.train.rollout import RoleRollout, Samples
+from warpsim.train.run_policies import RunPolicies
 from warpsim.train.runs import per_run
 from warpsim.train.schedule import LearningRates
 

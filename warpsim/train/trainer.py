@@ -43,8 +43,9 @@ from warpsim.train.episodes import EpisodeStats
 from warpsim.train.graphs import CapturedGraph, resolve_graphs
 from warpsim.train.learner import UPDATE_STATS, Learner
 from warpsim.train.placement import RolloutMirror, place_training
-from warpsim.train.policy import RolePolicies, RunPolicies
+from warpsim.train.policy import RolePolicies
 from warpsim.train.rollout import RoleRollout
+from warpsim.train.run_policies import RunPolicies
 from warpsim.train.runs import batch_key
 from warpsim.train.stacking import ObservationStack
 from warpsim.train.storage import check_training_fits
