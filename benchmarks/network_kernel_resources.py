@@ -7,11 +7,12 @@ Compiles the forward kernel (``fused_actor_critic``) and the gradients' whole-tr
 hidden layers of 64, 21 + 21 logits; the forward at tag-chase's width 128 too), with the
 observations' rows as they were (71 entries) and aligned (``fused_forward.aligned_rows``: 80),
 the forward kernel sampling those logits (``fused_sampling.actor_critic_sample``), and the kernels of
-discrete actions on them (the update loss's both ways, ``categorical_terms``), through Triton and ``ptxas -v``; prints one Markdown table:
-registers per thread, spill bytes, programs that fit on one SM by their registers and shared memory,
-in the PTX the global loads of 2 bytes and of 16, and the asynchronous copies a pipelined loop
-issues (``cp.async``), and the machine instructions of the kernel (nvdisasm; each once, a loop's body
-once however often it runs).
+discrete actions on them (the update loss's both ways, ``categorical_terms``), through Triton and ``ptxas -v``;
+prints one Markdown table: registers per thread, spill bytes, programs that fit on one SM by their registers and
+shared memory, in the PTX the global loads of 2 bytes and of 16, the asynchronous copies a pipelined loop issues
+(``cp.async``) and the butterfly shuffles (a sum across a warp's lanes takes five), the machine instructions of
+the kernel (nvdisasm; each once, a loop's body once however often it runs), and for the gradients' kernels those a
+warp issues for one block of rows (its loop's pass, the first layer's loop counted as often as it runs).
 tests/test_actor_critic_resources.py holds the kernels to these budgets.
 """
 
@@ -37,17 +38,19 @@ SHARED_RESERVED_PER_PROGRAM = 1024
 """An H100's or H200's SM: its register file, its shared memory, and what the driver keeps of it per block."""
 TRAIN_REF_INPUTS = 71
 COLUMNS = ("registers", "spill_bytes", "programs_per_sm", "loads_2_bytes", "loads_16_bytes", "async_copies",
-           "instructions")
+           "butterfly_shuffles", "instructions", "row_loop_instructions")
 
 
 def resources(kernel, constants: dict, float32: set[str], warps: int, stages: int = 1,
               divisible: frozenset[str] = frozenset(), pointers: dict[str, str] | None = None,
-              max_registers: int | None = None, options: dict = triton_launch.OPTIONS) -> dict[str, int]:
+              max_registers: int | None = None, options: dict = triton_launch.OPTIONS,
+              loop_passes: int | None = None) -> dict[str, int]:
     """``kernel`` compiled for sm_90 at these constants, as Triton's launcher specializes it: every pointer
     16-byte aligned, and the integer arguments named in ``divisible`` multiples of 16 (Triton specializes a
     size that is); pointers named in ``float32`` to float32, those in ``pointers`` to the type it gives
     (``"*bf16"``, ``"*i32"``), the others to int16 (bfloat16 bits); ptxas held to ``max_registers`` a thread
-    where given; with the launches' ``options`` (``triton_launch.OPTIONS``)."""
+    where given; with the launches' ``options`` (``triton_launch.OPTIONS``). With ``loop_passes``, also the
+    instructions of a pass of its outermost loop, the loops inside run that often (``loop_instructions``)."""
     pointers = pointers or {}
     signature = {name: "constexpr" if name in constants else
                  pointers.get(name, "*fp32" if name in float32 else "*i16") if name.endswith("_ptr") else "i32"
@@ -75,17 +78,40 @@ def resources(kernel, constants: dict, float32: set[str], warps: int, stages: in
             "loads_2_bytes": len(re.findall(r"ld\.global(?:\.\w+)*\.b16\b", ptx)),
             "loads_16_bytes": len(re.findall(r"ld\.global(?:\.\w+)*\.v4\.b32\b", ptx)),
             "async_copies": len(re.findall(r"cp\.async\.c[ag]\.shared\.global", ptx)),
-            "instructions": machine_instructions(compiled.asm["cubin"])}
+            "butterfly_shuffles": len(re.findall(r"shfl\.sync\.bfly", ptx)),
+            "instructions": machine_instructions(compiled.asm["cubin"])} | (
+        {} if loop_passes is None else {"row_loop_instructions": loop_instructions(compiled.asm["cubin"], loop_passes)})
+
+
+def machine_code(cubin: bytes) -> str:
+    """A compiled kernel's SASS (nvdisasm)."""
+    with tempfile.NamedTemporaryFile("wb", suffix=".cubin") as file:
+        file.write(cubin)
+        file.flush()
+        return subprocess.run([triton.knobs.nvidia.nvdisasm.path, "-c", file.name], capture_output=True, text=True,
+                              check=True).stdout
 
 
 def machine_instructions(cubin: bytes) -> int:
     """The SASS instructions of a compiled kernel, padding (NOP) left out: each once, a loop's body once."""
-    with tempfile.NamedTemporaryFile("wb", suffix=".cubin") as file:
-        file.write(cubin)
-        file.flush()
-        sass = subprocess.run([triton.knobs.nvidia.nvdisasm.path, "-c", file.name], capture_output=True, text=True,
-                              check=True).stdout
-    return len(re.findall(r"^\s*/\*[0-9a-f]{4,}\*/\s+(?!NOP\b)\S", sass, re.MULTILINE))
+    return len(re.findall(r"^\s*/\*[0-9a-f]{4,}\*/\s+(?!NOP\b)\S", machine_code(cubin), re.MULTILINE))
+
+
+def loop_instructions(cubin: bytes, inner_passes: int) -> int:
+    """The SASS instructions (NOP left out) a warp issues in one pass of a kernel's outermost loop (the gradients'
+    kernels' loop over blocks of rows), each loop inside it run ``inner_passes`` times (the first layer's products
+    at train-ref's 80 entries a row, 64 at a time: 2)."""
+    sass = machine_code(cubin)
+    labels = {label: int(address, 16) for label, address in
+              re.findall(r"^\.(L_x_\d+):\s*\n\s*/\*([0-9a-f]{4,})\*/", sass, re.MULTILINE)}
+    instructions = [(int(address, 16), body) for address, body in
+                    re.findall(r"^\s*/\*([0-9a-f]{4,})\*/\s+(?!NOP\b)([^;]*);", sass, re.MULTILINE)]
+    loops = [(labels[target], address) for address, body in instructions
+             for target in re.findall(r"\bBRA\b.*`\(\.(L_x_\d+)\)", body) if labels[target] <= address]
+    first, last = max(loops, key=lambda loop: loop[1] - loop[0])
+    inner = [(start, end) for start, end in loops if first <= start and end <= last and (start, end) != (first, last)]
+    return sum(inner_passes ** sum(start <= address <= end for start, end in inner)
+               for address, _ in instructions if first <= address <= last)
 
 
 def forward(hidden: int, stages: int, aligned: bool, sampled: bool = False, outputs: int = 42,
@@ -118,7 +144,8 @@ def trunk_backward(outputs: int, with_value: bool, aligned: bool) -> dict[str, i
     float32 |= {"value_weight_ptr", "value_gradient_ptr"}
     float32 |= {"head_weight_ptr", "head_gradient_ptr"} if outputs == 1 else set()
     return resources(fused_trunk_backward, constants, float32, fused_backward.backward_warps(hidden, True), 1,
-                     frozenset({"run_stride", "inputs"} if aligned else ()))
+                     frozenset({"run_stride", "inputs"} if aligned else ()),
+                     loop_passes=-(-TRAIN_REF_INPUTS // fused_backward.WHOLE_TRUNK_BLOCK_INPUTS))
 
 
 def categorical(kernel_name: str) -> dict[str, int]:
@@ -155,7 +182,7 @@ def table() -> str:
                                           ("loss's gradient", "categorical_terms_backward"))]
     for kernel, shape, entries_of_a_row, stages, figures in entries:
         lines.append(f"| {kernel} | {shape} | {entries_of_a_row} | {stages} | "
-                     + " | ".join(str(figures[column]) for column in COLUMNS) + " |")
+                     + " | ".join(str(figures.get(column, "-")) for column in COLUMNS) + " |")
     return "\n".join(lines) + "\n"
 
 

@@ -47,7 +47,8 @@ def test_the_forward_kernel_stays_in_registers(hidden, outputs, shared, sampled,
     (1, 2, True),  # a shared trunk's second layer, under both heads
 ], ids=["first", "second", "policy head", "critic first", "value head", "shared second"])
 def test_the_gradients_kernel_stays_in_registers(hidden, target, outputs, with_value):
-    """At train-ref's 71 inputs and two layers, with ``launch_backward``'s shape of a program."""
+    """At train-ref's 71 inputs and two layers, with ``launch_backward``'s shape of a program; its biases' gradients
+    summed by products."""
     import triton.language as tl
 
     from warpsim.train.actor_critic_backward_kernel import fused_actor_critic_backward
@@ -60,13 +61,16 @@ def test_the_gradients_kernel_stays_in_registers(hidden, target, outputs, with_v
     float32 |= {"head_weight_ptr", "head_gradient_ptr"} if outputs == 1 else set()
     used = resources(fused_actor_critic_backward, constants, float32, fused_backward.backward_warps(hidden, False))
     assert used["spill_bytes"] == 0, used
+    # a bias's gradient, a sum over the rows, is a product on the tensor cores: only the value's float32 column
+    # sums across a warp's lanes
+    assert (used["butterfly_shuffles"] > 0) == (outputs == 1 and target == 2), used
 
 
 @pytest.mark.parametrize("outputs, with_value", [(42, False), (1, False), (2, True)],
                          ids=["actor", "critic", "shared trunk"])
 def test_a_whole_trunks_gradients_kernel_stays_in_registers(outputs, with_value):
     """At train-ref's shapes (71 inputs, two layers of 64): every gradient of a trunk and its head (and
-    of the value's column, for a shared trunk) summed in one program's registers."""
+    of the value's column, for a shared trunk) summed in one program's registers, the biases' by products."""
     import triton.language as tl
 
     from warpsim.train.actor_critic_backward_kernel import fused_trunk_backward
@@ -80,6 +84,9 @@ def test_a_whole_trunks_gradients_kernel_stays_in_registers(outputs, with_value)
     float32 |= {"head_weight_ptr", "head_gradient_ptr"} if outputs == 1 else set()
     used = resources(fused_trunk_backward, constants, float32, fused_backward.backward_warps(hidden, True))
     assert used["spill_bytes"] == 0, used
+    # the biases' gradients summed on the tensor cores (the actor's program made 53 butterfly shuffles when they
+    # were sums across the warps): only the value's float32 column sums across a warp's lanes
+    assert (used["butterfly_shuffles"] > 0) == (outputs == 1 or with_value), used
 
 
 @pytest.mark.parametrize("hidden", [64, 128], ids=["train-ref", "width 128"])

@@ -44,24 +44,34 @@ def _tanh_gradient(gradient, features, DOT: tl.constexpr):
 
 
 @triton.jit
+def _row_sums(operand, sums, BLOCK_ROWS: tl.constexpr, DOT: tl.constexpr):
+    """``sums`` float32[N, 16] plus, in its column 0, ``operand``'s [rows, N] sums over its rows: a product with a
+    column of ones on the tensor cores, where a sum over rows spread across the warps took shuffles and barriers
+    (a fifth of a block's instructions in the actor's whole-trunk program)."""
+    first = tl.arange(0, 16)[None, :] == 0
+    ones = tl.broadcast_to(tl.where(first, 1.0, 0.0), (BLOCK_ROWS, 16)).to(DOT)
+    return tl.dot(tl.trans(operand), ones, sums)
+
+
+@triton.jit
 def _head_sums(features, gradient_ptr, row, rows, weight_sum, bias_sum, OUTPUTS: tl.constexpr,
-               BLOCK_OUTPUTS: tl.constexpr, DOT: tl.constexpr):
-    """A head's weight and bias gradients [BLOCK_OUTPUTS, units] and [BLOCK_OUTPUTS], summed further over
-    a block of rows: its outputs' gradient (bfloat16 bits [rows, OUTPUTS]; float32 [rows] for one column)
-    against the trunk's features (an operand)."""
+               BLOCK_OUTPUTS: tl.constexpr, BLOCK_ROWS: tl.constexpr, DOT: tl.constexpr):
+    """A head's weight and bias gradients [BLOCK_OUTPUTS, units] and (``_row_sums``') [BLOCK_OUTPUTS, 16],
+    summed further over a block of rows: its outputs' gradient (bfloat16 bits [rows, OUTPUTS]; float32 [rows] for
+    one column) against the trunk's features (an operand)."""
     if OUTPUTS == 1:
         gradient = tl.load(gradient_ptr + row, mask=row < rows, other=0.0)
         first = tl.arange(0, BLOCK_OUTPUTS) == 0
         column = tl.sum(gradient[:, None] * features.to(tl.float32), axis=0)
         weight_sum += tl.where(first[:, None], column[None, :], 0.0)
-        bias_sum += tl.where(first, tl.sum(gradient), 0.0)
+        bias_sum += tl.where(first[:, None] & (tl.arange(0, 16)[None, :] == 0), tl.sum(gradient), 0.0)
     else:
         output = tl.arange(0, BLOCK_OUTPUTS)
         bits = tl.load(gradient_ptr + row[:, None].to(tl.int64) * OUTPUTS + output[None, :],
                        mask=(row[:, None] < rows) & (output[None, :] < OUTPUTS), other=0)
         gradient = _operand(bits, DOT)
         weight_sum = tl.dot(tl.trans(gradient), features, weight_sum)
-        bias_sum += tl.sum(gradient.to(tl.float32), axis=0)
+        bias_sum = _row_sums(gradient, bias_sum, BLOCK_ROWS, DOT)
     return weight_sum, bias_sum
 
 
@@ -89,11 +99,14 @@ def _features_gradient(head_gradient_ptr, head_weight_ptr, value_gradient_ptr, v
 def _store_sums(weight_sums_ptr, bias_sums_ptr, partial, weight_sum, bias_sum, first_column, target_out, target_in,
                 BLOCK_OUT: tl.constexpr, BLOCK_IN: tl.constexpr):
     """A program's sums of a weight's gradient [target_out, target_in] (its inputs ``first_column``.. in
-    ``weight_sum``) and of its bias's: every block of inputs sums the same bias, the first stores it."""
+    ``weight_sum``) and of its bias's (``_row_sums``' [BLOCK_OUT, 16]): every block of inputs sums the same bias,
+    the first stores it."""
     out, into = tl.arange(0, BLOCK_OUT), first_column + tl.arange(0, BLOCK_IN)
     tl.store(weight_sums_ptr + partial + out[:, None] * target_in + into[None, :], weight_sum,
              mask=(out[:, None] < target_out) & (into[None, :] < target_in))
-    tl.store(bias_sums_ptr + partial + out, bias_sum, mask=out < tl.where(first_column == 0, target_out, 0))
+    column = tl.arange(0, 16)[None, :]
+    tl.store(bias_sums_ptr + partial + out[:, None] + column, bias_sum,
+             mask=(out[:, None] < tl.where(first_column == 0, target_out, 0)) & (column == 0))
 
 
 @triton.jit
@@ -134,14 +147,14 @@ def fused_actor_critic_backward(
         OUTPUTS)
     unit = tl.arange(0, BLOCK_HIDDEN)
     weight_sum = tl.zeros((BLOCK_OUT, BLOCK_IN), tl.float32)
-    bias_sum = tl.zeros((BLOCK_OUT,), tl.float32)
+    bias_sum = tl.zeros((BLOCK_OUT, 16), tl.float32)
     for block in range(program, tl.cdiv(rows, BLOCK_ROWS), programs):
         row = block * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)
         if TARGET == LAYERS:
             features = _trunk(observations_ptr, row, rows, inputs, weight_ptr, bias_ptr, hidden_weights_ptr,
                               hidden_biases_ptr, HIDDEN, LAYERS, BLOCK_ROWS, BLOCK_INPUTS, BLOCK_HIDDEN, DOT)
             weight_sum, bias_sum = _head_sums(features, head_gradient_ptr, row, rows, weight_sum, bias_sum, OUTPUTS,
-                                              BLOCK_OUT, DOT)
+                                              BLOCK_OUT, BLOCK_ROWS, DOT)
         else:
             # The gradient at the trunk's features, then back through the layers above the target.
             gradient = _features_gradient(head_gradient_ptr, head_weight_ptr, value_gradient_ptr, value_weight_ptr,
@@ -163,7 +176,7 @@ def fused_actor_critic_backward(
                 below = _trunk(observations_ptr, row, rows, inputs, weight_ptr, bias_ptr, hidden_weights_ptr,
                                hidden_biases_ptr, HIDDEN, TARGET, BLOCK_ROWS, BLOCK_INPUTS, BLOCK_HIDDEN, DOT)
             weight_sum = tl.dot(tl.trans(summed), below, weight_sum)
-            bias_sum += tl.sum(summed.to(tl.float32), axis=0)
+            bias_sum = _row_sums(summed, bias_sum, BLOCK_ROWS, DOT)
     _store_sums(weight_sums_ptr, bias_sums_ptr, (run * programs + program).to(tl.int64) * sums_stride, weight_sum,
                 bias_sum, first_column, target_out, target_in, BLOCK_OUT, BLOCK_IN)
 
@@ -190,13 +203,13 @@ def fused_trunk_backward(
         OUTPUTS)
     unit = tl.arange(0, BLOCK_HIDDEN)
     first_sum = tl.zeros((BLOCK_HIDDEN, BLOCK_IN), tl.float32)
-    first_bias_sum = tl.zeros((BLOCK_HIDDEN,), tl.float32)
+    first_bias_sum = tl.zeros((BLOCK_HIDDEN, 16), tl.float32)
     hidden_sum = tl.zeros((BLOCK_HIDDEN, BLOCK_HIDDEN), tl.float32)
-    hidden_bias_sum = tl.zeros((BLOCK_HIDDEN,), tl.float32)
+    hidden_bias_sum = tl.zeros((BLOCK_HIDDEN, 16), tl.float32)
     head_sum = tl.zeros((BLOCK_OUTPUTS, BLOCK_HIDDEN), tl.float32)
-    head_bias_sum = tl.zeros((BLOCK_OUTPUTS,), tl.float32)
+    head_bias_sum = tl.zeros((BLOCK_OUTPUTS, 16), tl.float32)
     value_sum = tl.zeros((16, BLOCK_HIDDEN), tl.float32)
-    value_bias_sum = tl.zeros((16,), tl.float32)
+    value_bias_sum = tl.zeros((16, 16), tl.float32)
     if LAYERS == 2:
         hidden = _rows_of(hidden_weights_ptr, unit, unit, HIDDEN, HIDDEN, DOT)
     for block in range(program, tl.cdiv(rows, BLOCK_ROWS), programs):
@@ -208,23 +221,23 @@ def fused_trunk_backward(
         else:
             top = first
         head_sum, head_bias_sum = _head_sums(top, head_gradient_ptr, row, rows, head_sum, head_bias_sum, OUTPUTS,
-                                             BLOCK_OUTPUTS, DOT)
+                                             BLOCK_OUTPUTS, BLOCK_ROWS, DOT)
         if WITH_VALUE:
             value_sum, value_bias_sum = _head_sums(top, value_gradient_ptr, row, rows, value_sum, value_bias_sum, 1,
-                                                   16, DOT)
+                                                   16, BLOCK_ROWS, DOT)
         gradient = _features_gradient(head_gradient_ptr, head_weight_ptr, value_gradient_ptr, value_weight_ptr, row,
                                       rows, unit, HIDDEN, OUTPUTS, WITH_VALUE, BLOCK_OUTPUTS, DOT)
         if LAYERS == 2:
             summed = _tanh_gradient(gradient, top, DOT)
             hidden_sum = tl.dot(tl.trans(summed), first, hidden_sum)
-            hidden_bias_sum += tl.sum(summed.to(tl.float32), axis=0)
+            hidden_bias_sum = _row_sums(summed, hidden_bias_sum, BLOCK_ROWS, DOT)
             gradient = _round(tl.dot(summed, hidden), DOT)
         summed = _tanh_gradient(gradient, first, DOT)
         column = first_column + tl.arange(0, BLOCK_IN)
         bits = tl.load(observations_ptr + row[:, None].to(tl.int64) * inputs + column[None, :],
                        mask=(row[:, None] < rows) & (column[None, :] < inputs), other=0)
         first_sum = tl.dot(tl.trans(summed), _operand(bits, DOT), first_sum)
-        first_bias_sum += tl.sum(summed.to(tl.float32), axis=0)
+        first_bias_sum = _row_sums(summed, first_bias_sum, BLOCK_ROWS, DOT)
     partial = (run * programs + program).to(tl.int64) * sums_stride
     _store_sums(first_weight_sums_ptr, first_bias_sums_ptr, partial, first_sum, first_bias_sum, first_column,
                 HIDDEN, inputs, BLOCK_HIDDEN, BLOCK_IN)

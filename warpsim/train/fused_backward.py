@@ -146,17 +146,17 @@ BACKWARD_BLOCK_ROWS = 32
 """Rows of a block of the gradients' kernels: at 64 a whole trunk's program spills at width 64, and so does a
 first layer's (ptxas, sm_90); at 32 neither does, nor a layer's at width 128."""
 WHOLE_TRUNK_HIDDEN = 64
-"""The widest trunk whose gradients one program sums all at once (``fused_trunk_backward``, 8 warps: 212
+"""The widest trunk whose gradients one program sums all at once (``fused_trunk_backward``, 8 warps: 196
 registers at train-ref's shapes, no spills; at 128 it spills), if it has at most two layers."""
 
 
 WHOLE_TRUNK_BLOCK_INPUTS = 64
 """Observation entries per product of the trunk's first layer in a whole trunk's program (``fused_trunk_backward``;
 a layer's keeps ``BLOCK_INPUTS``, 16): two products at train-ref's 80 inputs, where a block of rows ran the first
-layer's loop five times. Compiled for sm_90 at train-ref's shapes (nvdisasm), the row loop of the actor's program is
-then 727 machine instructions a warp, against 817 at 16 inputs (the inner loop's body counted as often as it runs),
-in 212 registers against 194: one program an SM either way, and no spills on rows aligned or not (at 128 inputs, 697
-instructions, but rows of 71 entries spill)."""
+layer's loop five times. Compiled for sm_90 at train-ref's shapes (benchmarks/network_kernel_resources.py's
+``row_loop_instructions``), a block of rows then issues 666 machine instructions a warp in the actor's program,
+against 728 at 16 inputs, in 196 registers against 194: one program an SM either way, and no spills on rows
+aligned or not (at 128 inputs, 660 instructions, but rows of 71 entries spill)."""
 
 
 def whole_trunks_fit(hidden: int, layers: int) -> bool:
