@@ -131,15 +131,18 @@ def forward(hidden: int, stages: int, aligned: bool, sampled: bool = False, outp
                      max_registers=fused_sampling.max_registers(hidden) if sampled else None)
 
 
-def trunk_backward(outputs: int, with_value: bool, aligned: bool) -> dict[str, int]:
+def trunk_backward(outputs: int, with_value: bool, aligned: bool, unrolled: bool = True) -> dict[str, int]:
     """The whole-trunk gradients' kernel as ``fused_backward.launch_backward`` launches it at train-ref's shapes:
-    the actor's (42 logits), the critic's (``outputs`` 1) or a shared trunk's (``with_value``)."""
+    the actor's (42 logits), the critic's (``outputs`` 1) or a shared trunk's (``with_value``); not ``unrolled``,
+    its first layer's products in a loop (``fused_backward.input_chunks``)."""
     from warpsim.train.actor_critic_backward_kernel import fused_trunk_backward
     hidden = fused_backward.WHOLE_TRUNK_HIDDEN
     constants = dict(HIDDEN=hidden, LAYERS=2, OUTPUTS=outputs, WITH_VALUE=with_value,
                      BLOCK_ROWS=fused_backward.BACKWARD_BLOCK_ROWS, BLOCK_INPUTS=fused_backward.WHOLE_TRUNK_BLOCK_INPUTS,
                      BLOCK_HIDDEN=hidden, BLOCK_OUTPUTS=max(16, 1 << (outputs - 1).bit_length()),
-                     BLOCK_IN=fused_backward.FIRST_LAYER_INPUTS, DOT=tl.bfloat16)
+                     BLOCK_IN=fused_backward.FIRST_LAYER_INPUTS, DOT=tl.bfloat16,
+                     INPUT_CHUNKS=fused_backward.input_chunks(TRAIN_REF_INPUTS, fused_backward.WHOLE_TRUNK_BLOCK_INPUTS)
+                     if unrolled else 0)
     float32 = {name for name in fused_trunk_backward.arg_names if name.endswith("sums_ptr")}
     float32 |= {"value_weight_ptr", "value_gradient_ptr"}
     float32 |= {"head_weight_ptr", "head_gradient_ptr"} if outputs == 1 else set()

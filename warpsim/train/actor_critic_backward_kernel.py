@@ -128,7 +128,7 @@ def fused_actor_critic_backward(
         programs, sums_stride, target_out, target_in, HIDDEN: tl.constexpr, LAYERS: tl.constexpr, OUTPUTS: tl.constexpr,
         TARGET: tl.constexpr, WITH_VALUE: tl.constexpr, BLOCK_ROWS: tl.constexpr, BLOCK_INPUTS: tl.constexpr,
         BLOCK_HIDDEN: tl.constexpr, BLOCK_OUTPUTS: tl.constexpr, BLOCK_OUT: tl.constexpr, BLOCK_IN: tl.constexpr,
-        DOT: tl.constexpr):
+        DOT: tl.constexpr, INPUT_CHUNKS: tl.constexpr):
     """One trunk's (its first layer's weight [R, H, D] and bias [R, H], its further layers' [R, L - 1, H, H]
     and [R, L - 1, H], as bfloat16 bits) gradient of layer ``TARGET`` (0 .. L - 1), or of its head's weight
     [R, OUTPUTS, H] and bias for ``TARGET == LAYERS``, given the head's outputs' gradient: bfloat16 bits
@@ -138,7 +138,8 @@ def fused_actor_critic_backward(
     (p, r) writes its sums of run r's blocks p, p + programs, ..: the weight's [target_out, target_in] and
     the bias's [target_out], each at its pointer plus ``(r * programs + p) * sums_stride``. The first
     layer's weight is summed ``BLOCK_IN`` inputs at a time, program (p, r, c) taking inputs c * BLOCK_IN..:
-    the block of rows stays in registers whatever the observation's size."""
+    the block of rows stays in registers whatever the observation's size. The first layer's products of
+    ``BLOCK_INPUTS`` entries are INPUT_CHUNKS unrolled, or a loop for 0 (``_trunk``'s CHUNKS)."""
     program, run, first_column = tl.program_id(0), tl.program_id(1), tl.program_id(2) * BLOCK_IN
     (observations_ptr, weight_ptr, bias_ptr, hidden_weights_ptr, hidden_biases_ptr, head_weight_ptr, head_gradient_ptr,
      value_weight_ptr, value_gradient_ptr) = _of_run(
@@ -152,7 +153,8 @@ def fused_actor_critic_backward(
         row = block * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)
         if TARGET == LAYERS:
             features = _trunk(observations_ptr, row, rows, inputs, weight_ptr, bias_ptr, hidden_weights_ptr,
-                              hidden_biases_ptr, HIDDEN, LAYERS, BLOCK_ROWS, BLOCK_INPUTS, BLOCK_HIDDEN, DOT)
+                              hidden_biases_ptr, HIDDEN, LAYERS, BLOCK_ROWS, BLOCK_INPUTS, BLOCK_HIDDEN, DOT,
+                              INPUT_CHUNKS)
             weight_sum, bias_sum = _head_sums(features, head_gradient_ptr, row, rows, weight_sum, bias_sum, OUTPUTS,
                                               BLOCK_OUT, BLOCK_ROWS, DOT)
         else:
@@ -161,11 +163,13 @@ def fused_actor_critic_backward(
                                           row, rows, unit, HIDDEN, OUTPUTS, WITH_VALUE, BLOCK_OUTPUTS, DOT)
             for layer in tl.static_range(LAYERS - 1, TARGET, -1):
                 features = _trunk(observations_ptr, row, rows, inputs, weight_ptr, bias_ptr, hidden_weights_ptr,
-                                  hidden_biases_ptr, HIDDEN, layer + 1, BLOCK_ROWS, BLOCK_INPUTS, BLOCK_HIDDEN, DOT)
+                                  hidden_biases_ptr, HIDDEN, layer + 1, BLOCK_ROWS, BLOCK_INPUTS, BLOCK_HIDDEN, DOT,
+                                  INPUT_CHUNKS)
                 weight = _rows_of(hidden_weights_ptr + (layer - 1) * HIDDEN * HIDDEN, unit, unit, HIDDEN, HIDDEN, DOT)
                 gradient = _round(tl.dot(_tanh_gradient(gradient, features, DOT), weight), DOT)
             features = _trunk(observations_ptr, row, rows, inputs, weight_ptr, bias_ptr, hidden_weights_ptr,
-                              hidden_biases_ptr, HIDDEN, TARGET + 1, BLOCK_ROWS, BLOCK_INPUTS, BLOCK_HIDDEN, DOT)
+                              hidden_biases_ptr, HIDDEN, TARGET + 1, BLOCK_ROWS, BLOCK_INPUTS, BLOCK_HIDDEN, DOT,
+                              INPUT_CHUNKS)
             summed = _tanh_gradient(gradient, features, DOT)
             if TARGET == 0:
                 column = first_column + tl.arange(0, BLOCK_IN)
@@ -174,7 +178,8 @@ def fused_actor_critic_backward(
                 below = _operand(bits, DOT)
             else:
                 below = _trunk(observations_ptr, row, rows, inputs, weight_ptr, bias_ptr, hidden_weights_ptr,
-                               hidden_biases_ptr, HIDDEN, TARGET, BLOCK_ROWS, BLOCK_INPUTS, BLOCK_HIDDEN, DOT)
+                               hidden_biases_ptr, HIDDEN, TARGET, BLOCK_ROWS, BLOCK_INPUTS, BLOCK_HIDDEN, DOT,
+                               INPUT_CHUNKS)
             weight_sum = tl.dot(tl.trans(summed), below, weight_sum)
             bias_sum = _row_sums(summed, bias_sum, BLOCK_ROWS, DOT)
     _store_sums(weight_sums_ptr, bias_sums_ptr, (run * programs + program).to(tl.int64) * sums_stride, weight_sum,
@@ -189,7 +194,7 @@ def fused_trunk_backward(
         value_weight_sums_ptr, value_bias_sums_ptr, rows, inputs, programs, sums_stride,
         HIDDEN: tl.constexpr, LAYERS: tl.constexpr, OUTPUTS: tl.constexpr, WITH_VALUE: tl.constexpr,
         BLOCK_ROWS: tl.constexpr, BLOCK_INPUTS: tl.constexpr, BLOCK_HIDDEN: tl.constexpr,
-        BLOCK_OUTPUTS: tl.constexpr, BLOCK_IN: tl.constexpr, DOT: tl.constexpr):
+        BLOCK_OUTPUTS: tl.constexpr, BLOCK_IN: tl.constexpr, DOT: tl.constexpr, INPUT_CHUNKS: tl.constexpr):
     """``fused_actor_critic_backward`` for every layer of a trunk of one or two layers and its head at once:
     the block's activations computed once, every gradient summed in registers. With ``WITH_VALUE`` the
     value's column's gradients are summed too (a shared trunk). Arguments as there, the partial sums of
@@ -215,7 +220,7 @@ def fused_trunk_backward(
     for block in range(program, tl.cdiv(rows, BLOCK_ROWS), programs):
         row = block * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)
         first = _trunk(observations_ptr, row, rows, inputs, weight_ptr, bias_ptr, hidden_weights_ptr,
-                       hidden_biases_ptr, HIDDEN, 1, BLOCK_ROWS, BLOCK_INPUTS, BLOCK_HIDDEN, DOT)
+                       hidden_biases_ptr, HIDDEN, 1, BLOCK_ROWS, BLOCK_INPUTS, BLOCK_HIDDEN, DOT, INPUT_CHUNKS)
         if LAYERS == 2:
             top = _activated(tl.dot(first, tl.trans(hidden)), hidden_biases_ptr, unit, HIDDEN, DOT)
         else:

@@ -69,20 +69,36 @@ def _matrix(weight_ptr, into, out, INTO: tl.constexpr, OUT: tl.constexpr, DOT: t
 
 
 @triton.jit
+def _first_layer_part(observations_ptr, row, rows, inputs, weight_ptr, unit, start, summed, HIDDEN: tl.constexpr,
+                      BLOCK_INPUTS: tl.constexpr, DOT: tl.constexpr):
+    """``summed`` plus the product of the block's observations' entries start.. start + BLOCK_INPUTS and the first
+    layer's weight's."""
+    column = start + tl.arange(0, BLOCK_INPUTS)
+    bits = tl.load(observations_ptr + row[:, None].to(tl.int64) * inputs + column[None, :],
+                   mask=(row[:, None] < rows) & (column[None, :] < inputs), other=0)
+    weight = tl.load(weight_ptr + unit[None, :] * inputs + column[:, None],
+                     mask=(unit[None, :] < HIDDEN) & (column[:, None] < inputs), other=0)
+    return tl.dot(_operand(bits, DOT), _operand(weight, DOT), summed)
+
+
+@triton.jit
 def _trunk(observations_ptr, row, rows, inputs, weight_ptr, bias_ptr, hidden_weights_ptr, hidden_biases_ptr,
            HIDDEN: tl.constexpr, LAYERS: tl.constexpr, BLOCK_ROWS: tl.constexpr, BLOCK_INPUTS: tl.constexpr,
-           BLOCK_HIDDEN: tl.constexpr, DOT: tl.constexpr):
+           BLOCK_HIDDEN: tl.constexpr, DOT: tl.constexpr, CHUNKS: tl.constexpr = 0):
     """One run's trunk on its block of rows: features [BLOCK_ROWS, BLOCK_HIDDEN] as an operand
-    (padded units are tanh(0) = 0)."""
+    (padded units are tanh(0) = 0). The first layer takes BLOCK_INPUTS entries a product: in a loop, or, given
+    their number of products (CHUNKS, the observation's entries at most CHUNKS * BLOCK_INPUTS), unrolled, so that
+    a caller's loop over blocks of rows reads each part of the weight once, before it."""
     unit = tl.arange(0, BLOCK_HIDDEN)
     summed = tl.zeros((BLOCK_ROWS, BLOCK_HIDDEN), tl.float32)
-    for start in range(0, inputs, BLOCK_INPUTS):
-        column = start + tl.arange(0, BLOCK_INPUTS)
-        bits = tl.load(observations_ptr + row[:, None].to(tl.int64) * inputs + column[None, :],
-                       mask=(row[:, None] < rows) & (column[None, :] < inputs), other=0)
-        weight = tl.load(weight_ptr + unit[None, :] * inputs + column[:, None],
-                         mask=(unit[None, :] < HIDDEN) & (column[:, None] < inputs), other=0)
-        summed = tl.dot(_operand(bits, DOT), _operand(weight, DOT), summed)
+    if CHUNKS > 0:
+        for chunk in tl.static_range(CHUNKS):
+            summed = _first_layer_part(observations_ptr, row, rows, inputs, weight_ptr, unit, chunk * BLOCK_INPUTS,
+                                       summed, HIDDEN, BLOCK_INPUTS, DOT)
+    else:
+        for start in range(0, inputs, BLOCK_INPUTS):
+            summed = _first_layer_part(observations_ptr, row, rows, inputs, weight_ptr, unit, start, summed, HIDDEN,
+                                       BLOCK_INPUTS, DOT)
     features = _activated(summed, bias_ptr, unit, HIDDEN, DOT)
     for layer in tl.static_range(LAYERS - 1):
         weight = _matrix(hidden_weights_ptr + layer * HIDDEN * HIDDEN, unit, unit, HIDDEN, HIDDEN, DOT)

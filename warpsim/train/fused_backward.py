@@ -146,17 +146,30 @@ BACKWARD_BLOCK_ROWS = 32
 """Rows of a block of the gradients' kernels: at 64 a whole trunk's program spills at width 64, and so does a
 first layer's (ptxas, sm_90); at 32 neither does, nor a layer's at width 128."""
 WHOLE_TRUNK_HIDDEN = 64
-"""The widest trunk whose gradients one program sums all at once (``fused_trunk_backward``, 8 warps: 196
+"""The widest trunk whose gradients one program sums all at once (``fused_trunk_backward``, 8 warps: 186
 registers at train-ref's shapes, no spills; at 128 it spills), if it has at most two layers."""
 
 
 WHOLE_TRUNK_BLOCK_INPUTS = 64
 """Observation entries per product of the trunk's first layer in a whole trunk's program (``fused_trunk_backward``;
-a layer's keeps ``BLOCK_INPUTS``, 16): two products at train-ref's 80 inputs, where a block of rows ran the first
-layer's loop five times. Compiled for sm_90 at train-ref's shapes (benchmarks/network_kernel_resources.py's
-``row_loop_instructions``), a block of rows then issues 666 machine instructions a warp in the actor's program,
-against 728 at 16 inputs, in 196 registers against 194: one program an SM either way, and no spills on rows
-aligned or not (at 128 inputs, 660 instructions, but rows of 71 entries spill)."""
+a layer's keeps ``BLOCK_INPUTS``, 16): two products at train-ref's 80 inputs, where a block of rows made five.
+Compiled for sm_90 at train-ref's shapes (benchmarks/network_kernel_resources.py's ``row_loop_instructions``), a
+block of rows then issues 616 machine instructions a warp in the actor's program, against 645 at 16 inputs and 620
+at 128, in 186 registers against 206 and 196: one program an SM each, no spills on rows aligned or not."""
+
+
+MOST_UNROLLED_CHUNKS = 8
+"""The most products the gradients' kernels unroll the first layer into (``input_chunks``): unrolled, a product's
+part of the weight is read once, before a program's loop over blocks of rows (at train-ref a block of the actor's
+whole-trunk program issues 616 machine instructions a warp against 666 in a loop); each part takes its place in
+shared memory (8 KB at 64 inputs by 64 units), so that larger observations keep the loop."""
+
+
+def input_chunks(inputs: int, block_inputs: int) -> int:
+    """How many products of ``block_inputs`` entries the gradients' kernels unroll the first layer of ``inputs``
+    into: all of them up to ``MOST_UNROLLED_CHUNKS``, otherwise none (a loop)."""
+    chunks = -(-inputs // block_inputs)
+    return chunks if chunks <= MOST_UNROLLED_CHUNKS else 0
 
 
 def whole_trunks_fit(hidden: int, layers: int) -> bool:
@@ -207,6 +220,8 @@ def launch_backward(policy_gradient: torch.Tensor, value_gradient: torch.Tensor,
     partial_sums = observations.new_empty((runs, programs, offsets[-1]), dtype=torch.float32)
     first_columns = min(power_of_two(inputs), FIRST_LAYER_INPUTS)
     dot = tl.float32 if observations.device.type == "cpu" else tl.bfloat16
+    whole_trunk_inputs = min(WHOLE_TRUNK_BLOCK_INPUTS, power_of_two(inputs))
+    layer_inputs = min(BLOCK_INPUTS, power_of_two(inputs))
 
     def sums_at(index: int) -> torch.Tensor:
         """Where the partial sums of ``weights[index]``'s gradient start."""
@@ -222,10 +237,10 @@ def launch_backward(policy_gradient: torch.Tensor, value_gradient: torch.Tensor,
             head_gradients[1], *(sums_at(index) for index in (trunk, trunk + 1, trunk + 2, trunk + 3, head, head + 1,
                                                               10, 11)),
             rows, inputs, programs, offsets[-1], HIDDEN=hidden, LAYERS=layers, OUTPUTS=outputs,
-            WITH_VALUE=with_value, BLOCK_ROWS=block_rows,
-            BLOCK_INPUTS=min(WHOLE_TRUNK_BLOCK_INPUTS, power_of_two(inputs)), BLOCK_HIDDEN=power_of_two(hidden),
-            BLOCK_OUTPUTS=power_of_two(outputs), BLOCK_IN=first_columns,
-            DOT=dot, num_warps=warps, num_stages=stages, **triton_launch.OPTIONS)
+            WITH_VALUE=with_value, BLOCK_ROWS=block_rows, BLOCK_INPUTS=whole_trunk_inputs,
+            BLOCK_HIDDEN=power_of_two(hidden), BLOCK_OUTPUTS=power_of_two(outputs), BLOCK_IN=first_columns,
+            DOT=dot, INPUT_CHUNKS=input_chunks(inputs, whole_trunk_inputs), num_warps=warps, num_stages=stages,
+            **triton_launch.OPTIONS)
 
     def launch_for(trunk: int, target: int, head: int, with_value: bool) -> None:
         """The partial sums of the gradients of layer ``target``'s weight and bias of the trunk whose
@@ -242,9 +257,10 @@ def launch_backward(policy_gradient: torch.Tensor, value_gradient: torch.Tensor,
             gradient.view(torch.int16) if gradient.dtype == torch.bfloat16 else gradient, bits[10],
             head_gradients[1], partial_sums[:, :, weight_start:], partial_sums[:, :, bias_start:], rows, inputs,
             programs, offsets[-1], out, into, HIDDEN=hidden, LAYERS=layers, OUTPUTS=outputs, TARGET=target,
-            WITH_VALUE=with_value, BLOCK_ROWS=block_rows, BLOCK_INPUTS=min(BLOCK_INPUTS, power_of_two(inputs)),
+            WITH_VALUE=with_value, BLOCK_ROWS=block_rows, BLOCK_INPUTS=layer_inputs,
             BLOCK_HIDDEN=power_of_two(hidden), BLOCK_OUTPUTS=power_of_two(outputs), BLOCK_OUT=power_of_two(out),
-            BLOCK_IN=columns, DOT=dot, num_warps=warps, num_stages=stages, **triton_launch.OPTIONS)
+            BLOCK_IN=columns, DOT=dot, INPUT_CHUNKS=input_chunks(inputs, layer_inputs), num_warps=warps,
+            num_stages=stages, **triton_launch.OPTIONS)
 
     if whole_trunks:
         launch_trunk(0, 8, shared_trunk)
