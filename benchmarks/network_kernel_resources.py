@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 
+import torch
 import triton
 import triton.language as tl
 from triton.backends.compiler import GPUTarget
@@ -154,10 +155,14 @@ def trunk_backward(outputs: int, with_value: bool, aligned: bool, unrolled: bool
 def categorical(kernel_name: str) -> dict[str, int]:
     """A kernel of discrete actions (``categorical_terms_kernel``: the loss's ``categorical_terms`` and its
     gradient's ``categorical_terms_backward``) as its launcher launches it for train-ref's bfloat16 logits of two
-    components of 21."""
+    components of 21, in rows padded to 48 entries as the fused path's networks write them."""
     from warpsim.train import categorical_terms, categorical_terms_kernel
-    constants = dict(COMPONENTS=2, LEVELS=21, BLOCK_LEVELS=32, BLOCK_ROWS=categorical_terms.BLOCK_ROWS)
-    return resources(getattr(categorical_terms_kernel, kernel_name), constants, set(), 4, pointers={
+    entries = fused_forward.aligned_size(42)
+    logits = torch.zeros(1, entries, dtype=torch.bfloat16)[:, :42]
+    constants = dict(COMPONENTS=2, LEVELS=21, BLOCK_ROWS=categorical_terms.BLOCK_ROWS,
+                     **categorical_terms.read_layout(logits, 21))
+    return resources(getattr(categorical_terms_kernel, kernel_name), constants, set(), 4,
+                     divisible=frozenset({"logits_stride"}), pointers={
         "logits_ptr": "*bf16", "gradient_ptr": "*bf16", "actions_ptr": "*i32", "log_prob_ptr": "*fp32", "entropy_ptr": "*fp32", "log_prob_gradient_ptr": "*fp32",
         "entropy_gradient_ptr": "*fp32"})
 

@@ -125,10 +125,13 @@ def test_a_whole_trunks_gradients_program_reads_its_first_layers_weight_before_i
 
 @pytest.mark.parametrize("kernel", ["categorical_terms", "categorical_terms_backward"])
 def test_the_kernels_of_discrete_actions_stay_in_registers_four_programs_to_an_sm(kernel):
-    """The update loss's kernels on train-ref's bfloat16 logits (two components of 21): no spills, and at least
-    16 warps an SM to hide their memory's latency."""
+    """The update loss's kernels on train-ref's bfloat16 logits (two components of 21) in the fused path's rows
+    (padded to 48 entries): no spills, at least 16 warps an SM to hide their memory's latency, and 16-byte loads,
+    a row's sums over a few lanes (a component read from its first entry took a lane each: 640 butterfly shuffles
+    and 192)."""
     used = NETWORK_KERNELS.categorical(kernel)
     assert used["spill_bytes"] == 0 and used["programs_per_sm"] >= 4, used
+    assert used["loads_2_bytes"] == 0 and used["loads_16_bytes"] > 0 and used["butterfly_shuffles"] <= 32, used
 
 
 @triton.jit

@@ -52,6 +52,20 @@ def test_the_gradient_takes_the_logits_dtype():
     assert gradient.dtype == torch.bfloat16 and gradient.shape == (4, 10)
 
 
+def test_the_kernels_read_padded_rows_16_bytes_apart_and_other_rows_as_they_are():
+    """Rows padded to 16-byte multiples, the padding in the tensor's storage (the fused path's logits): each
+    component's columns from a multiple of 16 bytes, the padding readable; rows as they are otherwise."""
+    padded = categorical_terms.rows_of(torch.zeros(2, 9, 48, dtype=torch.bfloat16)[..., :42])
+    assert categorical_terms.read_layout(padded, 21) == {"BLOCK_LEVELS": 32, "ALIGN": 8, "ROW_ENTRIES": 48}
+    assert categorical_terms.read_layout(categorical_terms.rows_of(torch.zeros(9, 48)[:, :33]), 11) == {
+        "BLOCK_LEVELS": 16, "ALIGN": 4, "ROW_ENTRIES": 48}
+    as_they_are = {"BLOCK_LEVELS": 32, "ALIGN": 1, "ROW_ENTRIES": 42}
+    assert categorical_terms.read_layout(torch.zeros(9, 42, dtype=torch.bfloat16), 21) == as_they_are
+    # the last row's padding past the storage's end
+    short = torch.zeros(8 * 48 + 42, dtype=torch.bfloat16).as_strided((9, 42), (48, 1))
+    assert categorical_terms.read_layout(short, 21) == as_they_are
+
+
 def test_the_kernels_compute_as_the_formulas_in_tritons_interpreter():
     """The sums of a row's terms in another order (float32's last bits); the gradient rounded once to the
     logits' dtype (bfloat16: within a unit of its last place)."""

@@ -120,6 +120,21 @@ def rows_of(logits: torch.Tensor) -> torch.Tensor:
     return flat if flat.stride(-1) == 1 else flat.contiguous()
 
 
+def read_layout(flat: torch.Tensor, levels: int) -> dict[str, int]:
+    """How the kernels read ``rows_of``' rows of components of ``levels``: each component's BLOCK_LEVELS columns
+    from its first entry rounded down to a multiple of ALIGN, of the first ROW_ENTRIES entries of a row. Where the
+    rows are padded to 16-byte multiples and the padding lies in the tensor's storage (the fused path's logits:
+    ``StackedLinear.aligned``), ALIGN is 16 bytes of entries, so that a thread loads 16 bytes at once, and
+    ROW_ENTRIES the padded row; otherwise a component's columns start at its first entry, of the row's own."""
+    rows, entries = flat.shape
+    stride, size = flat.stride(0), flat.element_size()
+    padded = (stride % 16 == 0 and flat.data_ptr() % 16 == 0 and 16 % size == 0
+              and flat.storage_offset() + rows * stride <= flat.untyped_storage().nbytes() // size)
+    align = 16 // size if padded else 1
+    return {"BLOCK_LEVELS": block_levels(levels + align - 1), "ALIGN": align,
+            "ROW_ENTRIES": stride if padded else entries}
+
+
 def launch(logits: torch.Tensor, actions: torch.Tensor, levels: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
     """``categorical_terms`` by the Triton kernel (``categorical_terms_kernel``, imported here: a CPU-only
     install may lack Triton) for components of equal sizes, on the logits' device; on a CPU
@@ -132,9 +147,8 @@ def launch(logits: torch.Tensor, actions: torch.Tensor, levels: list[int]) -> tu
     rows = log_prob.numel()
     if rows:
         kernel[(-(-rows // BLOCK_ROWS),)](flat, flat.stride(0), actions, log_prob, entropy, rows,
-                                          COMPONENTS=len(levels), LEVELS=levels[0],
-                                          BLOCK_LEVELS=block_levels(levels[0]), BLOCK_ROWS=BLOCK_ROWS,
-                                          **triton_launch.OPTIONS)
+                                          COMPONENTS=len(levels), LEVELS=levels[0], BLOCK_ROWS=BLOCK_ROWS,
+                                          **read_layout(flat, levels[0]), **triton_launch.OPTIONS)
     return log_prob, entropy
 
 
@@ -149,8 +163,8 @@ def launch_backward(log_prob_gradient: torch.Tensor, entropy_gradient: torch.Ten
     if rows:
         kernel[(-(-rows // BLOCK_ROWS),)](log_prob_gradient.contiguous(), entropy_gradient.contiguous(), flat,
                                           flat.stride(0), actions, gradient, rows, COMPONENTS=len(levels),
-                                          LEVELS=levels[0], BLOCK_LEVELS=block_levels(levels[0]),
-                                          BLOCK_ROWS=BLOCK_ROWS, **triton_launch.OPTIONS)
+                                          LEVELS=levels[0], BLOCK_ROWS=BLOCK_ROWS, **read_layout(flat, levels[0]),
+                                          **triton_launch.OPTIONS)
     return gradient
 
 

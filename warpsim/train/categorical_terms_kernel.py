@@ -9,22 +9,28 @@ import triton.language as tl
 
 
 @triton.jit
-def _log_softmax(logits_ptr, logits_stride, row, rows, component, LEVELS: tl.constexpr, BLOCK_LEVELS: tl.constexpr):
-    """One component of a block of rows (``logits_stride`` entries apart): its log-softmax float32[rows,
-    BLOCK_LEVELS] and its probabilities (both 0 past LEVELS and past the last row)."""
-    level = tl.arange(0, BLOCK_LEVELS)
-    kept = (row[:, None] < rows) & (level[None, :] < LEVELS)
-    at = row[:, None].to(tl.int64) * logits_stride + component * LEVELS + level[None, :]
-    return log_softmax_of(tl.load(logits_ptr + at, mask=kept, other=0.0).to(tl.float32), kept, LEVELS,
-                          BLOCK_LEVELS)
+def _log_softmax(logits_ptr, logits_stride, row, rows, component, LEVELS: tl.constexpr, BLOCK_LEVELS: tl.constexpr,
+                 ALIGN: tl.constexpr, ROW_ENTRIES: tl.constexpr):
+    """One component of a block of rows (``logits_stride`` entries apart, of which ROW_ENTRIES may be read): its
+    log-softmax float32[rows, BLOCK_LEVELS] and its probabilities (both 0 outside the component and past the last
+    row), and each column's level [BLOCK_LEVELS] (outside 0..LEVELS-1 for the columns not the component's). The
+    columns start at the component's first entry rounded down to a multiple of ALIGN: on rows padded to 16-byte
+    multiples, 16 bytes apart, so that a thread loads 8 bfloat16 entries at once and a row's sums cross fewer of a
+    warp's lanes (a component read from its first entry took a lane each, and five shuffles a row and sum)."""
+    column = component * LEVELS // ALIGN * ALIGN + tl.arange(0, BLOCK_LEVELS)
+    level = column - component * LEVELS
+    inside = (level >= 0) & (level < LEVELS)
+    logits = tl.load(logits_ptr + row[:, None].to(tl.int64) * logits_stride + column[None, :],
+                     mask=(row[:, None] < rows) & (column[None, :] < ROW_ENTRIES), other=0.0).to(tl.float32)
+    log_p, p = log_softmax_of(logits, inside[None, :], inside[None, :] & (row[:, None] < rows))
+    return log_p, p, level
 
 
 @triton.jit
-def log_softmax_of(logits, kept, LEVELS: tl.constexpr, BLOCK_LEVELS: tl.constexpr):
-    """A component's log-softmax float32[rows, BLOCK_LEVELS] from its logits float32[rows, BLOCK_LEVELS], and
-    its probabilities (both 0 where not ``kept``: past LEVELS, past the last row)."""
-    level = tl.arange(0, BLOCK_LEVELS)
-    logits = tl.where(level[None, :] < LEVELS, logits, float("-inf"))  # rows past the last stay finite
+def log_softmax_of(logits, inside, kept):
+    """A component's log-softmax float32[rows, columns] from its logits float32[rows, columns], in the columns
+    ``inside`` it, and its probabilities (both 0 where not ``kept``: outside it, past the last row)."""
+    logits = tl.where(inside, logits, float("-inf"))  # rows past the last stay finite
     shifted = logits - tl.max(logits, axis=1)[:, None]
     log_p = shifted - tl.log(tl.sum(tl.exp(shifted), axis=1))[:, None]
     return tl.where(kept, log_p, 0.0), tl.where(kept, tl.exp(log_p), 0.0)
@@ -43,26 +49,27 @@ def inverse_cdf(log_p, p, draw, LEVELS: tl.constexpr, BLOCK_LEVELS: tl.constexpr
 
 @triton.jit
 def _component(logits_ptr, logits_stride, actions_ptr, row, rows, component, COMPONENTS: tl.constexpr,
-               LEVELS: tl.constexpr, BLOCK_LEVELS: tl.constexpr):
+               LEVELS: tl.constexpr, BLOCK_LEVELS: tl.constexpr, ALIGN: tl.constexpr, ROW_ENTRIES: tl.constexpr):
     """``_log_softmax`` of a component, whether each column is its taken action, and its entropy float32[rows]."""
-    log_p, p = _log_softmax(logits_ptr, logits_stride, row, rows, component, LEVELS, BLOCK_LEVELS)
+    log_p, p, level = _log_softmax(logits_ptr, logits_stride, row, rows, component, LEVELS, BLOCK_LEVELS, ALIGN,
+                                   ROW_ENTRIES)
     action = tl.load(actions_ptr + row.to(tl.int64) * COMPONENTS + component, mask=row < rows, other=0)
-    return log_p, p, tl.arange(0, BLOCK_LEVELS)[None, :] == action[:, None], -tl.sum(p * log_p, axis=1)
+    return log_p, p, level[None, :] == action[:, None], -tl.sum(p * log_p, axis=1)
 
 
 @triton.jit
 def categorical_terms(logits_ptr, logits_stride, actions_ptr, log_prob_ptr, entropy_ptr, rows,
                       COMPONENTS: tl.constexpr, LEVELS: tl.constexpr, BLOCK_LEVELS: tl.constexpr,
-                      BLOCK_ROWS: tl.constexpr):
-    """logits float[rows, COMPONENTS * LEVELS] (any float dtype; its rows ``logits_stride`` entries apart),
-    actions int32[rows, COMPONENTS] -> log_prob and entropy float32[rows]; program i takes rows
-    i * BLOCK_ROWS.."""
+                      ALIGN: tl.constexpr, ROW_ENTRIES: tl.constexpr, BLOCK_ROWS: tl.constexpr):
+    """logits float[rows, COMPONENTS * LEVELS] (any float dtype; its rows ``logits_stride`` entries apart, of which
+    ROW_ENTRIES may be read), actions int32[rows, COMPONENTS] -> log_prob and entropy float32[rows]; program i
+    takes rows i * BLOCK_ROWS.. (ALIGN: ``_log_softmax``)."""
     row = tl.program_id(0) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)
     log_prob = tl.zeros((BLOCK_ROWS,), tl.float32)
     entropy = tl.zeros((BLOCK_ROWS,), tl.float32)
     for component in tl.static_range(COMPONENTS):
         log_p, _, taken, component_entropy = _component(logits_ptr, logits_stride, actions_ptr, row, rows, component,
-                                                        COMPONENTS, LEVELS, BLOCK_LEVELS)
+                                                        COMPONENTS, LEVELS, BLOCK_LEVELS, ALIGN, ROW_ENTRIES)
         log_prob += tl.sum(tl.where(taken, log_p, 0.0), axis=1)
         entropy += component_entropy
     tl.store(log_prob_ptr + row, log_prob, mask=row < rows)
@@ -72,18 +79,20 @@ def categorical_terms(logits_ptr, logits_stride, actions_ptr, log_prob_ptr, entr
 @triton.jit
 def categorical_terms_backward(log_prob_gradient_ptr, entropy_gradient_ptr, logits_ptr, logits_stride, actions_ptr,
                                gradient_ptr, rows, COMPONENTS: tl.constexpr, LEVELS: tl.constexpr,
-                               BLOCK_LEVELS: tl.constexpr, BLOCK_ROWS: tl.constexpr):
+                               BLOCK_LEVELS: tl.constexpr, ALIGN: tl.constexpr, ROW_ENTRIES: tl.constexpr,
+                               BLOCK_ROWS: tl.constexpr):
     """The gradient at the logits, in their dtype at ``gradient_ptr`` (rows of COMPONENTS * LEVELS entries), from
     the gradients float32[rows] of ``categorical_terms``' log_prob and entropy."""
     row = tl.program_id(0) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)
     log_prob_gradient = tl.load(log_prob_gradient_ptr + row, mask=row < rows, other=0.0)[:, None]
     entropy_gradient = tl.load(entropy_gradient_ptr + row, mask=row < rows, other=0.0)[:, None]
-    level = tl.arange(0, BLOCK_LEVELS)
     for component in tl.static_range(COMPONENTS):
         log_p, p, taken, entropy = _component(logits_ptr, logits_stride, actions_ptr, row, rows, component,
-                                              COMPONENTS, LEVELS, BLOCK_LEVELS)
+                                              COMPONENTS, LEVELS, BLOCK_LEVELS, ALIGN, ROW_ENTRIES)
         gradient = log_prob_gradient * (tl.where(taken, 1.0, 0.0) - p) \
             - entropy_gradient * p * (log_p + entropy[:, None])
-        at = row[:, None].to(tl.int64) * (COMPONENTS * LEVELS) + component * LEVELS + level[None, :]
-        tl.store(gradient_ptr + at, gradient.to(gradient_ptr.dtype.element_ty),
-                 mask=(row[:, None] < rows) & (level[None, :] < LEVELS))
+        column = component * LEVELS // ALIGN * ALIGN + tl.arange(0, BLOCK_LEVELS)[None, :]
+        level = column - component * LEVELS
+        tl.store(gradient_ptr + row[:, None].to(tl.int64) * (COMPONENTS * LEVELS) + column,
+                 gradient.to(gradient_ptr.dtype.element_ty),
+                 mask=(row[:, None] < rows) & (level >= 0) & (level < LEVELS))
