@@ -189,7 +189,7 @@ def _tanh_of(values_ptr, tanh_ptr, DOT: tl.constexpr):
 
 
 def test_on_a_gpu_the_kernels_tanh_makes_no_range_checks():
-    """``_tanh`` as the kernels compile it for a GPU (``DOT`` bfloat16) takes the exponential and the division that
+    """``_tanh`` as the kernels compile it for a GPU (``DOT`` bfloat16) takes the power of two and the division that
     flush subnormals: at least five machine instructions an entry fewer than the forms Triton's interpreter runs,
     compiled alike (the range checks around each; the same values, as its docstring says)."""
     def instructions(dot) -> int:
