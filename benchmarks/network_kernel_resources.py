@@ -42,16 +42,14 @@ COLUMNS = ("registers", "spill_bytes", "programs_per_sm", "loads_2_bytes", "load
            "butterfly_shuffles", "instructions", "row_loop_instructions")
 
 
-def resources(kernel, constants: dict, float32: set[str], warps: int, stages: int = 1,
-              divisible: frozenset[str] = frozenset(), pointers: dict[str, str] | None = None,
-              max_registers: int | None = None, options: dict = triton_launch.OPTIONS,
-              loop_passes: int | None = None) -> dict[str, int]:
+def compiled(kernel, constants: dict, float32: set[str], warps: int, stages: int = 1,
+             divisible: frozenset[str] = frozenset(), pointers: dict[str, str] | None = None,
+             max_registers: int | None = None, options: dict = triton_launch.OPTIONS):
     """``kernel`` compiled for sm_90 at these constants, as Triton's launcher specializes it: every pointer
     16-byte aligned, and the integer arguments named in ``divisible`` multiples of 16 (Triton specializes a
     size that is); pointers named in ``float32`` to float32, those in ``pointers`` to the type it gives
     (``"*bf16"``, ``"*i32"``), the others to int16 (bfloat16 bits); ptxas held to ``max_registers`` a thread
-    where given; with the launches' ``options`` (``triton_launch.OPTIONS``). With ``loop_passes``, also the
-    instructions of a pass of its outermost loop, the loops inside run that often (``loop_instructions``)."""
+    where given; with the launches' ``options`` (``triton_launch.OPTIONS``)."""
     pointers = pointers or {}
     signature = {name: "constexpr" if name in constants else
                  pointers.get(name, "*fp32" if name in float32 else "*i16") if name.endswith("_ptr") else "i32"
@@ -60,9 +58,18 @@ def resources(kernel, constants: dict, float32: set[str], warps: int, stages: in
                   if name not in constants and (name.endswith("_ptr") or name in divisible)}
     source = ASTSource(kernel, signature, constexprs={(kernel.arg_names.index(name),): value
                                                       for name, value in constants.items()}, attrs=attributes)
-    compiled = triton.compile(source, target=GPUTarget("cuda", 90, 32),
-                              options=dict(num_warps=warps, num_stages=stages, maxnreg=max_registers, **options))
-    ptx = compiled.asm["ptx"]
+    return triton.compile(source, target=GPUTarget("cuda", 90, 32),
+                          options=dict(num_warps=warps, num_stages=stages, maxnreg=max_registers, **options))
+
+
+def resources(kernel, constants: dict, float32: set[str], warps: int, stages: int = 1,
+              divisible: frozenset[str] = frozenset(), pointers: dict[str, str] | None = None,
+              max_registers: int | None = None, options: dict = triton_launch.OPTIONS,
+              loop_passes: int | None = None) -> dict[str, int]:
+    """What ``kernel`` ``compiled`` (the same arguments) uses. With ``loop_passes``, also the instructions of a pass
+    of its outermost loop, the loops inside run that often (``loop_instructions``)."""
+    kernel = compiled(kernel, constants, float32, warps, stages, divisible, pointers, max_registers, options)
+    ptx = kernel.asm["ptx"]
     with tempfile.NamedTemporaryFile("w", suffix=".ptx") as file:
         file.write(ptx)
         file.flush()
@@ -73,15 +80,15 @@ def resources(kernel, constants: dict, float32: set[str], warps: int, stages: in
     assert spills and registers, report
     used = int(registers[1])
     by_registers = REGISTERS_PER_SM // (-(-used // 8) * 8 * 32 * warps)
-    by_shared = SHARED_BYTES_PER_SM // (compiled.metadata.shared + SHARED_RESERVED_PER_PROGRAM)
+    by_shared = SHARED_BYTES_PER_SM // (kernel.metadata.shared + SHARED_RESERVED_PER_PROGRAM)
     return {"registers": used, "spill_bytes": int(spills[1]) + int(spills[2]),
             "programs_per_sm": min(by_registers, by_shared),
             "loads_2_bytes": len(re.findall(r"ld\.global(?:\.\w+)*\.b16\b", ptx)),
             "loads_16_bytes": len(re.findall(r"ld\.global(?:\.\w+)*\.v4\.b32\b", ptx)),
             "async_copies": len(re.findall(r"cp\.async\.c[ag]\.shared\.global", ptx)),
             "butterfly_shuffles": len(re.findall(r"shfl\.sync\.bfly", ptx)),
-            "instructions": machine_instructions(compiled.asm["cubin"])} | (
-        {} if loop_passes is None else {"row_loop_instructions": loop_instructions(compiled.asm["cubin"], loop_passes)})
+            "instructions": machine_instructions(kernel.asm["cubin"])} | (
+        {} if loop_passes is None else {"row_loop_instructions": loop_instructions(kernel.asm["cubin"], loop_passes)})
 
 
 def machine_code(cubin: bytes) -> str:

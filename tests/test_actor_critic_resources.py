@@ -14,7 +14,7 @@ from warpsim.train import fused_backward, fused_forward, fused_sampling, triton_
 triton = pytest.importorskip("triton")
 import triton.language as tl  # noqa: E402
 
-from warpsim.train.actor_critic_kernel import _bfloat16, _operand, _tanh  # noqa: E402
+from warpsim.train.actor_critic_kernel import _bfloat16, _operand, _round, _tanh  # noqa: E402
 
 NETWORK_KERNELS = load_script(Path(__file__).resolve().parent.parent / "benchmarks" / "network_kernel_resources.py")
 ALIGNED = frozenset({"inputs", "run_stride"})
@@ -196,3 +196,16 @@ def test_on_a_gpu_the_kernels_tanh_makes_no_range_checks():
         return NETWORK_KERNELS.resources(_tanh_of, {"DOT": dot}, {"values_ptr", "tanh_ptr"}, 4)["instructions"]
 
     assert instructions(tl.bfloat16) <= instructions(tl.float32) - 5
+
+
+@triton.jit
+def _round_trip(values_ptr, rounded_ptr, DOT: tl.constexpr):
+    offsets = tl.arange(0, 1024)
+    tl.store(rounded_ptr + offsets, _round(tl.load(values_ptr + offsets), DOT))
+
+
+def test_on_a_gpu_the_kernels_round_two_entries_a_conversion():
+    """``_round`` as the kernels compile it for a GPU converts two entries an instruction (a round trip through
+    bfloat16 compiled to one conversion an entry; the GPU tests check the values)."""
+    ptx = NETWORK_KERNELS.compiled(_round_trip, {"DOT": tl.bfloat16}, {"values_ptr", "rounded_ptr"}, 4).asm["ptx"]
+    assert "cvt.rn.bf16.f32" not in ptx and ptx.count("cvt.rn.bf16x2.f32") > 0

@@ -15,7 +15,7 @@ forward kernel)."""
 import triton
 import triton.language as tl
 
-from warpsim.train.actor_critic_kernel import _activated, _operand, _round, _trunk
+from warpsim.train.actor_critic_kernel import _activated, _as_operand, _operand, _round, _trunk
 
 
 @triton.jit
@@ -40,7 +40,7 @@ def _tanh_gradient(gradient, features, DOT: tl.constexpr):
     """The gradient at a tanh layer's sum from that at its output float32 and the output (an operand):
     times 1 - tanh^2, rounded, as an operand."""
     features = features.to(tl.float32)
-    return _round(gradient * (1.0 - features * features), DOT).to(DOT)
+    return _as_operand(gradient * (1.0 - features * features), DOT)
 
 
 @triton.jit

@@ -37,14 +37,31 @@ def _operand(bits, DOT: tl.constexpr):
 
 @triton.jit
 def _round(values, DOT: tl.constexpr):
-    """float32 rounded to the nearest bfloat16 (ties to even), kept in float32; NaN stays NaN."""
+    """float32 rounded to the nearest bfloat16 (ties to even), kept in float32; NaN stays NaN. On a GPU (``DOT``
+    bfloat16) two entries a conversion, where the round trip through bfloat16 took one each, and an SM converts 16
+    a clock, as it takes tanh's exponentials: cvt.rn.bf16x2.f32 d, a, b rounds as cvt.rn.bf16.f32 and puts a's
+    bfloat16 in d's upper half, b's in its lower (as Triton's own conversions order them), so the pack's first
+    entry ($2) goes in as b and comes back shifted up ($0), the second ($3, as a) masked ($1)."""
     if DOT == tl.bfloat16:
-        rounded = values.to(tl.bfloat16).to(tl.float32)
+        rounded = tl.inline_asm_elementwise(
+            "{ .reg .b32 pair; cvt.rn.bf16x2.f32 pair, $3, $2; shl.b32 $0, pair, 16; and.b32 $1, pair, 0xffff0000; }",
+            "=r,=r,f,f", [values], dtype=tl.int32, is_pure=True, pack=2).to(tl.float32, bitcast=True)
     else:
         bits = values.to(tl.uint32, bitcast=True)
         rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000).to(tl.float32, bitcast=True)
         rounded = tl.where(values != values, values, rounded)
     return rounded
+
+
+@triton.jit
+def _as_operand(values, DOT: tl.constexpr):
+    """float32 rounded to the nearest bfloat16 as a product's operand of type DOT: on a GPU converted (two entries a
+    conversion), in the interpreter ``_round``."""
+    if DOT == tl.bfloat16:
+        operand = values.to(tl.bfloat16)
+    else:
+        operand = _round(values, DOT)
+    return operand
 
 
 @triton.jit
@@ -66,7 +83,7 @@ def _activated(summed, bias_ptr, unit, HIDDEN: tl.constexpr, DOT: tl.constexpr):
     """A layer's output as autocast gives it: the product's sum plus the bias, rounded, its tanh
     rounded; as a product's operand."""
     bias = _bfloat16(tl.load(bias_ptr + unit, mask=unit < HIDDEN, other=0))
-    return _round(_tanh(_round(summed + bias[None, :], DOT), DOT), DOT).to(DOT)
+    return _as_operand(_tanh(_round(summed + bias[None, :], DOT), DOT), DOT)
 
 
 @triton.jit

@@ -154,14 +154,14 @@ WHOLE_TRUNK_BLOCK_INPUTS = 64
 """Observation entries per product of the trunk's first layer in a whole trunk's program (``fused_trunk_backward``;
 a layer's keeps ``BLOCK_INPUTS``, 16): two products at train-ref's 80 inputs, where a block of rows made five.
 Compiled for sm_90 at train-ref's shapes (benchmarks/network_kernel_resources.py's ``row_loop_instructions``), a
-block of rows then issues 515 machine instructions a warp in the actor's program, against 550 at 16 inputs and 526
+block of rows then issues 498 machine instructions a warp in the actor's program, against 532 at 16 inputs and 509
 at 128, in 184 registers against 210 and 196: one program an SM each, no spills on rows aligned or not."""
 
 
 MOST_UNROLLED_CHUNKS = 8
 """The most products the gradients' kernels unroll the first layer into (``input_chunks``): unrolled, a product's
 part of the weight is read once, before a program's loop over blocks of rows (at train-ref a block of the actor's
-whole-trunk program issues 515 machine instructions a warp against 572 in a loop); each part takes its place in
+whole-trunk program issues 498 machine instructions a warp against 553 in a loop); each part takes its place in
 shared memory (8 KB at 64 inputs by 64 units), so that larger observations keep the loop."""
 
 
