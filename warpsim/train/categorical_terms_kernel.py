@@ -9,6 +9,14 @@ import triton.language as tl
 
 
 @triton.jit
+def _columns(component, LEVELS: tl.constexpr, BLOCK_LEVELS: tl.constexpr, ALIGN: tl.constexpr):
+    """A component's columns [BLOCK_LEVELS] in a row, from its first entry rounded down to a multiple of ALIGN, and
+    their levels (outside 0..LEVELS-1 for the columns not the component's)."""
+    column = component * LEVELS // ALIGN * ALIGN + tl.arange(0, BLOCK_LEVELS)
+    return column, column - component * LEVELS
+
+
+@triton.jit
 def _log_softmax(logits_ptr, logits_stride, row, rows, component, LEVELS: tl.constexpr, BLOCK_LEVELS: tl.constexpr,
                  ALIGN: tl.constexpr, ROW_ENTRIES: tl.constexpr):
     """One component of a block of rows (``logits_stride`` entries apart, of which ROW_ENTRIES may be read): its
@@ -17,8 +25,7 @@ def _log_softmax(logits_ptr, logits_stride, row, rows, component, LEVELS: tl.con
     columns start at the component's first entry rounded down to a multiple of ALIGN: on rows padded to 16-byte
     multiples, 16 bytes apart, so that a thread loads 8 bfloat16 entries at once and a row's sums cross fewer of a
     warp's lanes (a component read from its first entry took a lane each, and five shuffles a row and sum)."""
-    column = component * LEVELS // ALIGN * ALIGN + tl.arange(0, BLOCK_LEVELS)
-    level = column - component * LEVELS
+    column, level = _columns(component, LEVELS, BLOCK_LEVELS, ALIGN)
     inside = (level >= 0) & (level < LEVELS)
     logits = tl.load(logits_ptr + row[:, None].to(tl.int64) * logits_stride + column[None, :],
                      mask=(row[:, None] < rows) & (column[None, :] < ROW_ENTRIES), other=0.0).to(tl.float32)
@@ -91,8 +98,7 @@ def categorical_terms_backward(log_prob_gradient_ptr, entropy_gradient_ptr, logi
                                               COMPONENTS, LEVELS, BLOCK_LEVELS, ALIGN, ROW_ENTRIES)
         gradient = log_prob_gradient * (tl.where(taken, 1.0, 0.0) - p) \
             - entropy_gradient * p * (log_p + entropy[:, None])
-        column = component * LEVELS // ALIGN * ALIGN + tl.arange(0, BLOCK_LEVELS)[None, :]
-        level = column - component * LEVELS
-        tl.store(gradient_ptr + row[:, None].to(tl.int64) * (COMPONENTS * LEVELS) + column,
+        column, level = _columns(component, LEVELS, BLOCK_LEVELS, ALIGN)
+        tl.store(gradient_ptr + row[:, None].to(tl.int64) * (COMPONENTS * LEVELS) + column[None, :],
                  gradient.to(gradient_ptr.dtype.element_ty),
-                 mask=(row[:, None] < rows) & (level >= 0) & (level < LEVELS))
+                 mask=(row[:, None] < rows) & (level[None, :] >= 0) & (level[None, :] < LEVELS))
