@@ -23,9 +23,9 @@ does not, and on an H200 at train-ref 1, 2 and 3 stages of the forward kernel ra
 def max_registers(hidden: int) -> int:
     """The registers ``launch_sample`` holds a thread to at hidden layers of ``hidden``: as many as leave the kernel
     as many programs an SM as it has without sampling (ptxas, sm_90, at train-ref's shapes, no spills either way).
-    Four at widths up to 64: 128 (left to its choice the sampled kernel takes 107); three above: 168 (left to its
-    choice, 170 and two)."""
-    return 128 if hidden <= 64 else 168
+    Five at widths up to 64: 96 (left to its choice the sampled kernel takes 105, four programs); three above: 168
+    (left to its choice, 159)."""
+    return 96 if hidden <= 64 else 168
 
 
 @torch.library.custom_op("warpsim::actor_critic_sample", mutates_args=(), tags=(torch.Tag.flexible_layout,))
