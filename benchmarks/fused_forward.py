@@ -50,15 +50,16 @@ LAUNCH_SHAPES = [(16, 4, 2, True), (32, 4, 2, True), (64, 4, 1, True), (64, 4, 2
                  (64, 8, 2, True), (128, 4, 2, True), (128, 8, 2, True), (64, 4, 1, False)]
 """(rows, warps, stages, aligned rows) per program at which a GPU times the kernel alone; the last is the launch
 before rows were aligned (``fused_forward.ROW_ALIGNMENT``)."""
-BACKWARD_LAUNCH_SHAPES = [(16, 4, True, 1, True), (16, 8, True, 1, True), (32, 8, True, 1, True),
-                          (32, 8, True, 2, True), (32, 16, True, 1, True), (16, 4, False, 1, True),
-                          (32, 4, False, 1, True), (32, 8, False, 1, True), (32, 8, False, 2, True),
-                          (32, 8, True, 1, False)]
-"""(rows, warps, whole trunks, stages, aligned rows) per program at which a GPU times the gradients' kernels alone:
-a whole trunk's gradients a launch (at width 64 in 255 registers by 4 warps at 16 rows, 171 by 8; 212 by 8 at 32
-rows, the default; by 16 at 32 rows the actor's 128 with 168 bytes of spills, the critic's 128 with none, twice the
-warps of an SM's one program; ptxas, sm_90) or a layer's (``launch_backward``'s ``whole_trunks``); the last the
-default before rows were aligned."""
+BACKWARD_LAUNCH_SHAPES = [(16, 4, True, 1, True, None), (16, 8, True, 1, True, None), (32, 8, True, 1, True, None),
+                          (32, 8, True, 2, True, None), (32, 16, True, 1, True, None), (32, 8, True, 1, True, 128),
+                          (16, 4, False, 1, True, None), (32, 4, False, 1, True, None), (32, 8, False, 1, True, None),
+                          (32, 8, False, 2, True, None), (32, 8, True, 1, False, None)]
+"""(rows, warps, whole trunks, stages, aligned rows, registers a thread is held to) per program at which a GPU times
+the gradients' kernels alone: a whole trunk's gradients a launch (at width 64, the actor's and the critic's: 255 and
+236 registers by 4 warps at 16 rows, two programs an SM; 162 and 146 by 8; 184 and 166 by 8 at 32 rows, the
+default, one; by 16 at 32 rows 128 with 72 bytes of spills and 96, twice the warps of an SM's one program; held to
+128 by 8 at 32 rows, two programs an SM, with 508 and 28 bytes of spills; ptxas, sm_90) or a layer's
+(``launch_backward``'s ``whole_trunks``); the last the default before rows were aligned."""
 
 
 def timed(step, repeats: int, device: torch.device) -> float:
@@ -123,20 +124,21 @@ def launch_shape_times(operands: list[tuple], backward_operands: list[tuple], in
         for arguments in operands if aligned else as_they_were:
             fused_forward.launch(*arguments, block_rows=block_rows, warps=warps, stages=stages)
 
-    def backward(block_rows: int, warps: int, whole_trunks: bool, stages: int, aligned: bool) -> None:
+    def backward(block_rows: int, warps: int, whole_trunks: bool, stages: int, aligned: bool,
+                 max_registers: int | None) -> None:
         for arguments in backward_operands if aligned else backward_as_they_were:
             fused_backward.launch_backward(*arguments, block_rows=block_rows, warps=warps, whole_trunks=whole_trunks,
-                                          stages=stages)
+                                          stages=stages, max_registers=max_registers)
 
     forward_times = [{"block_rows": block_rows, "warps": warps, "stages": stages, "aligned": aligned,
                       "ms": 1e3 * timed(functools.partial(forward, block_rows, warps, stages, aligned), repeats,
                                         device)}
                      for block_rows, warps, stages, aligned in LAUNCH_SHAPES]
     backward_times = [{"block_rows": block_rows, "warps": warps, "whole_trunks": whole_trunks, "stages": stages,
-                       "aligned": aligned,
-                       "ms": 1e3 * timed(functools.partial(backward, block_rows, warps, whole_trunks, stages, aligned),
-                                         repeats, device)}
-                      for block_rows, warps, whole_trunks, stages, aligned in BACKWARD_LAUNCH_SHAPES]
+                       "aligned": aligned, "max_registers": max_registers,
+                       "ms": 1e3 * timed(functools.partial(backward, block_rows, warps, whole_trunks, stages, aligned,
+                                                           max_registers), repeats, device)}
+                      for block_rows, warps, whole_trunks, stages, aligned, max_registers in BACKWARD_LAUNCH_SHAPES]
     return forward_times, backward_times
 
 
@@ -310,8 +312,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  forward and backward: eager {result['eager_learning_ms']:.3f} ms, fused "
           f"{result['fused_learning_ms']:.3f} ms ({result['learning_speedup']:.1f}x)")
     for shape in result["backward_launch_shapes"]:
+        held = f", held to {shape['max_registers']} registers" if shape["max_registers"] else ""
         print(f"  the gradients' kernels alone, {'a whole trunk' if shape['whole_trunks'] else 'a layer'} a launch, "
-              f"{shape['block_rows']} rows by {shape['warps']} warps a program, {shape['stages']} stages, rows "
+              f"{shape['block_rows']} rows by {shape['warps']} warps a program, {shape['stages']} stages{held}, rows "
               f"{'aligned' if shape['aligned'] else 'unaligned'}: {shape['ms']:.3f} ms")
     for products in ("first layers", "policy head"):
         unaligned_ms, aligned_ms = (case["ms"] for case in result["product_alignment"]

@@ -397,7 +397,8 @@ from pathlib import Path
 script = load_script(Path({str(tests.parent / "benchmarks" / "fused_forward.py")!r}))
 from warpsim.train import fused_forward
 script.LAUNCH_SHAPES = [(16, 4, 2, True), (16, 4, 1, False)]
-script.BACKWARD_LAUNCH_SHAPES = [(16, 8, True, 2, True), (16, 4, False, 1, True), (16, 8, True, 1, False)]
+script.BACKWARD_LAUNCH_SHAPES = [(16, 8, True, 2, True, None), (16, 4, False, 1, True, 128),
+                                 (16, 8, True, 1, False, None)]
 arguments = tuple(fused_forward.aligned_rows(value) if index in (0, 1, 5) else value
                   for index, value in enumerate(weights({CASES[0]!r})))
 print(json.dumps(script.launch_shape_times([arguments], [(*output_gradients(arguments, 0), *arguments)],
@@ -408,9 +409,9 @@ print(json.dumps(script.launch_shape_times([arguments], [(*output_gradients(argu
     assert result.returncode == 0, result.stderr[-2000:]
     (forward, before), (whole, by_layer, whole_before) = json.loads(result.stdout)
     assert [(shape["stages"], shape["aligned"]) for shape in (forward, before)] == [(2, True), (1, False)]
-    assert [(shape["warps"], shape["whole_trunks"], shape["stages"], shape["aligned"])
-            for shape in (whole, by_layer, whole_before)] == [(8, True, 2, True), (4, False, 1, True),
-                                                              (8, True, 1, False)]
+    assert [(shape["warps"], shape["whole_trunks"], shape["stages"], shape["aligned"], shape["max_registers"])
+            for shape in (whole, by_layer, whole_before)] == [(8, True, 2, True, None), (4, False, 1, True, 128),
+                                                              (8, True, 1, False, None)]
     assert all(shape["ms"] > 0 for shape in (forward, before, whole, by_layer, whole_before))
 
 

@@ -191,13 +191,15 @@ def launch_backward(policy_gradient: torch.Tensor, value_gradient: torch.Tensor,
                     policy_weight: torch.Tensor, policy_bias: torch.Tensor, value_weight: torch.Tensor,
                     value_bias: torch.Tensor, shared_trunk: bool, block_rows: int = BACKWARD_BLOCK_ROWS,
                     warps: int | None = None, programs: int | None = None,
-                    whole_trunks: bool | None = None, stages: int = 1) -> torch.Tensor:
+                    whole_trunks: bool | None = None, stages: int = 1,
+                    max_registers: int | None = None) -> torch.Tensor:
     """``actor_critic_backward`` by the Triton kernels (``actor_critic_backward_kernel``) on the observations'
     device (a CPU through Triton's interpreter): with ``whole_trunks`` one launch per trunk
     (``fused_trunk_backward``), otherwise one per layer and head of each (``fused_actor_critic_backward``);
     by default whole trunks where they fit (``WHOLE_TRUNK_HIDDEN``, two layers at most). ``block_rows`` and
     ``warps`` (default: ``backward_warps``) shape a program, ``stages`` pipelines its loops (Triton's
-    ``num_stages``); ``programs``: per run, how many partial sums each launch makes (default ``PARTIAL_SUMS``
+    ``num_stages``), ``max_registers`` holds a thread to that many (Triton's ``maxnreg``; default: ptxas's choice);
+    ``programs``: per run, how many partial sums each launch makes (default ``PARTIAL_SUMS``
     over the runs, at most one per block of rows; a program left without rows sums to zero)."""
     import triton.language as tl
 
@@ -240,7 +242,7 @@ def launch_backward(policy_gradient: torch.Tensor, value_gradient: torch.Tensor,
             WITH_VALUE=with_value, BLOCK_ROWS=block_rows, BLOCK_INPUTS=whole_trunk_inputs,
             BLOCK_HIDDEN=power_of_two(hidden), BLOCK_OUTPUTS=power_of_two(outputs), BLOCK_IN=first_columns,
             DOT=dot, INPUT_CHUNKS=input_chunks(inputs, whole_trunk_inputs), num_warps=warps, num_stages=stages,
-            **triton_launch.OPTIONS)
+            maxnreg=max_registers, **triton_launch.OPTIONS)
 
     def launch_for(trunk: int, target: int, head: int, with_value: bool) -> None:
         """The partial sums of the gradients of layer ``target``'s weight and bias of the trunk whose
@@ -260,7 +262,7 @@ def launch_backward(policy_gradient: torch.Tensor, value_gradient: torch.Tensor,
             WITH_VALUE=with_value, BLOCK_ROWS=block_rows, BLOCK_INPUTS=layer_inputs,
             BLOCK_HIDDEN=power_of_two(hidden), BLOCK_OUTPUTS=power_of_two(outputs), BLOCK_OUT=power_of_two(out),
             BLOCK_IN=columns, DOT=dot, INPUT_CHUNKS=input_chunks(inputs, layer_inputs), num_warps=warps,
-            num_stages=stages, **triton_launch.OPTIONS)
+            num_stages=stages, maxnreg=max_registers, **triton_launch.OPTIONS)
 
     if whole_trunks:
         launch_trunk(0, 8, shared_trunk)
