@@ -40,7 +40,7 @@ ROW_ALIGNMENT = 16
 """The kernels take the observations' rows, and the first layer's weight's, padded with zeros to a multiple of
 this many entries (``aligned_rows``). Triton specializes a size divisible by 16: the kernels then read a row's
 entries 8 at a time (16-byte loads, against one 2-byte load each), and the forward kernel pipelines the first
-layer's reads (ptxas, sm_90, at train-ref's 71 inputs padded to 80: 98 registers against 128;
+layer's reads (ptxas, sm_90, at train-ref's 71 inputs padded to 80: 96 registers against 128;
 benchmarks/results/kernel_resources-networks.md)."""
 STAGES = 2
 """Software-pipelining stages of the forward kernel's first layer (Triton's ``num_stages``): the next block of
