@@ -44,12 +44,17 @@ def _tanh_gradient(gradient, features, DOT: tl.constexpr):
 
 
 @triton.jit
+def _sum_column():
+    """bool[1, 16]: the column of a bias's sums [N, 16] (``_row_sums``) that holds them, the first."""
+    return tl.arange(0, 16)[None, :] == 0
+
+
+@triton.jit
 def _row_sums(operand, sums, BLOCK_ROWS: tl.constexpr, DOT: tl.constexpr):
     """``sums`` float32[N, 16] plus, in its column 0, ``operand``'s [rows, N] sums over its rows: a product with a
     column of ones on the tensor cores, where a sum over rows spread across the warps took shuffles and barriers
     (a fifth of a block's instructions in the actor's whole-trunk program)."""
-    first = tl.arange(0, 16)[None, :] == 0
-    ones = tl.broadcast_to(tl.where(first, 1.0, 0.0), (BLOCK_ROWS, 16)).to(DOT)
+    ones = tl.broadcast_to(tl.where(_sum_column(), 1.0, 0.0), (BLOCK_ROWS, 16)).to(DOT)
     return tl.dot(tl.trans(operand), ones, sums)
 
 
@@ -64,7 +69,7 @@ def _head_sums(features, gradient_ptr, row, rows, weight_sum, bias_sum, OUTPUTS:
         first = tl.arange(0, BLOCK_OUTPUTS) == 0
         column = tl.sum(gradient[:, None] * features.to(tl.float32), axis=0)
         weight_sum += tl.where(first[:, None], column[None, :], 0.0)
-        bias_sum += tl.where(first[:, None] & (tl.arange(0, 16)[None, :] == 0), tl.sum(gradient), 0.0)
+        bias_sum += tl.where(first[:, None] & _sum_column(), tl.sum(gradient), 0.0)
     else:
         output = tl.arange(0, BLOCK_OUTPUTS)
         bits = tl.load(gradient_ptr + row[:, None].to(tl.int64) * OUTPUTS + output[None, :],
@@ -104,9 +109,8 @@ def _store_sums(weight_sums_ptr, bias_sums_ptr, partial, weight_sum, bias_sum, f
     out, into = tl.arange(0, BLOCK_OUT), first_column + tl.arange(0, BLOCK_IN)
     tl.store(weight_sums_ptr + partial + out[:, None] * target_in + into[None, :], weight_sum,
              mask=(out[:, None] < target_out) & (into[None, :] < target_in))
-    column = tl.arange(0, 16)[None, :]
-    tl.store(bias_sums_ptr + partial + out[:, None] + column, bias_sum,
-             mask=(out[:, None] < tl.where(first_column == 0, target_out, 0)) & (column == 0))
+    tl.store(bias_sums_ptr + partial + out[:, None] + tl.arange(0, 16)[None, :], bias_sum,
+             mask=(out[:, None] < tl.where(first_column == 0, target_out, 0)) & _sum_column())
 
 
 @triton.jit
