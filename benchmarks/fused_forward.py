@@ -55,11 +55,11 @@ BACKWARD_LAUNCH_SHAPES = [(16, 4, True, 1, True, None), (16, 8, True, 1, True, N
                           (16, 4, False, 1, True, None), (32, 4, False, 1, True, None), (32, 8, False, 1, True, None),
                           (32, 8, False, 2, True, None), (32, 8, True, 1, False, None)]
 """(rows, warps, whole trunks, stages, aligned rows, registers a thread is held to) per program at which a GPU times
-the gradients' kernels alone: a whole trunk's gradients a launch (at width 64, the actor's and the critic's: 255 and
-236 registers by 4 warps at 16 rows, two programs an SM; 162 and 146 by 8; 184 and 166 by 8 at 32 rows, the
-default, one; by 16 at 32 rows 128 with 72 bytes of spills and 96, twice the warps of an SM's one program; held to
-128 by 8 at 32 rows, two programs an SM, with 508 and 28 bytes of spills; ptxas, sm_90) or a layer's
-(``launch_backward``'s ``whole_trunks``); the last the default before rows were aligned."""
+the gradients' kernels alone: a whole trunk's gradients a launch (at width 64, the actor's and the critic's: 238 and
+210 registers by 4 warps at 16 rows, two programs an SM; 161 and 124 by 8, one and two; 178 and 128 by 8 at 32
+rows, the default, one and two; by 16 at 32 rows 128 with 72 bytes of spills and 98, twice the warps of an SM's
+one program; held to 128 by 8 at 32 rows, two programs an SM, with 192 bytes of spills and none; ptxas, sm_90) or a
+layer's (``launch_backward``'s ``whole_trunks``); the last the default before rows were aligned."""
 
 
 def timed(step, repeats: int, device: torch.device) -> float:

@@ -139,24 +139,32 @@ def forward(hidden: int, stages: int, aligned: bool, sampled: bool = False, outp
                      max_registers=fused_sampling.max_registers(hidden) if sampled else None)
 
 
-def trunk_backward(outputs: int, with_value: bool, aligned: bool, unrolled: bool = True) -> dict[str, int]:
+def trunk_backward(outputs: int, with_value: bool, aligned: bool, unrolled: bool = True,
+                   narrow_tail: bool = True) -> dict[str, int]:
     """The whole-trunk gradients' kernel as ``fused_backward.launch_backward`` launches it at train-ref's shapes:
     the actor's (42 logits), the critic's (``outputs`` 1) or a shared trunk's (``with_value``); not ``unrolled``,
-    its first layer's products in a loop (``fused_backward.input_chunks``)."""
+    its first layer's products in a loop (``fused_backward.input_chunks``); not ``narrow_tail``, the inputs in
+    whole blocks of 64 and the first layer's weight's gradient in one block of 128, where the launch takes a
+    narrower block for the 16 inputs past 64 (``fused_backward.first_layer_columns``)."""
     from warpsim.train.actor_critic_backward_kernel import fused_trunk_backward
-    hidden = fused_backward.WHOLE_TRUNK_HIDDEN
+    hidden, block_inputs = fused_backward.WHOLE_TRUNK_HIDDEN, fused_backward.WHOLE_TRUNK_BLOCK_INPUTS
+    if narrow_tail:
+        columns = fused_backward.first_layer_columns(TRAIN_REF_INPUTS)
+        chunks = fused_backward.chunk_constants(TRAIN_REF_INPUTS, block_inputs)
+    else:
+        columns = (fused_backward.FIRST_LAYER_INPUTS, 0)
+        chunks = dict(INPUT_CHUNKS=-(-TRAIN_REF_INPUTS // block_inputs), INPUT_TAIL=0)
     constants = dict(HIDDEN=hidden, LAYERS=2, OUTPUTS=outputs, WITH_VALUE=with_value,
-                     BLOCK_ROWS=fused_backward.BACKWARD_BLOCK_ROWS, BLOCK_INPUTS=fused_backward.WHOLE_TRUNK_BLOCK_INPUTS,
+                     BLOCK_ROWS=fused_backward.BACKWARD_BLOCK_ROWS, BLOCK_INPUTS=block_inputs,
                      BLOCK_HIDDEN=hidden, BLOCK_OUTPUTS=max(16, 1 << (outputs - 1).bit_length()),
-                     BLOCK_IN=fused_backward.FIRST_LAYER_INPUTS, DOT=tl.bfloat16,
-                     INPUT_CHUNKS=fused_backward.input_chunks(TRAIN_REF_INPUTS, fused_backward.WHOLE_TRUNK_BLOCK_INPUTS)
-                     if unrolled else 0)
+                     BLOCK_IN=columns[0], TAIL_IN=columns[1], DOT=tl.bfloat16,
+                     **(chunks if unrolled else dict(INPUT_CHUNKS=0, INPUT_TAIL=0)))
     float32 = {name for name in fused_trunk_backward.arg_names if name.endswith("sums_ptr")}
     float32 |= {"value_weight_ptr", "value_gradient_ptr"}
     float32 |= {"head_weight_ptr", "head_gradient_ptr"} if outputs == 1 else set()
     return resources(fused_trunk_backward, constants, float32, fused_backward.backward_warps(hidden, True), 1,
                      frozenset({"run_stride", "inputs"} if aligned else ()),
-                     loop_passes=-(-TRAIN_REF_INPUTS // fused_backward.WHOLE_TRUNK_BLOCK_INPUTS))
+                     loop_passes=-(-TRAIN_REF_INPUTS // block_inputs))
 
 
 def categorical(kernel_name: str) -> dict[str, int]:

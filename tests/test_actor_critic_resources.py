@@ -52,12 +52,14 @@ def test_the_gradients_kernel_stays_in_registers(hidden, target, outputs, with_v
     import triton.language as tl
 
     from warpsim.train.actor_critic_backward_kernel import fused_actor_critic_backward
-    blocks = [min(128, fused_backward.FIRST_LAYER_INPUTS), max(16, 1 << (outputs - 1).bit_length())]
-    out, into = {0: (hidden, blocks[0]), 1: (hidden, hidden), 2: (blocks[1], hidden)}[target]
+    first_columns, tail = fused_backward.first_layer_columns(71)
+    block_outputs = max(16, 1 << (outputs - 1).bit_length())
+    out, into = {0: (hidden, first_columns), 1: (hidden, hidden), 2: (block_outputs, hidden)}[target]
     constants = dict(HIDDEN=hidden, LAYERS=2, OUTPUTS=outputs, TARGET=target, WITH_VALUE=with_value,
                      BLOCK_ROWS=fused_backward.BACKWARD_BLOCK_ROWS, BLOCK_INPUTS=fused_forward.BLOCK_INPUTS,
-                     BLOCK_HIDDEN=hidden, BLOCK_OUTPUTS=blocks[1], BLOCK_OUT=out, BLOCK_IN=into, DOT=tl.bfloat16,
-                     INPUT_CHUNKS=fused_backward.input_chunks(71, fused_forward.BLOCK_INPUTS))
+                     BLOCK_HIDDEN=hidden, BLOCK_OUTPUTS=block_outputs, BLOCK_OUT=out, BLOCK_IN=into,
+                     TAIL_IN=tail if target == 0 else 0, DOT=tl.bfloat16,
+                     **fused_backward.chunk_constants(71, fused_forward.BLOCK_INPUTS))
     float32 = {"value_weight_ptr", "value_gradient_ptr", "weight_sums_ptr", "bias_sums_ptr"}
     float32 |= {"head_weight_ptr", "head_gradient_ptr"} if outputs == 1 else set()
     used = resources(fused_actor_critic_backward, constants, float32, fused_backward.backward_warps(hidden, False))
@@ -76,11 +78,12 @@ def test_a_whole_trunks_gradients_kernel_stays_in_registers(outputs, with_value)
 
     from warpsim.train.actor_critic_backward_kernel import fused_trunk_backward
     hidden = fused_backward.WHOLE_TRUNK_HIDDEN
+    first_columns, tail = fused_backward.first_layer_columns(71)
     constants = dict(HIDDEN=hidden, LAYERS=2, OUTPUTS=outputs, WITH_VALUE=with_value,
                      BLOCK_ROWS=fused_backward.BACKWARD_BLOCK_ROWS, BLOCK_INPUTS=fused_backward.WHOLE_TRUNK_BLOCK_INPUTS,
                      BLOCK_HIDDEN=hidden, BLOCK_OUTPUTS=max(16, 1 << (outputs - 1).bit_length()),
-                     BLOCK_IN=min(128, fused_backward.FIRST_LAYER_INPUTS), DOT=tl.bfloat16,
-                     INPUT_CHUNKS=fused_backward.input_chunks(71, fused_backward.WHOLE_TRUNK_BLOCK_INPUTS))
+                     BLOCK_IN=first_columns, TAIL_IN=tail, DOT=tl.bfloat16,
+                     **fused_backward.chunk_constants(71, fused_backward.WHOLE_TRUNK_BLOCK_INPUTS))
     float32 = {name for name in fused_trunk_backward.arg_names if name.endswith("sums_ptr")}
     float32 |= {"value_weight_ptr", "value_gradient_ptr"}
     float32 |= {"head_weight_ptr", "head_gradient_ptr"} if outputs == 1 else set()
@@ -121,6 +124,18 @@ def test_a_whole_trunks_gradients_program_reads_its_first_layers_weight_before_i
                             for unrolled in (False, True))
         assert unrolled["row_loop_instructions"] < looped["row_loop_instructions"] * 0.95, (outputs, unrolled, looped)
         assert unrolled["registers"] <= looped["registers"] and unrolled["spill_bytes"] == 0, (unrolled, looped)
+
+
+def test_a_narrow_last_block_of_inputs_saves_the_whole_trunk_gradients_work_and_registers():
+    """Train-ref's 80 inputs as 64 and 16 (``fused_backward.first_layer_columns`` and ``input_chunks``), not as
+    blocks of 64 and 128 of which 48 entries a row are zeros: a block of rows issues fewer instructions in no more
+    registers, and the critic's program fits two to an SM."""
+    for outputs in (42, 1):
+        whole, narrow = (NETWORK_KERNELS.trunk_backward(outputs, False, True, narrow_tail=narrow_tail)
+                         for narrow_tail in (False, True))
+        assert narrow["row_loop_instructions"] < whole["row_loop_instructions"], (outputs, narrow, whole)
+        assert narrow["registers"] <= whole["registers"] and narrow["spill_bytes"] == 0, (outputs, narrow, whole)
+    assert narrow["programs_per_sm"] == 2 > whole["programs_per_sm"], (narrow, whole)
 
 
 @pytest.mark.parametrize("kernel", ["categorical_terms", "categorical_terms_backward"])

@@ -245,6 +245,29 @@ def test_the_kernel_computes_as_the_eager_forward_on_a_gpu(case):
         torch.testing.assert_close(mine.cpu(), theirs, rtol=2 ** -7, atol=2 ** -7 * case["scale"])
 
 
+def test_the_gradients_kernels_cover_the_first_layers_inputs_with_the_fewest_padded_entries():
+    """``input_chunks`` and ``first_layer_columns`` cover every input with blocks of a power of two (at least 16),
+    the last narrower where the inputs leave part of a block: train-ref's 80 as 64 and 16, not 128."""
+    assert fused_backward.input_chunks(80, fused_backward.WHOLE_TRUNK_BLOCK_INPUTS) == (1, 16)
+    assert fused_backward.first_layer_columns(80) == (64, 16)
+    for inputs in range(1, 600):
+        for block in (16, min(fused_backward.WHOLE_TRUNK_BLOCK_INPUTS, fused_forward.power_of_two(inputs))):
+            chunks, tail = fused_backward.input_chunks(inputs, block)
+            if chunks == 0:  # a loop of whole blocks
+                assert tail == 0 and -(-inputs // block) > fused_backward.MOST_UNROLLED_CHUNKS, (inputs, block)
+                continue
+            covered = chunks * block
+            assert covered < inputs + block and (tail == 0) == (covered >= inputs), (inputs, block, chunks, tail)
+            assert tail == 0 or tail == fused_forward.power_of_two(inputs - covered) < block, (inputs, block, tail)
+        columns, tail = fused_backward.first_layer_columns(inputs)
+        assert columns == fused_forward.power_of_two(columns), (inputs, columns)
+        if inputs > fused_backward.FIRST_LAYER_INPUTS:
+            assert (columns, tail) == (fused_backward.FIRST_LAYER_INPUTS, 0), inputs
+        else:
+            assert columns + tail >= inputs and columns + tail <= fused_forward.power_of_two(inputs), (inputs, tail)
+            assert tail == 0 or tail == fused_forward.power_of_two(inputs - columns) < columns, (inputs, tail)
+
+
 BACKWARD_CASES = [
     dict(CASES[0], programs=1),  # whole trunks: three blocks of rows summed by one program
     dict(CASES[0], programs=2, whole_trunks=False),  # a layer a launch

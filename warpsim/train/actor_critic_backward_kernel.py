@@ -27,6 +27,15 @@ def _rows_of(weight_ptr, out, into, INTO: tl.constexpr, OUT: tl.constexpr, DOT: 
 
 
 @triton.jit
+def _inputs(observations_ptr, row, rows, inputs, first_column, BLOCK_IN: tl.constexpr, DOT: tl.constexpr):
+    """The block's observation entries first_column.. first_column + BLOCK_IN: an operand [rows, BLOCK_IN]."""
+    column = first_column + tl.arange(0, BLOCK_IN)
+    bits = tl.load(observations_ptr + row[:, None].to(tl.int64) * inputs + column[None, :],
+                   mask=(row[:, None] < rows) & (column[None, :] < inputs), other=0)
+    return _operand(bits, DOT)
+
+
+@triton.jit
 def _column_gradient(gradient_ptr, weight_ptr, row, rows, unit, HIDDEN: tl.constexpr, DOT: tl.constexpr):
     """The gradient at a trunk's features float32[rows, units] from a one-column head's (float32 weight
     [1, H]) gradient float32[rows], rounded to the features' bfloat16."""
@@ -132,7 +141,7 @@ def fused_actor_critic_backward(
         programs, sums_stride, target_out, target_in, HIDDEN: tl.constexpr, LAYERS: tl.constexpr, OUTPUTS: tl.constexpr,
         TARGET: tl.constexpr, WITH_VALUE: tl.constexpr, BLOCK_ROWS: tl.constexpr, BLOCK_INPUTS: tl.constexpr,
         BLOCK_HIDDEN: tl.constexpr, BLOCK_OUTPUTS: tl.constexpr, BLOCK_OUT: tl.constexpr, BLOCK_IN: tl.constexpr,
-        DOT: tl.constexpr, INPUT_CHUNKS: tl.constexpr):
+        DOT: tl.constexpr, INPUT_CHUNKS: tl.constexpr, INPUT_TAIL: tl.constexpr, TAIL_IN: tl.constexpr):
     """One trunk's (its first layer's weight [R, H, D] and bias [R, H], its further layers' [R, L - 1, H, H]
     and [R, L - 1, H], as bfloat16 bits) gradient of layer ``TARGET`` (0 .. L - 1), or of its head's weight
     [R, OUTPUTS, H] and bias for ``TARGET == LAYERS``, given the head's outputs' gradient: bfloat16 bits
@@ -142,8 +151,10 @@ def fused_actor_critic_backward(
     (p, r) writes its sums of run r's blocks p, p + programs, ..: the weight's [target_out, target_in] and
     the bias's [target_out], each at its pointer plus ``(r * programs + p) * sums_stride``. The first
     layer's weight is summed ``BLOCK_IN`` inputs at a time, program (p, r, c) taking inputs c * BLOCK_IN..:
-    the block of rows stays in registers whatever the observation's size. The first layer's products of
-    ``BLOCK_INPUTS`` entries are INPUT_CHUNKS unrolled, or a loop for 0 (``_trunk``'s CHUNKS)."""
+    the block of rows stays in registers whatever the observation's size; with ``TAIL_IN`` > 0 the one program
+    (p, r, 0) sums its inputs BLOCK_IN.. BLOCK_IN + TAIL_IN as well (``fused_backward.first_layer_columns``).
+    The first layer's products of ``BLOCK_INPUTS`` entries are INPUT_CHUNKS unrolled and one of INPUT_TAIL after
+    them, or a loop for 0 chunks (``_trunk``'s CHUNKS and TAIL)."""
     program, run, first_column = tl.program_id(0), tl.program_id(1), tl.program_id(2) * BLOCK_IN
     (observations_ptr, weight_ptr, bias_ptr, hidden_weights_ptr, hidden_biases_ptr, head_weight_ptr, head_gradient_ptr,
      value_weight_ptr, value_gradient_ptr) = _of_run(
@@ -153,12 +164,14 @@ def fused_actor_critic_backward(
     unit = tl.arange(0, BLOCK_HIDDEN)
     weight_sum = tl.zeros((BLOCK_OUT, BLOCK_IN), tl.float32)
     bias_sum = tl.zeros((BLOCK_OUT, 16), tl.float32)
+    if TAIL_IN > 0:
+        tail_sum = tl.zeros((BLOCK_OUT, TAIL_IN), tl.float32)
     for block in range(program, tl.cdiv(rows, BLOCK_ROWS), programs):
         row = block * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)
         if TARGET == LAYERS:
             features = _trunk(observations_ptr, row, rows, inputs, weight_ptr, bias_ptr, hidden_weights_ptr,
                               hidden_biases_ptr, HIDDEN, LAYERS, BLOCK_ROWS, BLOCK_INPUTS, BLOCK_HIDDEN, DOT,
-                              INPUT_CHUNKS)
+                              INPUT_CHUNKS, INPUT_TAIL)
             weight_sum, bias_sum = _head_sums(features, head_gradient_ptr, row, rows, weight_sum, bias_sum, OUTPUTS,
                                               BLOCK_OUT, BLOCK_ROWS, DOT)
         else:
@@ -168,26 +181,30 @@ def fused_actor_critic_backward(
             for layer in tl.static_range(LAYERS - 1, TARGET, -1):
                 features = _trunk(observations_ptr, row, rows, inputs, weight_ptr, bias_ptr, hidden_weights_ptr,
                                   hidden_biases_ptr, HIDDEN, layer + 1, BLOCK_ROWS, BLOCK_INPUTS, BLOCK_HIDDEN, DOT,
-                                  INPUT_CHUNKS)
+                                  INPUT_CHUNKS, INPUT_TAIL)
                 weight = _rows_of(hidden_weights_ptr + (layer - 1) * HIDDEN * HIDDEN, unit, unit, HIDDEN, HIDDEN, DOT)
                 gradient = _round(tl.dot(_tanh_gradient(gradient, features, DOT), weight), DOT)
             features = _trunk(observations_ptr, row, rows, inputs, weight_ptr, bias_ptr, hidden_weights_ptr,
                               hidden_biases_ptr, HIDDEN, TARGET + 1, BLOCK_ROWS, BLOCK_INPUTS, BLOCK_HIDDEN, DOT,
-                              INPUT_CHUNKS)
+                              INPUT_CHUNKS, INPUT_TAIL)
             summed = _tanh_gradient(gradient, features, DOT)
             if TARGET == 0:
-                column = first_column + tl.arange(0, BLOCK_IN)
-                bits = tl.load(observations_ptr + row[:, None].to(tl.int64) * inputs + column[None, :],
-                               mask=(row[:, None] < rows) & (column[None, :] < inputs), other=0)
-                below = _operand(bits, DOT)
+                below = _inputs(observations_ptr, row, rows, inputs, first_column, BLOCK_IN, DOT)
+                if TAIL_IN > 0:
+                    tail_sum = tl.dot(tl.trans(summed), _inputs(observations_ptr, row, rows, inputs, BLOCK_IN,
+                                                                TAIL_IN, DOT), tail_sum)
             else:
                 below = _trunk(observations_ptr, row, rows, inputs, weight_ptr, bias_ptr, hidden_weights_ptr,
                                hidden_biases_ptr, HIDDEN, TARGET, BLOCK_ROWS, BLOCK_INPUTS, BLOCK_HIDDEN, DOT,
-                               INPUT_CHUNKS)
+                               INPUT_CHUNKS, INPUT_TAIL)
             weight_sum = tl.dot(tl.trans(summed), below, weight_sum)
             bias_sum = _row_sums(summed, bias_sum, BLOCK_ROWS, DOT)
-    _store_sums(weight_sums_ptr, bias_sums_ptr, (run * programs + program).to(tl.int64) * sums_stride, weight_sum,
-                bias_sum, first_column, target_out, target_in, BLOCK_OUT, BLOCK_IN)
+    partial = (run * programs + program).to(tl.int64) * sums_stride
+    _store_sums(weight_sums_ptr, bias_sums_ptr, partial, weight_sum, bias_sum, first_column, target_out, target_in,
+                BLOCK_OUT, BLOCK_IN)
+    if TAIL_IN > 0:
+        _store_sums(weight_sums_ptr, bias_sums_ptr, partial, tail_sum, bias_sum, BLOCK_IN, target_out, target_in,
+                    BLOCK_OUT, TAIL_IN)
 
 
 @triton.jit
@@ -198,7 +215,8 @@ def fused_trunk_backward(
         value_weight_sums_ptr, value_bias_sums_ptr, rows, inputs, programs, sums_stride,
         HIDDEN: tl.constexpr, LAYERS: tl.constexpr, OUTPUTS: tl.constexpr, WITH_VALUE: tl.constexpr,
         BLOCK_ROWS: tl.constexpr, BLOCK_INPUTS: tl.constexpr, BLOCK_HIDDEN: tl.constexpr,
-        BLOCK_OUTPUTS: tl.constexpr, BLOCK_IN: tl.constexpr, DOT: tl.constexpr, INPUT_CHUNKS: tl.constexpr):
+        BLOCK_OUTPUTS: tl.constexpr, BLOCK_IN: tl.constexpr, DOT: tl.constexpr, INPUT_CHUNKS: tl.constexpr,
+        INPUT_TAIL: tl.constexpr, TAIL_IN: tl.constexpr):
     """``fused_actor_critic_backward`` for every layer of a trunk of one or two layers and its head at once:
     the block's activations computed once, every gradient summed in registers. With ``WITH_VALUE`` the
     value's column's gradients are summed too (a shared trunk). Arguments as there, the partial sums of
@@ -213,6 +231,8 @@ def fused_trunk_backward(
     unit = tl.arange(0, BLOCK_HIDDEN)
     first_sum = tl.zeros((BLOCK_HIDDEN, BLOCK_IN), tl.float32)
     first_bias_sum = tl.zeros((BLOCK_HIDDEN, 16), tl.float32)
+    if TAIL_IN > 0:
+        tail_sum = tl.zeros((BLOCK_HIDDEN, TAIL_IN), tl.float32)
     hidden_sum = tl.zeros((BLOCK_HIDDEN, BLOCK_HIDDEN), tl.float32)
     hidden_bias_sum = tl.zeros((BLOCK_HIDDEN, 16), tl.float32)
     head_sum = tl.zeros((BLOCK_OUTPUTS, BLOCK_HIDDEN), tl.float32)
@@ -224,7 +244,8 @@ def fused_trunk_backward(
     for block in range(program, tl.cdiv(rows, BLOCK_ROWS), programs):
         row = block * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)
         first = _trunk(observations_ptr, row, rows, inputs, weight_ptr, bias_ptr, hidden_weights_ptr,
-                       hidden_biases_ptr, HIDDEN, 1, BLOCK_ROWS, BLOCK_INPUTS, BLOCK_HIDDEN, DOT, INPUT_CHUNKS)
+                       hidden_biases_ptr, HIDDEN, 1, BLOCK_ROWS, BLOCK_INPUTS, BLOCK_HIDDEN, DOT, INPUT_CHUNKS,
+                       INPUT_TAIL)
         if LAYERS == 2:
             top = _activated(tl.dot(first, tl.trans(hidden)), hidden_biases_ptr, unit, HIDDEN, DOT)
         else:
@@ -242,14 +263,18 @@ def fused_trunk_backward(
             hidden_bias_sum = _row_sums(summed, hidden_bias_sum, BLOCK_ROWS, DOT)
             gradient = _round(tl.dot(summed, hidden), DOT)
         summed = _tanh_gradient(gradient, first, DOT)
-        column = first_column + tl.arange(0, BLOCK_IN)
-        bits = tl.load(observations_ptr + row[:, None].to(tl.int64) * inputs + column[None, :],
-                       mask=(row[:, None] < rows) & (column[None, :] < inputs), other=0)
-        first_sum = tl.dot(tl.trans(summed), _operand(bits, DOT), first_sum)
+        first_sum = tl.dot(tl.trans(summed), _inputs(observations_ptr, row, rows, inputs, first_column, BLOCK_IN, DOT),
+                           first_sum)
+        if TAIL_IN > 0:
+            tail_sum = tl.dot(tl.trans(summed), _inputs(observations_ptr, row, rows, inputs, BLOCK_IN, TAIL_IN, DOT),
+                              tail_sum)
         first_bias_sum = _row_sums(summed, first_bias_sum, BLOCK_ROWS, DOT)
     partial = (run * programs + program).to(tl.int64) * sums_stride
     _store_sums(first_weight_sums_ptr, first_bias_sums_ptr, partial, first_sum, first_bias_sum, first_column,
                 HIDDEN, inputs, BLOCK_HIDDEN, BLOCK_IN)
+    if TAIL_IN > 0:
+        _store_sums(first_weight_sums_ptr, first_bias_sums_ptr, partial, tail_sum, first_bias_sum, BLOCK_IN, HIDDEN,
+                    inputs, BLOCK_HIDDEN, TAIL_IN)
     # the other sums are the same in every block of inputs: the first's programs store them
     others = tl.where(first_column == 0, 1, 0)
     if LAYERS == 2:

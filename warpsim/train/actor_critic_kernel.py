@@ -110,17 +110,21 @@ def _first_layer_part(observations_ptr, row, rows, inputs, weight_ptr, unit, sta
 @triton.jit
 def _trunk(observations_ptr, row, rows, inputs, weight_ptr, bias_ptr, hidden_weights_ptr, hidden_biases_ptr,
            HIDDEN: tl.constexpr, LAYERS: tl.constexpr, BLOCK_ROWS: tl.constexpr, BLOCK_INPUTS: tl.constexpr,
-           BLOCK_HIDDEN: tl.constexpr, DOT: tl.constexpr, CHUNKS: tl.constexpr = 0):
+           BLOCK_HIDDEN: tl.constexpr, DOT: tl.constexpr, CHUNKS: tl.constexpr = 0, TAIL: tl.constexpr = 0):
     """One run's trunk on its block of rows: features [BLOCK_ROWS, BLOCK_HIDDEN] as an operand
     (padded units are tanh(0) = 0). The first layer takes BLOCK_INPUTS entries a product: in a loop, or, given
-    their number of products (CHUNKS, the observation's entries at most CHUNKS * BLOCK_INPUTS), unrolled, so that
-    a caller's loop over blocks of rows reads each part of the weight once, before it."""
+    their number of products (CHUNKS) and the entries of a narrower last one (TAIL, 0 for none; the observation's
+    entries at most CHUNKS * BLOCK_INPUTS + TAIL), unrolled, so that a caller's loop over blocks of rows reads each
+    part of the weight once, before it."""
     unit = tl.arange(0, BLOCK_HIDDEN)
     summed = tl.zeros((BLOCK_ROWS, BLOCK_HIDDEN), tl.float32)
     if CHUNKS > 0:
         for chunk in tl.static_range(CHUNKS):
             summed = _first_layer_part(observations_ptr, row, rows, inputs, weight_ptr, unit, chunk * BLOCK_INPUTS,
                                        summed, HIDDEN, BLOCK_INPUTS, DOT)
+        if TAIL > 0:
+            summed = _first_layer_part(observations_ptr, row, rows, inputs, weight_ptr, unit, CHUNKS * BLOCK_INPUTS,
+                                       summed, HIDDEN, TAIL, DOT)
     else:
         for start in range(0, inputs, BLOCK_INPUTS):
             summed = _first_layer_part(observations_ptr, row, rows, inputs, weight_ptr, unit, start, summed, HIDDEN,

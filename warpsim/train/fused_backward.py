@@ -140,8 +140,9 @@ PARTIAL_SUMS = 512
 it takes, which the launcher then adds up (tens of MB at train-ref, against 781 MB of a minibatch's
 observations)."""
 FIRST_LAYER_INPUTS = 128
-"""Inputs of the first layer whose weight's gradient one program sums (train-ref's 71 in one): a larger
-observation takes several programs, each computing the block's gradients again."""
+"""Inputs of the first layer whose weight's gradient one program sums (train-ref's 80 in one,
+``first_layer_columns``): a larger observation takes several programs, each computing the block's gradients
+again."""
 BACKWARD_BLOCK_ROWS = 32
 """Rows of a block of the gradients' kernels: at 64 a whole trunk's program spills at width 64, and so does a
 first layer's (ptxas, sm_90); at 32 neither does, nor a layer's at width 128."""
@@ -152,24 +153,56 @@ registers at train-ref's shapes, no spills; at 128 it spills), if it has at most
 
 WHOLE_TRUNK_BLOCK_INPUTS = 64
 """Observation entries per product of the trunk's first layer in a whole trunk's program (``fused_trunk_backward``;
-a layer's keeps ``BLOCK_INPUTS``, 16): two products at train-ref's 80 inputs, where a block of rows made five.
-Compiled for sm_90 at train-ref's shapes (benchmarks/network_kernel_resources.py's ``row_loop_instructions``), a
-block of rows then issues 498 machine instructions a warp in the actor's program, against 532 at 16 inputs and 509
-at 128, in 184 registers against 210 and 196: one program an SM each, no spills on rows aligned or not."""
+a layer's keeps ``BLOCK_INPUTS``, 16): at train-ref's 80 inputs one product and one of 16 (``input_chunks``),
+where a block of rows made five. Compiled for sm_90 at train-ref's shapes
+(benchmarks/network_kernel_resources.py's ``row_loop_instructions``), with two whole products a block of rows
+issued 498 machine instructions a warp in the actor's program, against 532 at 16 inputs and 509 at 128, in 184
+registers against 210 and 196."""
 
 
 MOST_UNROLLED_CHUNKS = 8
 """The most products the gradients' kernels unroll the first layer into (``input_chunks``): unrolled, a product's
 part of the weight is read once, before a program's loop over blocks of rows (at train-ref a block of the actor's
-whole-trunk program issues 498 machine instructions a warp against 553 in a loop); each part takes its place in
+whole-trunk program issued 498 machine instructions a warp against 553 in a loop); each part takes its place in
 shared memory (8 KB at 64 inputs by 64 units), so that larger observations keep the loop."""
 
 
-def input_chunks(inputs: int, block_inputs: int) -> int:
-    """How many products of ``block_inputs`` entries the gradients' kernels unroll the first layer of ``inputs``
-    into: all of them up to ``MOST_UNROLLED_CHUNKS``, otherwise none (a loop)."""
-    chunks = -(-inputs // block_inputs)
-    return chunks if chunks <= MOST_UNROLLED_CHUNKS else 0
+def _split(entries: int, block: int) -> tuple[int, int]:
+    """``entries`` as whole blocks of ``block`` and the entries of a narrower last one, the least power of two
+    (at least 16) that holds what the whole blocks leave (0: none left)."""
+    blocks, left = divmod(entries, block)
+    tail = power_of_two(left) if left else 0
+    return (blocks + 1, 0) if tail >= block else (blocks, tail)
+
+
+def input_chunks(inputs: int, block_inputs: int) -> tuple[int, int]:
+    """The products the gradients' kernels unroll the first layer of ``inputs`` into: how many of
+    ``block_inputs`` entries, and the entries of a narrower last one (0: none; train-ref's 80 inputs: one of 64
+    and one of 16, where two of 64 would multiply 48 zeros a row); (0, 0), a loop, where that makes more than
+    ``MOST_UNROLLED_CHUNKS`` products."""
+    chunks, tail = _split(inputs, block_inputs)
+    return (chunks, tail) if chunks + (tail > 0) <= MOST_UNROLLED_CHUNKS else (0, 0)
+
+
+def first_layer_columns(inputs: int) -> tuple[int, int]:
+    """The inputs of the first layer whose weight's gradient a program of the gradients' kernels sums: a block of
+    a power of two, one program per block (``FIRST_LAYER_INPUTS`` at most), and up to ``FIRST_LAYER_INPUTS`` a
+    narrower block after it in the same program (0: none). At train-ref's 80 inputs, 64 and 16, with the first
+    layer's products as ``input_chunks`` makes them: against whole blocks of 64 and one block of 128 here, the
+    critic's whole-trunk program holds 128 registers instead of 166, so two programs an SM instead of one, and a
+    block of rows issues 488 machine instructions a warp instead of 508 (the actor's: 480 instead of 498, in 178
+    registers instead of 184; ptxas, sm_90, benchmarks/results/kernel_resources-networks.md)."""
+    if inputs > FIRST_LAYER_INPUTS:
+        return FIRST_LAYER_INPUTS, 0
+    block = max(16, 1 << (inputs.bit_length() - 1))
+    blocks, tail = _split(inputs, block)
+    return block * blocks, tail
+
+
+def chunk_constants(inputs: int, block_inputs: int) -> dict[str, int]:
+    """``input_chunks`` as the gradients' kernels take it (INPUT_CHUNKS, INPUT_TAIL)."""
+    chunks, tail = input_chunks(inputs, block_inputs)
+    return dict(INPUT_CHUNKS=chunks, INPUT_TAIL=tail)
 
 
 def whole_trunks_fit(hidden: int, layers: int) -> bool:
@@ -220,7 +253,7 @@ def launch_backward(policy_gradient: torch.Tensor, value_gradient: torch.Tensor,
     # Every program's partial sums of all the gradients side by side, so that one sum adds them all up.
     offsets = _offsets(weights, runs)
     partial_sums = observations.new_empty((runs, programs, offsets[-1]), dtype=torch.float32)
-    first_columns = min(power_of_two(inputs), FIRST_LAYER_INPUTS)
+    first_columns, tail_columns = first_layer_columns(inputs)
     dot = tl.float32 if observations.device.type == "cpu" else tl.bfloat16
     whole_trunk_inputs = min(WHOLE_TRUNK_BLOCK_INPUTS, power_of_two(inputs))
     layer_inputs = min(BLOCK_INPUTS, power_of_two(inputs))
@@ -233,7 +266,7 @@ def launch_backward(policy_gradient: torch.Tensor, value_gradient: torch.Tensor,
         """The partial sums of every gradient of the trunk whose weights start at ``weights[trunk]`` and of
         its head, whose weight is ``weights[head]`` (and of the value's, ``with_value``)."""
         outputs = weights[head].shape[1]
-        fused_trunk_backward[(programs, runs, -(-inputs // first_columns))](
+        fused_trunk_backward[(programs, runs, -(-inputs // first_columns) if not tail_columns else 1)](
             observations.view(torch.int16), rows * inputs, *bits[trunk:trunk + 4], bits[head],
             head_gradients[head == 10].view(torch.int16) if outputs > 1 else head_gradients[head == 10], bits[10],
             head_gradients[1], *(sums_at(index) for index in (trunk, trunk + 1, trunk + 2, trunk + 3, head, head + 1,
@@ -241,8 +274,8 @@ def launch_backward(policy_gradient: torch.Tensor, value_gradient: torch.Tensor,
             rows, inputs, programs, offsets[-1], HIDDEN=hidden, LAYERS=layers, OUTPUTS=outputs,
             WITH_VALUE=with_value, BLOCK_ROWS=block_rows, BLOCK_INPUTS=whole_trunk_inputs,
             BLOCK_HIDDEN=power_of_two(hidden), BLOCK_OUTPUTS=power_of_two(outputs), BLOCK_IN=first_columns,
-            DOT=dot, INPUT_CHUNKS=input_chunks(inputs, whole_trunk_inputs), num_warps=warps, num_stages=stages,
-            maxnreg=max_registers, **triton_launch.OPTIONS)
+            TAIL_IN=tail_columns, DOT=dot, **chunk_constants(inputs, whole_trunk_inputs), num_warps=warps,
+            num_stages=stages, maxnreg=max_registers, **triton_launch.OPTIONS)
 
     def launch_for(trunk: int, target: int, head: int, with_value: bool) -> None:
         """The partial sums of the gradients of layer ``target``'s weight and bias of the trunk whose
@@ -253,15 +286,15 @@ def launch_backward(policy_gradient: torch.Tensor, value_gradient: torch.Tensor,
         further = target - 1 if 0 < target < layers else 0  # the stacked layer's place
         weight_start, bias_start = offsets[summed] + further * out * into, offsets[summed + 1] + further * out
         outputs, gradient = weights[head].shape[1], head_gradients[head == 10]
-        columns = first_columns if target == 0 else power_of_two(into)
-        fused_actor_critic_backward[(programs, runs, -(-into // columns))](
+        columns, tail = (first_columns, tail_columns) if target == 0 else (power_of_two(into), 0)
+        fused_actor_critic_backward[(programs, runs, -(-into // columns) if not tail else 1)](
             observations.view(torch.int16), rows * inputs, *bits[trunk:trunk + 4], bits[head],
             gradient.view(torch.int16) if gradient.dtype == torch.bfloat16 else gradient, bits[10],
             head_gradients[1], partial_sums[:, :, weight_start:], partial_sums[:, :, bias_start:], rows, inputs,
             programs, offsets[-1], out, into, HIDDEN=hidden, LAYERS=layers, OUTPUTS=outputs, TARGET=target,
             WITH_VALUE=with_value, BLOCK_ROWS=block_rows, BLOCK_INPUTS=layer_inputs,
             BLOCK_HIDDEN=power_of_two(hidden), BLOCK_OUTPUTS=power_of_two(outputs), BLOCK_OUT=power_of_two(out),
-            BLOCK_IN=columns, DOT=dot, INPUT_CHUNKS=input_chunks(inputs, layer_inputs), num_warps=warps,
+            BLOCK_IN=columns, TAIL_IN=tail, DOT=dot, **chunk_constants(inputs, layer_inputs), num_warps=warps,
             num_stages=stages, maxnreg=max_registers, **triton_launch.OPTIONS)
 
     if whole_trunks:
