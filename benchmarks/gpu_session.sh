@@ -19,7 +19,8 @@
 # tag-chase-continuous, tag-evade (needs tag-chase's run, in the same
 # OUT_DIR) and self-play (train-ref, both roles learn), each one call of at most 10 minutes;
 # learning runs all four in turn; peers-mpe (simple_spread beside VMAS on CUDA and JaxMARL), peers-jaxmarl and
-# peers-jaxmarl-headline (JaxMARL's simple_tag at train-ref's and at headline's E x N).
+# peers-jaxmarl-headline (JaxMARL's simple_tag at train-ref's and at headline's E x N); profile-networks (Nsight
+# Compute on the networks' kernels of train-ref's update with gradient kernels).
 # mpe, mpe-roles, mpe-scale's speed and the peers' stages need packages the image lacks (MPE2 and the peers,
 # which benchmarks/mpe_speed.py times beside warpsim): carry the wheels that
 # benchmarks/peers/gpu_wheels.sh DIR downloads and name their folder in PEER_WHEELS (benchmarks/peers/README.md).
@@ -213,13 +214,25 @@ for stage in "$@"; do
                     warpsim bench --config "$config" --set "neighbour_search=$search" --steps 5 --repeats 1 \
                     --warmup 1 --no-baseline
             done ;;
+        profile-networks)  # Nsight Compute on the networks' kernels of train-ref's first iteration with gradient
+            # kernels: the gradients' programs of the second minibatch step (a role's actor's, then its critic's); then
+            # from the rollout's last sampling kernels on, the forward kernels and the loss's kernels (a launch's grid
+            # tells which). Their occupancy, issue slots and warps' stalls
+            for kernels in gradients,fused_trunk_backward,4,2 'networks,regex:fused_actor_critic|categorical_terms,8,12'; do
+                IFS=, read -r name pattern skip count <<< "$kernels"
+                step "ncu-$name-train-ref" 240 ncu --clock-control none --kernel-name "$pattern" --launch-skip "$skip" \
+                    --launch-count "$count" --section SpeedOfLight --section Occupancy --section LaunchStats \
+                    --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis --section WarpStateStats \
+                    --section SchedulerStats warpsim bench --config train-ref --tier train --precision bf16 \
+                    --graphs off --compile on --gradient-kernels --steps 5 --repeats 1 --warmup 1 --no-baseline
+            done ;;
         *)
             echo "unknown stage $stage (tests, bench, bf16, train-speed, train-speed-autotune, gradient-kernels," \
                 "grid-chase, tag-chase, tag-chase-one-epoch, tag-chase-continuous, tag-evade, self-play, learning," \
                 "many-runs, mpe, mpe-roles, mpe-scale," \
                 "simple-spread-1k, simple-tag-1k," \
                 "fused-forward, evaluation-speed, neighbour-search, placement, peers-mpe, peers-jaxmarl," \
-                "peers-jaxmarl-headline, profile)" >&2; exit 2 ;;
+                "peers-jaxmarl-headline, profile, profile-networks)" >&2; exit 2 ;;
     esac
 done
 cat "$out/summary.txt"
