@@ -186,12 +186,12 @@ def input_chunks(inputs: int, block_inputs: int) -> tuple[int, int]:
 
 def first_layer_columns(inputs: int) -> tuple[int, int]:
     """The inputs of the first layer whose weight's gradient a program of the gradients' kernels sums: a block of
-    a power of two, one program per block (``FIRST_LAYER_INPUTS`` at most), and up to ``FIRST_LAYER_INPUTS`` a
-    narrower block after it in the same program (0: none). At train-ref's 80 inputs, 64 and 16, with the first
-    layer's products as ``input_chunks`` makes them: against whole blocks of 64 and one block of 128 here, the
-    critic's whole-trunk program holds 128 registers instead of 166, so two programs an SM instead of one, and a
-    block of rows issues 488 machine instructions a warp instead of 508 (the actor's: 480 instead of 498, in 178
-    registers instead of 184; ptxas, sm_90, benchmarks/results/kernel_resources-networks.md)."""
+    a power of two, at most ``FIRST_LAYER_INPUTS``, one program per block; and, where the observation has no more
+    entries than that, a narrower block after it in the same program (0: none). At train-ref's 80 inputs, 64 and
+    16, with the first layer's products as ``input_chunks`` makes them: against whole blocks of 64 and one block of
+    128 here, the critic's whole-trunk program holds 128 registers instead of 166, so two programs an SM instead of
+    one, and a block of rows issues 488 machine instructions a warp instead of 508 (the actor's: 480 instead of
+    498, in 178 registers instead of 184; ptxas, sm_90, benchmarks/results/kernel_resources-networks.md)."""
     if inputs > FIRST_LAYER_INPUTS:
         return FIRST_LAYER_INPUTS, 0
     block = max(16, 1 << (inputs.bit_length() - 1))
@@ -266,7 +266,7 @@ def launch_backward(policy_gradient: torch.Tensor, value_gradient: torch.Tensor,
         """The partial sums of every gradient of the trunk whose weights start at ``weights[trunk]`` and of
         its head, whose weight is ``weights[head]`` (and of the value's, ``with_value``)."""
         outputs = weights[head].shape[1]
-        fused_trunk_backward[(programs, runs, -(-inputs // first_columns) if not tail_columns else 1)](
+        fused_trunk_backward[(programs, runs, -(-inputs // (first_columns + tail_columns)))](
             observations.view(torch.int16), rows * inputs, *bits[trunk:trunk + 4], bits[head],
             head_gradients[head == 10].view(torch.int16) if outputs > 1 else head_gradients[head == 10], bits[10],
             head_gradients[1], *(sums_at(index) for index in (trunk, trunk + 1, trunk + 2, trunk + 3, head, head + 1,
@@ -287,7 +287,7 @@ def launch_backward(policy_gradient: torch.Tensor, value_gradient: torch.Tensor,
         weight_start, bias_start = offsets[summed] + further * out * into, offsets[summed + 1] + further * out
         outputs, gradient = weights[head].shape[1], head_gradients[head == 10]
         columns, tail = (first_columns, tail_columns) if target == 0 else (power_of_two(into), 0)
-        fused_actor_critic_backward[(programs, runs, -(-into // columns) if not tail else 1)](
+        fused_actor_critic_backward[(programs, runs, -(-into // (columns + tail)))](
             observations.view(torch.int16), rows * inputs, *bits[trunk:trunk + 4], bits[head],
             gradient.view(torch.int16) if gradient.dtype == torch.bfloat16 else gradient, bits[10],
             head_gradients[1], partial_sums[:, :, weight_start:], partial_sums[:, :, bias_start:], rows, inputs,
