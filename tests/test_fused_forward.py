@@ -257,6 +257,7 @@ def test_the_gradients_kernels_cover_the_first_layers_inputs_with_the_fewest_pad
                 assert tail == 0 and -(-inputs // block) > fused_backward.MOST_UNROLLED_CHUNKS, (inputs, block)
                 continue
             covered = chunks * block
+            assert chunks + (tail > 0) <= fused_backward.MOST_UNROLLED_CHUNKS, (inputs, block, chunks, tail)
             assert covered < inputs + block and (tail == 0) == (covered >= inputs), (inputs, block, chunks, tail)
             assert tail == 0 or tail == fused_forward.power_of_two(inputs - covered) < block, (inputs, block, tail)
         columns, tail = fused_backward.first_layer_columns(inputs)
