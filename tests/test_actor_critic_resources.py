@@ -136,7 +136,7 @@ def test_a_narrow_last_block_of_inputs_saves_the_whole_trunk_gradients_work_and_
         assert narrow["row_loop_instructions"] < whole["row_loop_instructions"], (outputs, narrow, whole)
         assert narrow["registers"] <= whole["registers"] and narrow["spill_bytes"] == 0, (outputs, narrow, whole)
         if outputs == 1:  # the critic's
-            assert narrow["programs_per_sm"] == 2 > whole["programs_per_sm"], (narrow, whole)
+            assert narrow["programs_per_sm"] > whole["programs_per_sm"], (narrow, whole)
 
 
 @pytest.mark.parametrize("kernel", ["categorical_terms", "categorical_terms_backward"])
