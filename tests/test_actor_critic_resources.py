@@ -129,7 +129,7 @@ def test_a_whole_trunks_gradients_program_reads_its_first_layers_weight_before_i
 def test_a_narrow_last_block_of_inputs_saves_the_whole_trunk_gradients_work_and_registers():
     """Train-ref's 80 inputs as 64 and 16 (``fused_backward.first_layer_columns`` and ``input_chunks``), not as
     blocks of 64 and 128 of which 48 entries a row are zeros: a block of rows issues fewer instructions in no more
-    registers, and the critic's program fits two to an SM."""
+    registers, and more of the critic's programs fit on an SM (ptxas, sm_90: two against one)."""
     for outputs in (42, 1):
         whole, narrow = (NETWORK_KERNELS.trunk_backward(outputs, False, True, narrow_tail=narrow_tail)
                          for narrow_tail in (False, True))
