@@ -174,7 +174,7 @@ def categorical(kernel_name: str) -> dict[str, int]:
     from warpsim.train import categorical_terms, categorical_terms_kernel
     entries = fused_forward.aligned_size(42)
     logits = torch.zeros(1, entries, dtype=torch.bfloat16)[:, :42]
-    constants = dict(COMPONENTS=2, LEVELS=21, BLOCK_ROWS=categorical_terms.BLOCK_ROWS,
+    constants = dict(COMPONENTS=2, LEVELS=21, BLOCK_ROWS=categorical_terms.BLOCK_ROWS, FAST=True,
                      **categorical_terms.read_layout(logits, 21))
     return resources(getattr(categorical_terms_kernel, kernel_name), constants, set(), 4,
                      divisible=frozenset({"logits_stride"}), pointers={

@@ -15,6 +15,7 @@ triton = pytest.importorskip("triton")
 import triton.language as tl  # noqa: E402
 
 from warpsim.train.actor_critic_kernel import _bfloat16, _operand, _round, _tanh  # noqa: E402
+from warpsim.train.categorical_terms_kernel import _exp  # noqa: E402
 
 NETWORK_KERNELS = load_script(Path(__file__).resolve().parent.parent / "benchmarks" / "network_kernel_resources.py")
 ALIGNED = frozenset({"inputs", "run_stride"})
@@ -212,6 +213,22 @@ def test_on_a_gpu_the_kernels_tanh_makes_no_range_checks():
         return NETWORK_KERNELS.resources(_tanh_of, {"DOT": dot}, {"values_ptr", "tanh_ptr"}, 4)["instructions"]
 
     assert instructions(tl.bfloat16) <= instructions(tl.float32) - 5
+
+
+@triton.jit
+def _exp_of(values_ptr, exp_ptr, FAST: tl.constexpr):
+    offsets = tl.arange(0, 128)
+    tl.store(exp_ptr + offsets, _exp(tl.load(values_ptr + offsets), FAST))
+
+
+def test_on_a_gpu_the_kernels_of_discrete_actions_exponentials_make_no_range_checks():
+    """``categorical_terms_kernel._exp`` as the log-softmaxes compile it for a GPU (``FAST``) takes the power of two
+    that flushes subnormals: at least three machine instructions an entry fewer than Triton's exponential, which
+    the interpreter runs (the range checks around each; the GPU tests check the values)."""
+    def instructions(fast: bool) -> int:
+        return NETWORK_KERNELS.resources(_exp_of, {"FAST": fast}, {"values_ptr", "exp_ptr"}, 4)["instructions"]
+
+    assert instructions(True) <= instructions(False) - 3
 
 
 @triton.jit

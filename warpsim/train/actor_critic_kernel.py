@@ -164,7 +164,7 @@ def _sample(features, weight_ptr, bias_ptr, draws_ptr, draws_stride, actions_ptr
         weight = _matrix(weight_ptr + unit * HIDDEN, tl.arange(0, BLOCK_HIDDEN), level, HIDDEN, LEVELS, DOT)
         bias = _bfloat16(tl.load(bias_ptr + unit + level, mask=level < LEVELS, other=0))
         log_p, p = log_softmax_of(_round(tl.dot(features, weight) + bias[None, :], DOT), level[None, :] < LEVELS,
-                                  kept)
+                                  kept, DOT == tl.bfloat16)
         draw = tl.load(draws_ptr + component * draws_stride + row.to(tl.int64), mask=row < rows, other=0.5)
         action, component_log_prob = inverse_cdf(log_p, p, draw, LEVELS, BLOCK_LEVELS)
         log_prob += component_log_prob

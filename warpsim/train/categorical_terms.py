@@ -148,7 +148,8 @@ def launch(logits: torch.Tensor, actions: torch.Tensor, levels: list[int]) -> tu
     if rows:
         kernel[(-(-rows // BLOCK_ROWS),)](flat, flat.stride(0), actions, log_prob, entropy, rows,
                                           COMPONENTS=len(levels), LEVELS=levels[0], BLOCK_ROWS=BLOCK_ROWS,
-                                          **read_layout(flat, levels[0]), **triton_launch.OPTIONS)
+                                          FAST=flat.device.type != "cpu", **read_layout(flat, levels[0]),
+                                          **triton_launch.OPTIONS)
     return log_prob, entropy
 
 
@@ -163,8 +164,8 @@ def launch_backward(log_prob_gradient: torch.Tensor, entropy_gradient: torch.Ten
     if rows:
         kernel[(-(-rows // BLOCK_ROWS),)](log_prob_gradient.contiguous(), entropy_gradient.contiguous(), flat,
                                           flat.stride(0), actions, gradient, rows, COMPONENTS=len(levels),
-                                          LEVELS=levels[0], BLOCK_ROWS=BLOCK_ROWS, **read_layout(flat, levels[0]),
-                                          **triton_launch.OPTIONS)
+                                          LEVELS=levels[0], BLOCK_ROWS=BLOCK_ROWS, FAST=flat.device.type != "cpu",
+                                          **read_layout(flat, levels[0]), **triton_launch.OPTIONS)
     return gradient
 
 

@@ -6,6 +6,7 @@ is imported (tests/interpret_categorical_terms.py)."""
 
 import triton
 import triton.language as tl
+from triton.language.extra import libdevice
 
 
 @triton.jit
@@ -17,8 +18,19 @@ def _columns(component, LEVELS: tl.constexpr, BLOCK_LEVELS: tl.constexpr, ALIGN:
 
 
 @triton.jit
+def _exp(values, FAST: tl.constexpr):
+    """exp of float32 ``values``. ``FAST`` (on a GPU): by the power of two that flushes subnormals, where Triton's
+    exp checks each power against -126 and halves and squares those below (three machine instructions more an
+    entry, sm_90); the same values but for those under 2^-126, 0 here: in a softmax, probabilities that add
+    nothing to 1."""
+    if FAST:
+        return libdevice.exp2(values * 1.44269502162933349609375)
+    return tl.exp(values)
+
+
+@triton.jit
 def _log_softmax(logits_ptr, logits_stride, row, rows, component, LEVELS: tl.constexpr, BLOCK_LEVELS: tl.constexpr,
-                 ALIGN: tl.constexpr, ROW_ENTRIES: tl.constexpr):
+                 ALIGN: tl.constexpr, ROW_ENTRIES: tl.constexpr, FAST: tl.constexpr):
     """One component of a block of rows (``logits_stride`` entries apart, of which ROW_ENTRIES may be read): its
     log-softmax float32[rows, BLOCK_LEVELS] and its probabilities (both 0 outside the component and past the last
     row), and each column's level [BLOCK_LEVELS] (outside 0..LEVELS-1 for the columns not the component's). The
@@ -29,18 +41,19 @@ def _log_softmax(logits_ptr, logits_stride, row, rows, component, LEVELS: tl.con
     inside = (level >= 0) & (level < LEVELS)
     logits = tl.load(logits_ptr + row[:, None].to(tl.int64) * logits_stride + column[None, :],
                      mask=(row[:, None] < rows) & (column[None, :] < ROW_ENTRIES), other=0.0).to(tl.float32)
-    log_p, p = log_softmax_of(logits, inside[None, :], inside[None, :] & (row[:, None] < rows))
+    log_p, p = log_softmax_of(logits, inside[None, :], inside[None, :] & (row[:, None] < rows), FAST)
     return log_p, p, level
 
 
 @triton.jit
-def log_softmax_of(logits, inside, kept):
+def log_softmax_of(logits, inside, kept, FAST: tl.constexpr):
     """A component's log-softmax float32[rows, columns] from its logits float32[rows, columns], in the columns
-    ``inside`` it, and its probabilities (both 0 where not ``kept``: outside it, past the last row)."""
+    ``inside`` it, and its probabilities (both 0 where not ``kept``: outside it, past the last row); exponentials
+    as ``_exp`` takes them (``FAST``)."""
     logits = tl.where(inside, logits, float("-inf"))  # rows past the last stay finite
     shifted = logits - tl.max(logits, axis=1)[:, None]
-    log_p = shifted - tl.log(tl.sum(tl.exp(shifted), axis=1))[:, None]
-    return tl.where(kept, log_p, 0.0), tl.where(kept, tl.exp(log_p), 0.0)
+    log_p = shifted - tl.log(tl.sum(_exp(shifted, FAST), axis=1))[:, None]
+    return tl.where(kept, log_p, 0.0), tl.where(kept, _exp(log_p, FAST), 0.0)
 
 
 @triton.jit
@@ -56,10 +69,11 @@ def inverse_cdf(log_p, p, draw, LEVELS: tl.constexpr, BLOCK_LEVELS: tl.constexpr
 
 @triton.jit
 def _component(logits_ptr, logits_stride, actions_ptr, row, rows, component, COMPONENTS: tl.constexpr,
-               LEVELS: tl.constexpr, BLOCK_LEVELS: tl.constexpr, ALIGN: tl.constexpr, ROW_ENTRIES: tl.constexpr):
+               LEVELS: tl.constexpr, BLOCK_LEVELS: tl.constexpr, ALIGN: tl.constexpr, ROW_ENTRIES: tl.constexpr,
+               FAST: tl.constexpr):
     """``_log_softmax`` of a component, whether each column is its taken action, and its entropy float32[rows]."""
     log_p, p, level = _log_softmax(logits_ptr, logits_stride, row, rows, component, LEVELS, BLOCK_LEVELS, ALIGN,
-                                   ROW_ENTRIES)
+                                   ROW_ENTRIES, FAST)
     action = tl.load(actions_ptr + row.to(tl.int64) * COMPONENTS + component, mask=row < rows, other=0)
     return log_p, p, level[None, :] == action[:, None], -tl.sum(p * log_p, axis=1)
 
@@ -67,16 +81,16 @@ def _component(logits_ptr, logits_stride, actions_ptr, row, rows, component, COM
 @triton.jit
 def categorical_terms(logits_ptr, logits_stride, actions_ptr, log_prob_ptr, entropy_ptr, rows,
                       COMPONENTS: tl.constexpr, LEVELS: tl.constexpr, BLOCK_LEVELS: tl.constexpr,
-                      ALIGN: tl.constexpr, ROW_ENTRIES: tl.constexpr, BLOCK_ROWS: tl.constexpr):
+                      ALIGN: tl.constexpr, ROW_ENTRIES: tl.constexpr, BLOCK_ROWS: tl.constexpr, FAST: tl.constexpr):
     """logits float[rows, COMPONENTS * LEVELS] (any float dtype; its rows ``logits_stride`` entries apart, of which
     ROW_ENTRIES may be read), actions int32[rows, COMPONENTS] -> log_prob and entropy float32[rows]; program i
-    takes rows i * BLOCK_ROWS.. (ALIGN: ``_log_softmax``)."""
+    takes rows i * BLOCK_ROWS.. (ALIGN: ``_log_softmax``; FAST, on a GPU: ``_exp``)."""
     row = tl.program_id(0) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)
     log_prob = tl.zeros((BLOCK_ROWS,), tl.float32)
     entropy = tl.zeros((BLOCK_ROWS,), tl.float32)
     for component in tl.static_range(COMPONENTS):
         log_p, _, taken, component_entropy = _component(logits_ptr, logits_stride, actions_ptr, row, rows, component,
-                                                        COMPONENTS, LEVELS, BLOCK_LEVELS, ALIGN, ROW_ENTRIES)
+                                                        COMPONENTS, LEVELS, BLOCK_LEVELS, ALIGN, ROW_ENTRIES, FAST)
         log_prob += tl.sum(tl.where(taken, log_p, 0.0), axis=1)
         entropy += component_entropy
     tl.store(log_prob_ptr + row, log_prob, mask=row < rows)
@@ -87,7 +101,7 @@ def categorical_terms(logits_ptr, logits_stride, actions_ptr, log_prob_ptr, entr
 def categorical_terms_backward(log_prob_gradient_ptr, entropy_gradient_ptr, logits_ptr, logits_stride, actions_ptr,
                                gradient_ptr, rows, COMPONENTS: tl.constexpr, LEVELS: tl.constexpr,
                                BLOCK_LEVELS: tl.constexpr, ALIGN: tl.constexpr, ROW_ENTRIES: tl.constexpr,
-                               BLOCK_ROWS: tl.constexpr):
+                               BLOCK_ROWS: tl.constexpr, FAST: tl.constexpr):
     """The gradient at the logits, in their dtype at ``gradient_ptr`` (rows of COMPONENTS * LEVELS entries), from
     the gradients float32[rows] of ``categorical_terms``' log_prob and entropy."""
     row = tl.program_id(0) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)
@@ -95,7 +109,7 @@ def categorical_terms_backward(log_prob_gradient_ptr, entropy_gradient_ptr, logi
     entropy_gradient = tl.load(entropy_gradient_ptr + row, mask=row < rows, other=0.0)[:, None]
     for component in tl.static_range(COMPONENTS):
         log_p, p, taken, entropy = _component(logits_ptr, logits_stride, actions_ptr, row, rows, component,
-                                              COMPONENTS, LEVELS, BLOCK_LEVELS, ALIGN, ROW_ENTRIES)
+                                              COMPONENTS, LEVELS, BLOCK_LEVELS, ALIGN, ROW_ENTRIES, FAST)
         gradient = log_prob_gradient * (tl.where(taken, 1.0, 0.0) - p) \
             - entropy_gradient * p * (log_p + entropy[:, None])
         column, level = _columns(component, LEVELS, BLOCK_LEVELS, ALIGN)
