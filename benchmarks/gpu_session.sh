@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Everything warpsim owes a GPU, in stages that each fit one 10-minute command:
 #   benchmarks/gpu_session.sh OUT_DIR STAGE...
-# Stages: tests (pytest -m gpu over 4 pytest-xdist workers; it includes `warpsim check` at
+# Stages: first (what a session lent a GPU runs first, in one command of about 7 minutes: the GPU
+# tests, then train-ref's train tier with the gradients' kernels and without, and their table),
+# tests (pytest -m gpu over 4 pytest-xdist workers; it includes `warpsim check` at
 # scale), bench (the targets of docs/benchmarks.md), bf16 (headline with bfloat16 observations, to
 # set beside bench's headline), train-speed (the train tier, fused and eager, the cost model of
 # benchmarks/iteration_cost.py and the fused iteration's kernels from the profiler, then one table of them all,
@@ -79,6 +81,13 @@ peer_packages() {  # the peers' packages the image lacks (MPE2, PettingZoo, VMAS
 
 for stage in "$@"; do
     case $stage in
+        first)  # whether the kernels compute right on this GPU, then which update path is the faster
+            step pytest-gpu 240 python3 -m pytest -m gpu -v -p no:cacheprovider -n 4 -rfEs --durations=15
+            bench train-ref-gradient-kernels 110 --config train-ref --tier train --precision bf16 --graphs on \
+                --compile on --gradient-kernels --repeats 2
+            bench train-ref-fused 90 --config train-ref --tier train --precision bf16 --graphs on --compile on \
+                --repeats 2
+            step train-speed-table 15 python3 benchmarks/train_speed_table.py "$out" ;;
         tests)
             # each test's result on a line of its own, as it ends: a stage cut short still names them
             step pytest-gpu 420 python3 -m pytest -m gpu -v -p no:cacheprovider -n 4 -rfEs --durations=15 ;;
@@ -227,7 +236,7 @@ for stage in "$@"; do
                     --graphs off --compile on --gradient-kernels --steps 5 --repeats 1 --warmup 1 --no-baseline
             done ;;
         *)
-            echo "unknown stage $stage (tests, bench, bf16, train-speed, train-speed-autotune, gradient-kernels," \
+            echo "unknown stage $stage (first, tests, bench, bf16, train-speed, train-speed-autotune, gradient-kernels," \
                 "grid-chase, tag-chase, tag-chase-one-epoch, tag-chase-continuous, tag-evade, self-play, learning," \
                 "many-runs, mpe, mpe-roles, mpe-scale," \
                 "simple-spread-1k, simple-tag-1k," \

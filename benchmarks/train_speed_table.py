@@ -1,5 +1,5 @@
 """One table of a GPU session's training-speed figures: what ``benchmarks/gpu_session.sh OUT train-speed``
-(or ``gradient-kernels``) wrote under OUT, read back.
+(or ``gradient-kernels``, or ``first``) wrote under OUT, read back.
 
     python benchmarks/train_speed_table.py OUT [--top 10]
 
