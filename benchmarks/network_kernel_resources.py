@@ -44,12 +44,12 @@ COLUMNS = ("registers", "spill_bytes", "programs_per_sm", "loads_2_bytes", "load
 
 def compiled(kernel, constants: dict, float32: set[str], warps: int, stages: int = 1,
              divisible: frozenset[str] = frozenset(), pointers: dict[str, str] | None = None,
-             max_registers: int | None = None, options: dict = triton_launch.OPTIONS):
-    """``kernel`` compiled for sm_90 at these constants, as Triton's launcher specializes it: every pointer
-    16-byte aligned, and the integer arguments named in ``divisible`` multiples of 16 (Triton specializes a
-    size that is); pointers named in ``float32`` to float32, those in ``pointers`` to the type it gives
-    (``"*bf16"``, ``"*i32"``), the others to int16 (bfloat16 bits); ptxas held to ``max_registers`` a thread
-    where given; with the launches' ``options`` (``triton_launch.OPTIONS``)."""
+             max_registers: int | None = None, options: dict = triton_launch.OPTIONS, capability: int = 90):
+    """``kernel`` compiled for a GPU of this compute capability (sm_90 unless told) at these constants, as Triton's
+    launcher specializes it: every pointer 16-byte aligned, and the integer arguments named in ``divisible``
+    multiples of 16 (Triton specializes a size that is); pointers named in ``float32`` to float32, those in
+    ``pointers`` to the type it gives (``"*bf16"``, ``"*i32"``), the others to int16 (bfloat16 bits); ptxas held
+    to ``max_registers`` a thread where given; with the launches' ``options`` (``triton_launch.OPTIONS``)."""
     pointers = pointers or {}
     signature = {name: "constexpr" if name in constants else
                  pointers.get(name, "*fp32" if name in float32 else "*i16") if name.endswith("_ptr") else "i32"
@@ -58,7 +58,7 @@ def compiled(kernel, constants: dict, float32: set[str], warps: int, stages: int
                   if name not in constants and (name.endswith("_ptr") or name in divisible)}
     source = ASTSource(kernel, signature, constexprs={(kernel.arg_names.index(name),): value
                                                       for name, value in constants.items()}, attrs=attributes)
-    return triton.compile(source, target=GPUTarget("cuda", 90, 32),
+    return triton.compile(source, target=GPUTarget("cuda", capability, 32),
                           options=dict(num_warps=warps, num_stages=stages, maxnreg=max_registers, **options))
 
 
@@ -66,8 +66,8 @@ def resources(kernel, constants: dict, float32: set[str], warps: int, stages: in
               divisible: frozenset[str] = frozenset(), pointers: dict[str, str] | None = None,
               max_registers: int | None = None, options: dict = triton_launch.OPTIONS,
               loop_passes: int | None = None) -> dict[str, int]:
-    """What ``kernel`` ``compiled`` (the same arguments) uses. With ``loop_passes``, also the instructions of a pass
-    of its outermost loop, the loops inside run that often (``loop_instructions``)."""
+    """What ``kernel`` ``compiled`` (the same arguments) uses on an sm_90 GPU. With ``loop_passes``, also the
+    instructions of a pass of its outermost loop, the loops inside run that often (``loop_instructions``)."""
     kernel = compiled(kernel, constants, float32, warps, stages, divisible, pointers, max_registers, options)
     ptx = kernel.asm["ptx"]
     with tempfile.NamedTemporaryFile("w", suffix=".ptx") as file:
@@ -122,11 +122,11 @@ def loop_instructions(cubin: bytes, inner_passes: int) -> int:
                for address, _ in instructions if first <= address <= last)
 
 
-def forward(hidden: int, stages: int, aligned: bool, sampled: bool = False, outputs: int = 42,
-            shared: bool = False) -> dict[str, int]:
-    """The forward kernel as ``fused_forward.launch`` launches it for train-ref's roles at width ``hidden``; with
-    ``sampled`` as ``launch_sample`` does, its 21 + 21 logits sampled in the kernel (its registers held as that
-    launch holds them: ``fused_sampling.max_registers``)."""
+def forward_launch(hidden: int, stages: int, aligned: bool, sampled: bool = False, outputs: int = 42,
+                   shared: bool = False) -> dict:
+    """``compiled``'s arguments for the forward kernel as ``fused_forward.launch`` launches it for train-ref's roles
+    at width ``hidden``; with ``sampled`` as ``launch_sample`` does, its 21 + 21 logits sampled in the kernel (its
+    registers held as that launch holds them: ``fused_sampling.max_registers``)."""
     from warpsim.train.actor_critic_kernel import fused_actor_critic
     levels = dict(COMPONENTS=2, LEVELS=21, BLOCK_LEVELS=32) if sampled else dict(COMPONENTS=0, LEVELS=0,
                                                                                    BLOCK_LEVELS=16)
@@ -134,18 +134,25 @@ def forward(hidden: int, stages: int, aligned: bool, sampled: bool = False, outp
                      BLOCK_INPUTS=fused_forward.BLOCK_INPUTS, BLOCK_HIDDEN=hidden, BLOCK_OUTPUTS=64, DOT=tl.bfloat16,
                      **levels)
     float32 = {"values_ptr", "value_weight_ptr", "value_bias_ptr", "draws_ptr", "log_prob_ptr"}
-    return resources(fused_actor_critic, constants, float32 | ({"policy_ptr"} if sampled else set()), 4, stages,
-                     frozenset({"inputs", "run_stride"} if aligned else ()), pointers={"actions_ptr": "*i32"},
-                     max_registers=fused_sampling.max_registers(hidden) if sampled else None)
+    return dict(kernel=fused_actor_critic, constants=constants,
+                float32=float32 | ({"policy_ptr"} if sampled else set()), warps=4, stages=stages,
+                divisible=frozenset({"inputs", "run_stride"} if aligned else ()), pointers={"actions_ptr": "*i32"},
+                max_registers=fused_sampling.max_registers(hidden) if sampled else None)
 
 
-def trunk_backward(outputs: int, with_value: bool, aligned: bool, unrolled: bool = True,
-                   narrow_tail: bool = True) -> dict[str, int]:
-    """The whole-trunk gradients' kernel as ``fused_backward.launch_backward`` launches it at train-ref's shapes:
-    the actor's (42 logits), the critic's (``outputs`` 1) or a shared trunk's (``with_value``); not ``unrolled``,
-    its first layer's products in a loop (``fused_backward.input_chunks``); not ``narrow_tail``, the inputs in
-    whole blocks of 64 and the first layer's weight's gradient in one block of 128, where the launch takes a
-    narrower block for the 16 inputs past 64 (``fused_backward.first_layer_columns``)."""
+def forward(hidden: int, stages: int, aligned: bool, sampled: bool = False, outputs: int = 42,
+            shared: bool = False) -> dict[str, int]:
+    """What the forward kernel uses (``forward_launch``)."""
+    return resources(**forward_launch(hidden, stages, aligned, sampled, outputs, shared))
+
+
+def trunk_backward_launch(outputs: int, with_value: bool, aligned: bool, unrolled: bool = True,
+                          narrow_tail: bool = True) -> dict:
+    """``compiled``'s arguments for the whole-trunk gradients' kernel as ``fused_backward.launch_backward`` launches
+    it at train-ref's shapes: the actor's (42 logits), the critic's (``outputs`` 1) or a shared trunk's
+    (``with_value``); not ``unrolled``, its first layer's products in a loop (``fused_backward.input_chunks``); not
+    ``narrow_tail``, the inputs in whole blocks of 64 and the first layer's weight's gradient in one block of 128,
+    where the launch takes a narrower block for the 16 inputs past 64 (``fused_backward.first_layer_columns``)."""
     from warpsim.train.actor_critic_backward_kernel import fused_trunk_backward
     hidden, block_inputs = fused_backward.WHOLE_TRUNK_HIDDEN, fused_backward.WHOLE_TRUNK_BLOCK_INPUTS
     if narrow_tail:
@@ -162,24 +169,58 @@ def trunk_backward(outputs: int, with_value: bool, aligned: bool, unrolled: bool
     float32 = {name for name in fused_trunk_backward.arg_names if name.endswith("sums_ptr")}
     float32 |= {"value_weight_ptr", "value_gradient_ptr"}
     float32 |= {"head_weight_ptr", "head_gradient_ptr"} if outputs == 1 else set()
-    return resources(fused_trunk_backward, constants, float32, fused_backward.backward_warps(hidden, True), 1,
-                     frozenset({"run_stride", "inputs"} if aligned else ()),
-                     loop_passes=-(-TRAIN_REF_INPUTS // block_inputs))
+    return dict(kernel=fused_trunk_backward, constants=constants, float32=float32,
+                warps=fused_backward.backward_warps(hidden, True),
+                divisible=frozenset({"run_stride", "inputs"} if aligned else ()))
 
 
-def categorical(kernel_name: str) -> dict[str, int]:
-    """A kernel of discrete actions (``categorical_terms_kernel``: the loss's ``categorical_terms`` and its
-    gradient's ``categorical_terms_backward``) as its launcher launches it for train-ref's bfloat16 logits of two
-    components of 21, in rows padded to 48 entries as the fused path's networks write them."""
+def trunk_backward(outputs: int, with_value: bool, aligned: bool, unrolled: bool = True,
+                   narrow_tail: bool = True) -> dict[str, int]:
+    """What the whole-trunk gradients' kernel uses (``trunk_backward_launch``), and the instructions a warp issues
+    for a block of rows."""
+    return resources(**trunk_backward_launch(outputs, with_value, aligned, unrolled, narrow_tail),
+                     loop_passes=-(-TRAIN_REF_INPUTS // fused_backward.WHOLE_TRUNK_BLOCK_INPUTS))
+
+
+def layer_backward_launch(hidden: int, target: int, outputs: int, with_value: bool) -> dict:
+    """``compiled``'s arguments for the gradients' kernel of one layer (``target``: 0 the first, 1 the second, 2 the
+    head) as ``fused_backward.launch_backward`` launches it at train-ref's 71 inputs and two layers of width
+    ``hidden``: the actor's (42 logits), the critic's (``outputs`` 1) or a shared trunk's (``with_value``), on rows
+    aligned to 80 entries."""
+    from warpsim.train.actor_critic_backward_kernel import fused_actor_critic_backward
+    first_columns, tail = fused_backward.first_layer_columns(TRAIN_REF_INPUTS)
+    block_outputs = max(16, 1 << (outputs - 1).bit_length())
+    out, into = {0: (hidden, first_columns), 1: (hidden, hidden), 2: (block_outputs, hidden)}[target]
+    constants = dict(HIDDEN=hidden, LAYERS=2, OUTPUTS=outputs, TARGET=target, WITH_VALUE=with_value,
+                     BLOCK_ROWS=fused_backward.BACKWARD_BLOCK_ROWS, BLOCK_INPUTS=fused_forward.BLOCK_INPUTS,
+                     BLOCK_HIDDEN=hidden, BLOCK_OUTPUTS=block_outputs, BLOCK_OUT=out, BLOCK_IN=into,
+                     TAIL_IN=tail if target == 0 else 0, DOT=tl.bfloat16,
+                     **fused_backward.chunk_constants(TRAIN_REF_INPUTS, fused_forward.BLOCK_INPUTS))
+    float32 = {"value_weight_ptr", "value_gradient_ptr", "weight_sums_ptr", "bias_sums_ptr"}
+    float32 |= {"head_weight_ptr", "head_gradient_ptr"} if outputs == 1 else set()
+    return dict(kernel=fused_actor_critic_backward, constants=constants, float32=float32,
+                warps=fused_backward.backward_warps(hidden, False), divisible=frozenset({"run_stride", "inputs"}))
+
+
+def categorical_launch(kernel_name: str) -> dict:
+    """``compiled``'s arguments for a kernel of discrete actions (``categorical_terms_kernel``: the loss's
+    ``categorical_terms`` and its gradient's ``categorical_terms_backward``) as its launcher launches it for
+    train-ref's bfloat16 logits of two components of 21, in rows padded to 48 entries as the fused path's networks
+    write them."""
     from warpsim.train import categorical_terms, categorical_terms_kernel
     entries = fused_forward.aligned_size(42)
     logits = torch.zeros(1, entries, dtype=torch.bfloat16)[:, :42]
     constants = dict(COMPONENTS=2, LEVELS=21, BLOCK_ROWS=categorical_terms.BLOCK_ROWS, FAST=True,
                      **categorical_terms.read_layout(logits, 21))
-    return resources(getattr(categorical_terms_kernel, kernel_name), constants, set(), 4,
-                     divisible=frozenset({"logits_stride"}), pointers={
-        "logits_ptr": "*bf16", "gradient_ptr": "*bf16", "actions_ptr": "*i32", "log_prob_ptr": "*fp32", "entropy_ptr": "*fp32", "log_prob_gradient_ptr": "*fp32",
-        "entropy_gradient_ptr": "*fp32"})
+    float32 = {"log_prob_ptr", "entropy_ptr", "log_prob_gradient_ptr", "entropy_gradient_ptr"}
+    return dict(kernel=getattr(categorical_terms_kernel, kernel_name), constants=constants, float32=float32,
+                warps=4, divisible=frozenset({"logits_stride"}),
+                pointers={"logits_ptr": "*bf16", "gradient_ptr": "*bf16", "actions_ptr": "*i32"})
+
+
+def categorical(kernel_name: str) -> dict[str, int]:
+    """What a kernel of discrete actions uses (``categorical_launch``)."""
+    return resources(**categorical_launch(kernel_name))
 
 
 def rows(aligned: bool) -> str:

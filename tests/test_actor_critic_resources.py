@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from helpers import load_script
 
-from warpsim.train import fused_backward, fused_forward, fused_sampling, triton_launch
+from warpsim.train import fused_forward, fused_sampling, triton_launch
 
 triton = pytest.importorskip("triton")
 import triton.language as tl  # noqa: E402
@@ -18,14 +18,6 @@ from warpsim.train.actor_critic_kernel import _bfloat16, _operand, _round, _tanh
 from warpsim.train.categorical_terms_kernel import _exp  # noqa: E402
 
 NETWORK_KERNELS = load_script(Path(__file__).resolve().parent.parent / "benchmarks" / "network_kernel_resources.py")
-ALIGNED = frozenset({"inputs", "run_stride"})
-"""The sizes Triton specializes as multiples of 16 at train-ref's 71 inputs, rows aligned to 80."""
-
-
-def resources(kernel, constants: dict, float32: set[str], warps: int, stages: int = 1) -> dict[str, int]:
-    """What ``kernel`` uses at these constants, launched on train-ref's rows aligned
-    (benchmarks/network_kernel_resources.py)."""
-    return NETWORK_KERNELS.resources(kernel, constants, float32, warps, stages, ALIGNED)
 
 
 @pytest.mark.parametrize("hidden, outputs, shared, sampled, most_registers", [
@@ -50,20 +42,7 @@ def test_the_forward_kernel_stays_in_registers(hidden, outputs, shared, sampled,
 def test_the_gradients_kernel_stays_in_registers(hidden, target, outputs, with_value):
     """At train-ref's 71 inputs and two layers, with ``launch_backward``'s shape of a program; its biases' gradients
     summed by products."""
-    import triton.language as tl
-
-    from warpsim.train.actor_critic_backward_kernel import fused_actor_critic_backward
-    first_columns, tail = fused_backward.first_layer_columns(71)
-    block_outputs = max(16, 1 << (outputs - 1).bit_length())
-    out, into = {0: (hidden, first_columns), 1: (hidden, hidden), 2: (block_outputs, hidden)}[target]
-    constants = dict(HIDDEN=hidden, LAYERS=2, OUTPUTS=outputs, TARGET=target, WITH_VALUE=with_value,
-                     BLOCK_ROWS=fused_backward.BACKWARD_BLOCK_ROWS, BLOCK_INPUTS=fused_forward.BLOCK_INPUTS,
-                     BLOCK_HIDDEN=hidden, BLOCK_OUTPUTS=block_outputs, BLOCK_OUT=out, BLOCK_IN=into,
-                     TAIL_IN=tail if target == 0 else 0, DOT=tl.bfloat16,
-                     **fused_backward.chunk_constants(71, fused_forward.BLOCK_INPUTS))
-    float32 = {"value_weight_ptr", "value_gradient_ptr", "weight_sums_ptr", "bias_sums_ptr"}
-    float32 |= {"head_weight_ptr", "head_gradient_ptr"} if outputs == 1 else set()
-    used = resources(fused_actor_critic_backward, constants, float32, fused_backward.backward_warps(hidden, False))
+    used = NETWORK_KERNELS.resources(**NETWORK_KERNELS.layer_backward_launch(hidden, target, outputs, with_value))
     assert used["spill_bytes"] == 0, used
     # a bias's gradient, a sum over the rows, is a product on the tensor cores: only the value's float32 column
     # sums across a warp's lanes
@@ -75,20 +54,7 @@ def test_the_gradients_kernel_stays_in_registers(hidden, target, outputs, with_v
 def test_a_whole_trunks_gradients_kernel_stays_in_registers(outputs, with_value):
     """At train-ref's shapes (71 inputs, two layers of 64): every gradient of a trunk and its head (and
     of the value's column, for a shared trunk) summed in one program's registers, the biases' by products."""
-    import triton.language as tl
-
-    from warpsim.train.actor_critic_backward_kernel import fused_trunk_backward
-    hidden = fused_backward.WHOLE_TRUNK_HIDDEN
-    first_columns, tail = fused_backward.first_layer_columns(71)
-    constants = dict(HIDDEN=hidden, LAYERS=2, OUTPUTS=outputs, WITH_VALUE=with_value,
-                     BLOCK_ROWS=fused_backward.BACKWARD_BLOCK_ROWS, BLOCK_INPUTS=fused_backward.WHOLE_TRUNK_BLOCK_INPUTS,
-                     BLOCK_HIDDEN=hidden, BLOCK_OUTPUTS=max(16, 1 << (outputs - 1).bit_length()),
-                     BLOCK_IN=first_columns, TAIL_IN=tail, DOT=tl.bfloat16,
-                     **fused_backward.chunk_constants(71, fused_backward.WHOLE_TRUNK_BLOCK_INPUTS))
-    float32 = {name for name in fused_trunk_backward.arg_names if name.endswith("sums_ptr")}
-    float32 |= {"value_weight_ptr", "value_gradient_ptr"}
-    float32 |= {"head_weight_ptr", "head_gradient_ptr"} if outputs == 1 else set()
-    used = resources(fused_trunk_backward, constants, float32, fused_backward.backward_warps(hidden, True))
+    used = NETWORK_KERNELS.resources(**NETWORK_KERNELS.trunk_backward_launch(outputs, with_value, True))
     assert used["spill_bytes"] == 0, used
     # the biases' gradients summed on the tensor cores (the actor's program made 53 butterfly shuffles when they
     # were sums across the warps): only the value's float32 column sums across a warp's lanes

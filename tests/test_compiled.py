@@ -5,6 +5,7 @@ compiled functions, against the eager path, the reference. On the CPU inductor c
 import json
 import shutil
 import types
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from warpsim.cli import main
 from warpsim.errors import InvalidValueError, UnavailableError
 from warpsim.train import TrainConfig, Trainer, compiled
 from warpsim.train.compiled import resolve_compile
+from warpsim.train.trainer import resolve_precision
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPILER = shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
@@ -75,14 +77,59 @@ def test_the_fused_path_acts_and_learns_as_the_eager_one(device, settings, preci
     assert fused.compile_seconds() > 0 and eager.compile_seconds() == 0
 
 
+@pytest.fixture
+def a_gpu(monkeypatch) -> Callable[[tuple[int, int]], None]:
+    """Stands in for cuda:0, a Tesla T4 of the compute capability given (``a_gpu((7, 5))``)."""
+    def of(capability: tuple[int, int]) -> None:
+        monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: capability)
+        monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Tesla T4")
+        monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    return of
+
+
 @pytest.mark.parametrize("setting, device, world, precision, hybrid, fused", [
     ("auto", "cuda", 1, "bf16", False, True), ("auto", "cpu", 1, "fp32", False, False),
     ("auto", "cuda", 2, "bf16", False, False), ("auto", "cuda", 1, "fp16", False, False),
     ("auto", "cuda", 1, "bf16", True, False), ("on", "cpu", 1, "fp32", False, True), ("off", "cuda", 1, "bf16", False,
                                                                                       False),
 ])
-def test_auto_fuses_on_a_gpu_in_one_process(setting, device, world, precision, hybrid, fused):
+def test_auto_fuses_on_a_gpu_in_one_process(a_gpu, setting, device, world, precision, hybrid, fused):
+    a_gpu((9, 0))
     assert resolve_compile(setting, torch.device(device), world, precision, hybrid) is fused
+
+
+@pytest.mark.parametrize("capability, precision", [((7, 5), "fp32"), ((8, 0), "bf16"), ((9, 0), "bf16")])
+def test_precision_auto_is_bf16_on_a_gpu_that_computes_it_and_fp32_on_older_ones(a_gpu, capability, precision):
+    a_gpu(capability)
+    assert resolve_precision("auto", torch.device("cuda")) == precision
+    assert resolve_precision("auto", torch.device("cpu")) == "fp32"
+
+
+def test_bf16_on_a_gpu_older_than_warpsims_bfloat16_kernels_is_refused_by_on_and_left_eager_by_auto(a_gpu):
+    a_gpu((7, 5))
+    with pytest.raises(UnavailableError) as error:
+        resolve_compile("on", torch.device("cuda"), 1, "bf16", False)
+    assert str(error.value) == ("compile='on' under precision='bf16' runs warpsim's bfloat16 kernels, which need a "
+                                "GPU of compute capability 8.0 or newer, and the networks' device is cuda:0 (Tesla "
+                                "T4, compute capability 7.5); use precision='fp32' (--precision fp32), or "
+                                "compile='off'")
+    assert resolve_compile("auto", torch.device("cuda"), 1, "bf16", False) is False
+    assert resolve_compile("on", torch.device("cuda"), 1, "fp32", False) is True
+    assert resolve_compile("auto", torch.device("cuda"), 1, "fp32", False) is True
+
+
+def test_compile_on_under_bf16_on_an_older_gpu_is_refused_before_any_file(a_gpu, monkeypatch, tmp_path, capsys):
+    from warpsim.device import Placement
+    from warpsim.train import trainer
+
+    a_gpu((7, 0))
+    gpu = torch.device("cuda", 0)
+    monkeypatch.setattr(trainer, "place_training", lambda backend, policy_device, world: (Placement("cuda", gpu), gpu))
+    code = main(["train", "--env", "tag_gridworld", "--num-envs", "2", "--iterations", "1", "--compile", "on",
+                 "--precision", "bf16", "--run-dir", str(tmp_path / "run")])
+    assert code == 2 and not (tmp_path / "run").exists()
+    assert "which need a GPU of compute capability 8.0 or newer, and the networks' device is cuda:0 (Tesla T4, " \
+           "compute capability 7.0)" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("changes, expected", [
@@ -118,6 +165,59 @@ def test_a_compile_failure_is_one_line_naming_the_way_out(monkeypatch):
     assert "\n" not in message and message.startswith("config field compile: torch.compile could not compile the "
                                                       "rollout's policy step (TorchDynamoException: backend='inductor'")
     assert message.endswith("train with compile='off' (--compile off), the eager path")
+
+
+def refusing_ptxas(monkeypatch) -> None:
+    """``torch.compile`` makes functions that print a kernel's code and raise the error Triton raises where ptxas
+    refuses a kernel for the GPU at hand."""
+    from triton.runtime.errors import PTXASError
+
+    def compile_refused(compiled_function, **options):
+        def run(*args):
+            print(".version 8.7\n.target sm_75\n// the whole kernel")
+            raise PTXASError("Internal Triton PTX codegen error\n`ptxas` stderr:\nptxas /tmp/k.ptx, line 1053; error "
+                             "  : Feature 'cvt.bf16x2.f32' requires .target sm_80 or higher\nRepro command: ptxas")
+        return run
+
+    monkeypatch.setattr(compiled.torch, "compile", compile_refused)
+
+
+@pytest.mark.parametrize("gradient_kernels, ways_out", [(False, ""), (True, "gradient_kernels=False, or ")])
+def test_a_kernel_that_triton_cannot_build_is_one_line_naming_ptxas_words_and_the_ways_out(
+        monkeypatch, capsys, gradient_kernels, ways_out):
+    pytest.importorskip("triton")
+    refusing_ptxas(monkeypatch)
+    step = compiled.Compiled(lambda: None, "the update's minibatch step",
+                             ("gradient_kernels=False",) if gradient_kernels else ())
+    with pytest.raises(UnavailableError) as error:
+        step()
+    assert str(error.value) == (f"config field compile: Triton could not build a kernel of the update's minibatch "
+                                f"step (PTXASError: Feature 'cvt.bf16x2.f32' requires .target sm_80 or higher); "
+                                f"train with {ways_out}compile='off' (--compile off), the eager path")
+    assert capsys.readouterr().out == ""
+
+
+def test_a_trainer_whose_kernel_triton_cannot_build_stops_with_one_line(monkeypatch):
+    pytest.importorskip("triton")
+    refusing_ptxas(monkeypatch)
+    trainer = Trainer(TrainConfig(**TAG, backend="numpy", compile="on"))
+    with pytest.raises(UnavailableError, match=r"^config field compile: Triton could not build a kernel of the "
+                                               r"rollout's policy step \(PTXASError: Feature 'cvt\.bf16x2\.f32'"):
+        trainer.iterate()
+
+
+def test_a_compiled_function_prints_what_it_prints_and_raises_what_is_not_a_compile_failure(monkeypatch, capsys):
+    def printing(function, **options):
+        def run(*args):
+            print("as printed")
+            return function(*args)
+        return run
+
+    monkeypatch.setattr(compiled.torch, "compile", printing)
+    assert compiled.Compiled(lambda value: value + 1, "a step")(1) == 2
+    with pytest.raises(ZeroDivisionError):
+        compiled.Compiled(lambda value: value / 0, "a step")(1)
+    assert capsys.readouterr().out == "as printed\nas printed\n"
 
 
 def test_a_run_saved_with_compile_loss_resumes_eagerly():

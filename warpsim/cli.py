@@ -151,8 +151,8 @@ def _add_bench(parser: argparse.ArgumentParser) -> None:
                         help="what is timed (repeatable; default sim): sim = steps with fixed random actions, "
                              "sim+policy = rollouts with the policies acting, train = PPO iterations")
     parser.add_argument("--precision", action="append", choices=PRECISIONS,
-                        help="network precision of the policy tiers (repeatable; default auto: bf16 on CUDA, "
-                             "fp32 on a CPU)")
+                        help="network precision of the policy tiers (repeatable; default auto: bf16 on a GPU of "
+                             "compute capability 8.0 or newer, fp32 on older GPUs and a CPU)")
     parser.add_argument("--graphs", choices=GRAPH_CHOICES, default="off",
                         help="off (default): every launch eager; on: each repeat replays its steps (sim) or rollout "
                              "(policy tiers) captured as one CUDA graph (GPU only); both: one record each")

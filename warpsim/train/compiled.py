@@ -8,12 +8,19 @@ eager ones (the same Python code), so they compute the same thing up to the roun
 arithmetic; inside a CUDA graph they replay like any other kernels.
 
 A function compiles at its first call with each shape. A failure to compile (dynamo,
-inductor, or Triton missing on a GPU) is a one-line error naming the setting that turns fusion
-off, never a traceback nor a silent fall-back to the eager path.
+inductor, Triton missing on a GPU, or Triton failing to build a kernel, warpsim's own or
+inductor's, for the GPU at hand) is a one-line error naming the setting that turns fusion
+off, never a traceback nor a silent fall-back to the eager path. Under bf16 the fused path runs
+warpsim's bfloat16 kernels, which need a GPU of compute capability 8.0 or newer
+(``resolve_compile``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
+import re
+import sys
 import time
 import types
 from collections.abc import Callable
@@ -23,14 +30,16 @@ import torch
 from torch._dynamo.exc import TorchDynamoException
 
 from warpsim.errors import InvalidValueError, UnavailableError
+from warpsim.train.placement import BFLOAT16_CAPABILITY, computes_bfloat16, describe_gpu
 
 Result = TypeVar("Result")
 
 
 def resolve_compile(setting: str, device: torch.device, world_size: int, precision: str, hybrid: bool) -> bool:
     """Whether the trainer runs the fused path: ``auto`` on CUDA in one process (not under fp16, whose
-    gradient scaler steps on the host, nor with the networks on another device than the environments);
-    ``on`` wherever torch.compile runs (a CPU needs a C++ compiler); ``off`` never."""
+    gradient scaler steps on the host, nor with the networks on another device than the environments, nor
+    under bf16 on a GPU older than warpsim's bfloat16 kernels: ``placement.computes_bfloat16``); ``on``
+    wherever torch.compile runs (a CPU needs a C++ compiler); ``off`` never."""
     if setting == "on" and precision == "fp16":
         raise InvalidValueError("compile='on' does not combine with precision='fp16' (its gradient scaler steps "
                                 "outside the compiled update); use bf16, or compile='off'")
@@ -40,8 +49,14 @@ def resolve_compile(setting: str, device: torch.device, world_size: int, precisi
     if setting == "on" and hybrid:
         raise InvalidValueError("compile='on' needs the networks on the environments' device, and policy_device "
                                 "places them elsewhere; use compile='auto' or 'off'")
+    no_bfloat16_gpu = precision == "bf16" and device.type == "cuda" and not computes_bfloat16(device)
+    if setting == "on" and no_bfloat16_gpu:
+        major, minor = BFLOAT16_CAPABILITY
+        raise UnavailableError(f"compile='on' under precision='bf16' runs warpsim's bfloat16 kernels, which need a "
+                               f"GPU of compute capability {major}.{minor} or newer, and the networks' device is "
+                               f"{describe_gpu(device)}; use precision='fp32' (--precision fp32), or compile='off'")
     if setting == "auto":
-        return device.type == "cuda" and world_size == 1 and precision != "fp16" and not hybrid
+        return device.type == "cuda" and world_size == 1 and precision != "fp16" and not hybrid and not no_bfloat16_gpu
     return setting == "on"
 
 
@@ -60,24 +75,54 @@ def own_code(function: Callable[..., Result]) -> Callable[..., Result]:
 
 class Compiled(Generic[Result]):
     """``function`` through ``torch.compile`` (whole, static shapes, on its own code object: ``own_code``);
-    ``what`` names it in errors. ``seconds`` is the time its first call took, compiling included."""
+    ``what`` names it in errors, which name ``ways_out`` (settings that turn off what it runs) before
+    compile='off'. ``seconds`` is the time its first call took, compiling included."""
 
-    def __init__(self, function: Callable[..., Result], what: str):
+    def __init__(self, function: Callable[..., Result], what: str, ways_out: tuple[str, ...] = ()):
         self.function = function
         """The eager function it compiles."""
         self.compiled = torch.compile(own_code(function), fullgraph=True, dynamic=False)
         self._what = what
+        self._ways_out = ways_out
         self.seconds = 0.0
 
     def __call__(self, *args: Any) -> Result:
         started = time.perf_counter()
+        printed = io.StringIO()
         try:
-            result = self.compiled(*args)
-        except TorchDynamoException as error:  # inductor's errors, and Triton's absence, are among them
-            first = str(error).strip().splitlines()[0] if str(error).strip() else ""
-            raise UnavailableError(f"config field compile: torch.compile could not compile {self._what} "
-                                   f"({type(error).__name__}: {first[:300]}); train with compile='off' (--compile "
-                                   f"off), the eager path") from None
+            with contextlib.redirect_stdout(printed):  # Triton prints a kernel that ptxas refuses, whole, as it raises
+                result = self.compiled(*args)
+        except Exception as error:
+            if isinstance(error, TorchDynamoException):  # inductor's errors, and Triton's absence, are among them
+                raise self._unavailable("torch.compile could not compile", error) from None
+            if _raised_by_triton(error):  # building a kernel for this GPU, warpsim's own or inductor's, failed
+                raise self._unavailable("Triton could not build a kernel of", error) from None
+            sys.stdout.write(printed.getvalue())
+            raise
+        sys.stdout.write(printed.getvalue())
         if not self.seconds:
             self.seconds = time.perf_counter() - started
         return result
+
+    def _unavailable(self, what_failed: str, error: Exception) -> UnavailableError:
+        ways_out = "".join(f"{way}, or " for way in self._ways_out)
+        return UnavailableError(f"config field compile: {what_failed} {self._what} ({_summary(error)}); train with "
+                                f"{ways_out}compile='off' (--compile off), the eager path")
+
+
+PTXAS_ERROR = re.compile(r"ptxas .*?\berror\s*:\s*(.+)")
+"""A line of ptxas's report of an error (which Triton quotes below a heading of its own): the error's words."""
+
+
+def _raised_by_triton(error: Exception) -> bool:
+    """Whether ``error`` is one of Triton's (a process without Triton raises none)."""
+    errors = sys.modules.get("triton.errors")
+    return errors is not None and isinstance(error, errors.TritonError)
+
+
+def _summary(error: Exception) -> str:
+    """``error``'s type and the line of its message that says what went wrong: ptxas's own where Triton quotes it."""
+    text = str(error).strip()
+    quoted = PTXAS_ERROR.search(text)
+    line = quoted[1] if quoted else (getattr(error, "error_message", None) or text or " ").strip().splitlines()[0]
+    return f"{type(error).__name__}: {line.strip()[:300]}"

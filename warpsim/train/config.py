@@ -120,19 +120,22 @@ class TrainConfig:
     bounds where it is written) or tanh_normal (squashed into the bounds by tanh, its scale from the network);
     discrete actions ignore it."""
     precision: str = "auto"
-    """Network precision: auto (bf16 autocast on CUDA, fp32 on CPU), fp32, bf16, or fp16 (CUDA, gradient scaler)."""
+    """Network precision: auto (bf16 autocast on a GPU of compute capability 8.0 or newer, fp32 on older GPUs and the
+    CPU), fp32, bf16, or fp16 (CUDA, gradient scaler)."""
     graphs: str = "auto"
     """Rollouts and updates as replayed CUDA graphs: auto (with CUDA and one process), on (an error without CUDA),
     off."""
     compile: str = "off"
     """The fused path: the rollout's policy step and the update's minibatch step each one torch.compile region
     (the same arithmetic up to rounding; compiled at the first iteration). off: eager, the reference; on (a CPU needs
-    a C++ compiler); auto: on with CUDA in one process, but for fp16."""
+    a C++ compiler); auto: on with CUDA in one process, but for fp16, and for bf16 on a GPU older than compute
+    capability 8.0 (warpsim's bfloat16 kernels need 8.0; on refuses it)."""
     gradient_kernels: bool = False
     """On the fused path under bf16, the update's networks and their gradients run as warpsim's Triton kernels,
     which read the observations again where autograd keeps every activation; off (the default, the faster on an
     H200: an update of 405 ms against 437 at train-ref): the compiled eager networks and autograd. Needs compile
-    on (or auto on a GPU) and bf16."""
+    on (or auto on a GPU) and bf16. Wider than 64, the first layer's gradients take 112 KB of shared memory a block:
+    more than an RTX 30x0, 40x0 or 50x0 has (99 KB), where the first update stops with an error naming this field."""
     log_every: int = 10
     """Iterations between metric reads (the trainer's only host synchronisations) and progress lines."""
     checkpoint_every: int = 50

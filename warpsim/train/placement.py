@@ -19,6 +19,10 @@ from warpsim.device import Placement, gpu_available, resolve_placement
 from warpsim.errors import InvalidValueError, UnavailableError
 from warpsim.train.distributed import World
 
+BFLOAT16_CAPABILITY = (8, 0)
+"""The oldest GPUs that compute in bfloat16 (compute capability 8.0, Ampere): their tensor cores multiply it, and
+warpsim's networks' kernels round to it with an instruction older GPUs lack (tests/test_kernel_targets.py)."""
+
 
 def place_training(backend: str, policy_device: str, world: World) -> tuple[Placement, torch.device]:
     """Where training with ``backend`` and ``policy_device`` (config settings) runs in ``world``'s
@@ -61,6 +65,17 @@ def _indexed(device: torch.device) -> torch.device:
     if device.type == "cuda" and device.index is None:
         return torch.device("cuda", torch.cuda.current_device())
     return device
+
+
+def computes_bfloat16(device: torch.device) -> bool:
+    """Whether ``device`` is a GPU of ``BFLOAT16_CAPABILITY`` or newer."""
+    return device.type == "cuda" and torch.cuda.get_device_capability(device) >= BFLOAT16_CAPABILITY
+
+
+def describe_gpu(device: torch.device) -> str:
+    """``device`` as an error names it: its index, its name and its compute capability."""
+    major, minor = torch.cuda.get_device_capability(device)
+    return f"{_indexed(device)} ({torch.cuda.get_device_name(device)}, compute capability {major}.{minor})"
 
 
 def check_single_process(env_device: torch.device, policy_device: torch.device, world_size: int) -> None:

@@ -42,7 +42,7 @@ from warpsim.train.distributed import World
 from warpsim.train.episodes import EpisodeStats
 from warpsim.train.graphs import CapturedGraph, resolve_graphs
 from warpsim.train.learner import UPDATE_STATS, Learner
-from warpsim.train.placement import RolloutMirror, place_training
+from warpsim.train.placement import RolloutMirror, computes_bfloat16, place_training
 from warpsim.train.policy import RolePolicies
 from warpsim.train.rollout import RoleRollout
 from warpsim.train.run_policies import RunPolicies
@@ -413,9 +413,10 @@ def _env_arrays(env: Environment) -> dict[str, torch.Tensor]:
 
 
 def resolve_precision(precision: str, device: torch.device) -> str:
-    """``auto`` is bf16 on CUDA and fp32 on the CPU; fp16 needs CUDA."""
+    """``auto`` is bf16 on a GPU that computes it (``placement.computes_bfloat16``), fp32 on older GPUs and the
+    CPU; fp16 needs CUDA."""
     if precision == "auto":
-        return "bf16" if device.type == "cuda" else "fp32"
+        return "bf16" if computes_bfloat16(device) else "fp32"
     if precision == "fp16" and device.type != "cuda":
         raise InvalidValueError(f"precision='fp16' needs a CUDA device (the environments run on {device}); "
                          f"use fp32 or bf16")
