@@ -4,12 +4,14 @@ the roles in one order whatever the environment."""
 import io
 import os
 import shutil
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import pytest
+import torch
 
 from warpsim.train import TrainConfig, progress
-from warpsim.train.loop import train
+from warpsim.train.loop import start_line, train
 from warpsim.train.progress import ProgressBar
 
 METRICS = {"steps_per_second": 123456.0, "return_tagger": 1.5, "return_runner": -2.25, "tags_per_episode": 3.0}
@@ -65,6 +67,19 @@ def test_the_run_says_where_and_on_what_before_the_first_iteration(tmp_path):
     stream = io.StringIO()
     train(None, tmp_path / "run", resume=True, progress=stream)
     assert stream.getvalue().splitlines()[0].startswith("resuming tag_gridworld at iteration 1, to iteration 2 in ")
+
+
+def test_the_start_line_names_the_networks_gpu_and_its_compute_capability(monkeypatch, tmp_path):
+    """Which GPU decides the precision auto resolves to (fp32 before compute capability 8.0)."""
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (7, 5))
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Tesla T4")
+    gpu = torch.device("cuda", 0)
+    trainer = SimpleNamespace(config=TrainConfig(**GRID), iteration=0, env=SimpleNamespace(backend="cuda"),
+                              env_device=gpu, device=gpu, precision="fp32", launches="cuda-graph",
+                              update_launches="cuda-graph", minibatches=4, compiled=True)
+    line = start_line(cast(Any, trainer), [cast(Any, SimpleNamespace(path=tmp_path / "run"))], resumed=False)
+    assert ": environments on the cuda backend (cuda:0), networks on cuda:0 (Tesla T4, compute capability 7.5) in " \
+           "fp32, cuda-graph rollouts" in line
 
 
 def test_the_time_left_follows_the_pace_of_late_not_the_first_iteration(monkeypatch):

@@ -36,7 +36,7 @@ from warpsim.train.experiment import (
 )
 from warpsim.train.interrupts import StopRequests, TrainingInterrupted
 from warpsim.train.loggers import MetricLog, import_tensorboard, import_wandb, log_to_all, open_logs
-from warpsim.train.placement import environment_placement
+from warpsim.train.placement import describe_gpu, environment_placement
 from warpsim.train.progress import ProgressBar
 from warpsim.train.run_dir import CONFIG_FILE, RunDirectory
 from warpsim.train.runs import batch_key
@@ -253,8 +253,9 @@ def start_line(trainer: Trainer, directories: list[RunDirectory], resumed: bool)
     what = f"resuming {config.env} at iteration {trainer.iteration}," if resumed else f"training {config.env}"
     where = (directories[0].path if len(directories) == 1
              else f"{len(directories)} runs batched together in {directories[0].path.parent}")
+    networks = describe_gpu(trainer.device) if trainer.device.type == "cuda" else trainer.device
     return (f"{what} to iteration {config.iterations} in {where}: environments on the "
-            f"{trainer.env.backend} backend ({trainer.env_device}), networks on {trainer.device} in "
+            f"{trainer.env.backend} backend ({trainer.env_device}), networks on {networks} in "
             f"{trainer.precision}, {trainer.launches} rollouts of {config.rollout_steps} steps x {config.num_envs} "
             f"environments, {trainer.update_launches} updates of {trainer.minibatches} minibatches x {config.epochs} "
             f"epoch{'s' if config.epochs != 1 else ''}, "
