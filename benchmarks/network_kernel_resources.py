@@ -31,7 +31,7 @@ from triton.backends.nvidia.compiler import get_ptxas
 from triton.compiler import ASTSource
 
 from warpsim.commands import table_script
-from warpsim.train import fused_backward, fused_forward, fused_sampling, triton_launch
+from warpsim.train import categorical_terms, fused_backward, fused_forward, fused_sampling, triton_launch
 
 REGISTERS_PER_SM = 65536
 SHARED_BYTES_PER_SM = 228 * 1024
@@ -207,11 +207,11 @@ def categorical_launch(kernel_name: str) -> dict:
     ``categorical_terms`` and its gradient's ``categorical_terms_backward``) as its launcher launches it for
     train-ref's bfloat16 logits of two components of 21, in rows padded to 48 entries as the fused path's networks
     write them."""
-    from warpsim.train import categorical_terms, categorical_terms_kernel
+    from warpsim.train import categorical_terms_kernel
     entries = fused_forward.aligned_size(42)
     logits = torch.zeros(1, entries, dtype=torch.bfloat16)[:, :42]
     constants = dict(COMPONENTS=2, LEVELS=21, BLOCK_ROWS=categorical_terms.BLOCK_ROWS, FAST=True,
-                     **categorical_terms.read_layout(logits, 21))
+                     **categorical_terms.read_layout(logits))
     float32 = {"log_prob_ptr", "entropy_ptr", "log_prob_gradient_ptr", "entropy_gradient_ptr"}
     return dict(kernel=getattr(categorical_terms_kernel, kernel_name), constants=constants, float32=float32,
                 warps=4, divisible=frozenset({"logits_stride"}),
@@ -241,7 +241,7 @@ def table() -> str:
                  trunk_backward(outputs, with_value, aligned))
                 for name, outputs, with_value in (("actor", 42, False), ("critic", 1, False))
                 for aligned in (False, True)]
-    entries += [(name, "64 rows x 4 warps", "42 logits", 1, categorical(kernel_name))
+    entries += [(name, f"{categorical_terms.BLOCK_ROWS} rows x 4 warps", "42 logits", 1, categorical(kernel_name))
                 for name, kernel_name in (("loss's log-probabilities and entropy", "categorical_terms"),
                                           ("loss's gradient", "categorical_terms_backward"))]
     for kernel, shape, entries_of_a_row, stages, figures in entries:

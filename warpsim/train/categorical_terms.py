@@ -25,8 +25,8 @@ import torch
 
 from warpsim.train import ppo, triton_launch
 
-BLOCK_ROWS = 64
-"""Rows of one program: a row's component at a time, as many columns as the component's power of two."""
+BLOCK_ROWS = 128
+"""Rows of one program of four warps: a row a thread."""
 
 
 @torch.library.custom_op("warpsim::categorical_terms", mutates_args=())
@@ -107,11 +107,6 @@ def sample(logits: torch.Tensor, uniforms: list[torch.Tensor], levels: list[int]
     return actions, ppo.log_prob(log_probs, actions)
 
 
-def block_levels(levels: int) -> int:
-    """The columns holding one component: a power of two, at least 2."""
-    return max(2, 1 << (levels - 1).bit_length())
-
-
 def rows_of(logits: torch.Tensor) -> torch.Tensor:
     """``logits`` [..., C] as [rows, C] with unit stride along a row, as the kernels read them: a view where one
     is, as of a slice of wider rows (the fused path's networks write them so: ``StackedLinear.aligned``), a copy
@@ -120,19 +115,17 @@ def rows_of(logits: torch.Tensor) -> torch.Tensor:
     return flat if flat.stride(-1) == 1 else flat.contiguous()
 
 
-def read_layout(flat: torch.Tensor, levels: int) -> dict[str, int]:
-    """How the kernels read ``rows_of``' rows of components of ``levels``: each component's BLOCK_LEVELS columns
-    from its first entry rounded down to a multiple of ALIGN, of the first ROW_ENTRIES entries of a row. Where the
-    rows are padded to 16-byte multiples and the padding lies in the tensor's storage (the fused path's logits:
-    ``StackedLinear.aligned``), ALIGN is 16 bytes of entries, so that a thread loads 16 bytes at once, and
-    ROW_ENTRIES the padded row; otherwise a component's columns start at its first entry, of the row's own."""
+def read_layout(flat: torch.Tensor) -> dict[str, int]:
+    """How the kernels read ``rows_of``' rows: a component's columns in tiles of ALIGN from its first entry rounded
+    down to a multiple of ALIGN, of the first ROW_ENTRIES entries of a row. Where the rows are padded to 16-byte
+    multiples and the padding lies in the tensor's storage (the fused path's logits: ``StackedLinear.aligned``), a
+    tile is 16 bytes of entries, which a thread loads at once, and ROW_ENTRIES the padded row; otherwise a tile is
+    an entry, of the row's own."""
     rows, entries = flat.shape
     stride, size = flat.stride(0), flat.element_size()
     padded = (stride % 16 == 0 and flat.data_ptr() % 16 == 0 and 16 % size == 0
               and flat.storage_offset() + rows * stride <= flat.untyped_storage().nbytes() // size)
-    align = 16 // size if padded else 1
-    return {"BLOCK_LEVELS": block_levels(levels + align - 1), "ALIGN": align,
-            "ROW_ENTRIES": stride if padded else entries}
+    return {"ALIGN": 16 // size if padded else 1, "ROW_ENTRIES": stride if padded else entries}
 
 
 def launch(logits: torch.Tensor, actions: torch.Tensor, levels: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -148,7 +141,7 @@ def launch(logits: torch.Tensor, actions: torch.Tensor, levels: list[int]) -> tu
     if rows:
         kernel[(-(-rows // BLOCK_ROWS),)](flat, flat.stride(0), actions, log_prob, entropy, rows,
                                           COMPONENTS=len(levels), LEVELS=levels[0], BLOCK_ROWS=BLOCK_ROWS,
-                                          FAST=flat.device.type != "cpu", **read_layout(flat, levels[0]),
+                                          FAST=flat.device.type != "cpu", **read_layout(flat),
                                           **triton_launch.OPTIONS)
     return log_prob, entropy
 
@@ -165,7 +158,7 @@ def launch_backward(log_prob_gradient: torch.Tensor, entropy_gradient: torch.Ten
         kernel[(-(-rows // BLOCK_ROWS),)](log_prob_gradient.contiguous(), entropy_gradient.contiguous(), flat,
                                           flat.stride(0), actions, gradient, rows, COMPONENTS=len(levels),
                                           LEVELS=levels[0], BLOCK_ROWS=BLOCK_ROWS, FAST=flat.device.type != "cpu",
-                                          **read_layout(flat, levels[0]), **triton_launch.OPTIONS)
+                                          **read_layout(flat), **triton_launch.OPTIONS)
     return gradient
 
 
