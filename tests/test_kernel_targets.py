@@ -1,7 +1,8 @@
 """The networks' and the loss's Triton kernels built, with no GPU, for GPUs other than the sm_90 of
 tests/test_actor_critic_resources.py: every GPU that the fused path runs them on under bf16
-(``placement.BFLOAT16_CAPABILITY`` and newer) builds them, within its shared memory a block, and the
-GPUs before lack an instruction of theirs, which is why the trainer refuses them there."""
+(``placement.BFLOAT16_CAPABILITY`` and newer) builds them, within its shared memory a block; the
+GPUs before lack an instruction of the networks' kernels, which is why the trainer refuses them there,
+and build the loss's, which the eager path runs on any GPU."""
 
 import re
 from pathlib import Path
@@ -56,6 +57,18 @@ def test_gpus_of_more_shared_memory_build_the_gradients_kernels_of_wider_layers(
     (docs/training.md)."""
     built_within_shared_memory({f"layer {target}": NETWORK_KERNELS.layer_backward_launch(128, target, 42, False)
                                 for target in (0, 1, 2)}, capability)
+
+
+@pytest.mark.parametrize("name", ["categorical_terms", "categorical_terms_backward"])
+def test_the_loss_kernels_that_the_eager_path_runs_too_build_for_older_gpus(name):
+    """The loss's kernels of discrete actions run on every GPU, eagerly too: on a T4's sm_75 they build for the
+    fused path's bfloat16 logits in padded rows and for float32 logits in rows as they are (an entry a tile), as
+    the eager path's fp32 networks (precision=auto there) write them."""
+    padded = NETWORK_KERNELS.categorical_launch(name)
+    as_they_are = dict(padded, constants=dict(padded["constants"], ALIGN=1, ROW_ENTRIES=42), divisible=frozenset(),
+                       pointers=dict(padded["pointers"], logits_ptr="*fp32", gradient_ptr="*fp32"))
+    for launch in (padded, as_they_are):
+        assert NETWORK_KERNELS.compiled(**launch, capability=75).asm["cubin"]
 
 
 def test_the_gpus_before_those_that_compute_bfloat16_lack_an_instruction_of_the_networks_kernels(capsys):
