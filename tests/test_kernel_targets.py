@@ -61,9 +61,9 @@ def test_gpus_of_more_shared_memory_build_the_gradients_kernels_of_wider_layers(
 
 @pytest.mark.parametrize("name", ["categorical_terms", "categorical_terms_backward"])
 def test_the_loss_kernels_that_the_eager_path_runs_too_build_for_older_gpus(name):
-    """The loss's kernels of discrete actions run on every GPU, eagerly too: on a T4's sm_75 they build for the
-    fused path's bfloat16 logits in padded rows and for float32 logits in rows as they are (an entry a tile), as
-    the eager path's fp32 networks (precision=auto there) write them."""
+    """The loss's kernels of discrete actions run on every GPU, eagerly too: on a T4's sm_75 they build for
+    bfloat16 logits in rows padded to 16 bytes (16 bytes a tile) and for float32 logits in rows as they are (an
+    entry a tile), as the eager path's fp32 networks write them there (precision=auto)."""
     padded = NETWORK_KERNELS.categorical_launch(name)
     as_they_are = dict(padded, constants=dict(padded["constants"], ALIGN=1, ROW_ENTRIES=42), divisible=frozenset(),
                        pointers=dict(padded["pointers"], logits_ptr="*fp32", gradient_ptr="*fp32"))
@@ -76,9 +76,8 @@ def test_the_gpus_before_those_that_compute_bfloat16_lack_an_instruction_of_the_
     from triton.runtime.errors import PTXASError
 
     major, minor = BFLOAT16_CAPABILITY
-    older = 75
     with pytest.raises(PTXASError) as error:
-        NETWORK_KERNELS.compiled(**NETWORK_KERNELS.forward_launch(64, fused_forward.STAGES, True), capability=older)
+        NETWORK_KERNELS.compiled(**NETWORK_KERNELS.forward_launch(64, fused_forward.STAGES, True), capability=75)
     capsys.readouterr()  # Triton prints the kernel that ptxas refused
     needed = {int(target) for target in re.findall(r"requires \.target sm_(\d+)", str(error.value))}
     assert needed == {10 * major + minor}, str(error.value)[:2000]
