@@ -26,6 +26,13 @@ def require_target(target: str) -> None:
         pytest.skip("needs a CUDA GPU")
 
 
+def pettingzoo_adapter() -> ModuleType:
+    """warpsim.adapters.pettingzoo, or the calling test skipped where PettingZoo is not installed (as on the GPU
+    machine): a test module that imported the adapter at its top would fail to collect there, every test with it."""
+    pytest.importorskip("pettingzoo")
+    return importlib.import_module("warpsim.adapters.pettingzoo")
+
+
 def write_state(env, state: dict) -> None:
     for name, value in state.items():
         target = getattr(env.state, name)

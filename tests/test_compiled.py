@@ -58,23 +58,45 @@ def test_the_fused_path_acts_and_learns_as_the_eager_one(device, settings, preci
     assert fused.policies.fused is (precision == "bf16") and not eager.policies.fused
     assert fused.policies.gradient_kernels is gradient_kernels
     tolerance: dict[str, Any] = dict(rtol=1e-4, atol=1e-5) if precision == "fp32" else dict(rtol=2e-2, atol=2e-2)
+    initial = [parameter.detach().clone() for parameter in eager.policies.parameters()]
     for iteration in range(3):
         eager.iterate()
         fused.iterate()
         for mine, theirs in zip(fused.storage.values(), eager.storage.values()):
             if mine.actions.is_floating_point():
                 torch.testing.assert_close(mine.actions, theirs.actions, **tolerance)
-            elif iteration == 0 or precision == "fp32":  # later bf16 networks may differ by a rounding, and so play
+                seen = acted = torch.ones_like(mine.values, dtype=torch.bool)
+            elif iteration == 0 or precision == "fp32":
                 assert torch.equal(mine.actions, theirs.actions)
-            torch.testing.assert_close(mine.log_probs, theirs.log_probs, **tolerance)
-            torch.testing.assert_close(mine.values, theirs.values, **tolerance)
-    for fused_parameter, eager_parameter in zip(fused.policies.parameters(), eager.policies.parameters()):
-        torch.testing.assert_close(fused_parameter, eager_parameter, **tolerance)
+                seen = acted = torch.ones_like(mine.values, dtype=torch.bool)
+            else:  # later bf16 networks may differ by a rounding, and so play otherwise from there on
+                seen, acted = played_alike(mine.actions, theirs.actions)
+                assert acted.float().mean() >= 0.5, "the twins' rollouts parted at once"
+            torch.testing.assert_close(mine.log_probs[acted], theirs.log_probs[acted], **tolerance)
+            torch.testing.assert_close(mine.values[seen], theirs.values[seen], **tolerance)
+    if precision == "fp32":
+        for fused_parameter, eager_parameter in zip(fused.policies.parameters(), eager.policies.parameters()):
+            torch.testing.assert_close(fused_parameter, eager_parameter, **tolerance)
+    else:  # Adam steps a near-zero bf16 gradient by about the learning rate either way: the updates as a whole agree
+        fused_update, eager_update = (torch.cat([(parameter.detach() - start).flatten() for parameter, start in
+                                                 zip(trainer.policies.parameters(), initial)])
+                                      for trainer in (fused, eager))
+        assert torch.nn.functional.cosine_similarity(fused_update, eager_update, dim=0) > 0.9
     (fused_metrics,), (eager_metrics,) = fused.read_metrics(), eager.read_metrics()
     for name in ("approx_kl", "value_loss", "policy_loss", "entropy", "learning_rate"):
         assert fused_metrics[name] == pytest.approx(eager_metrics[name], rel=0.05, abs=1e-4), name
     assert torch.equal(fused.generators[0].get_state(), eager.generators[0].get_state()), "the same draws"
     assert fused.compile_seconds() > 0 and eager.compile_seconds() == 0
+
+
+def played_alike(mine: torch.Tensor, theirs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Where two rollouts of discrete actions int32[R, T, E, A, C] saw the same observations (bool[R, T, E, A]:
+    every step of an environment up to its first step with an action that differs, that one included) and
+    where they also took the same actions, so that their values, and their log-probabilities, compare."""
+    differs = (mine != theirs).any(-1)
+    environment_differs = differs.any(-1, keepdim=True).int()
+    seen = (environment_differs.cumsum(1) - environment_differs == 0).expand_as(differs)
+    return seen, seen & ~differs
 
 
 @pytest.fixture
@@ -523,6 +545,21 @@ def test_the_fused_path_stores_inputs_padded_as_its_kernel_reads_them_and_plays_
         assert torch.equal(mine.actions, theirs.actions)
         torch.testing.assert_close(mine.log_probs, theirs.log_probs, rtol=2e-2, atol=2e-2)
         torch.testing.assert_close(mine.values, theirs.values, rtol=2e-2, atol=2e-2)
+
+
+def test_every_region_compiles_whole_without_inductors_loop_reordering(monkeypatch):
+    """Reordering loops after fusion failed an assertion of torch 2.11's inductor on an H200, compiling the
+    minibatch step of continuous actions at the shapes of test_the_fused_path_acts_and_learns_as_the_eager_one."""
+    settings: list[dict] = []
+
+    def compile(function, **given):
+        settings.append(given)
+        return function
+
+    monkeypatch.setattr(torch, "compile", compile)
+    region = compiled.Compiled(lambda x: x + 1, "a region")
+    assert settings == [dict(fullgraph=True, dynamic=False, options={"loop_ordering_after_fusion": False})]
+    assert torch.equal(region(torch.zeros(2)), torch.ones(2))
 
 
 def test_each_compiled_function_has_its_own_code_object():

@@ -26,6 +26,24 @@ def stages() -> list[str]:
     return re.findall(r"^        ([a-z0-9-]+)\)", text[text.index('for stage in "$@"; do'):], re.MULTILINE)
 
 
+TEST_EXTRAS = ("pettingzoo", "gymnasium", "mpe2", "torchrl", "tensordict", "mypy")
+"""Packages of the extra ``test`` that the GPU machine's image lacks."""
+
+
+def test_the_gpu_tests_collect_where_the_test_extras_are_missing(tmp_path):
+    """As on the GPU machine: a module that needs one of them skips what needs it, and no module fails to
+    collect (a module that did would take its GPU tests with it, unseen by any CPU run)."""
+    for name in TEST_EXTRAS:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text(f'raise ModuleNotFoundError("No module named {name!r}", '
+                                                      f'name={name!r})\n')
+    paths = [str(tmp_path), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    result = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", "gpu", "-n", "0",
+                             "-p", "no:cacheprovider", "tests"], cwd=SCRIPT.parent.parent, capture_output=True,
+                            text=True, timeout=300, env=dict(os.environ, PYTHONPATH=os.pathsep.join(paths)))
+    assert result.returncode == 0 and " error" not in result.stdout.splitlines()[-1], result.stdout[-3000:]
+
+
 def test_the_script_parses():
     assert subprocess.run(["bash", "-n", str(SCRIPT)], capture_output=True, text=True).returncode == 0
 

@@ -34,7 +34,7 @@ def layout_positions(scenario: str, layout: str, rng, num_envs: int, n: int) -> 
     shape = (len(BODIES[scenario]), num_envs, n)
     if layout == "beyond the box":
         near = rng.uniform(-2.5, 2.5, shape)
-        far = rng.choice(np.array([-40, 55], f32), shape)
+        far = rng.choice(np.array([-45, 50], f32), shape) + rng.uniform(0, 5, shape)  # spread: no two at one point
         positions = np.where(rng.random(shape) < 0.15, far, near)
     elif layout == "lattice":  # at least 17 x 17 points, distinct within a kind (two agents at one point push with NaN)
         side = max(17, int(np.ceil(np.sqrt(n))))
@@ -81,7 +81,8 @@ def assert_layout_then_steps_agree(scenario: str, layout: str, num_envs: int, st
     still = np.zeros(tuple(reference.actions.shape), reference.actions.numpy().dtype)
     reference.step(still, auto_reset=False)
     kernels.step(still, auto_reset=False)
-    np.testing.assert_array_equal(kernels.state.pos_x.numpy(), state["pos_x"], err_msg="the layout must stand still")
+    np.testing.assert_array_equal(compared_arrays(kernels)["pos_x"], state["pos_x"],
+                                  err_msg="the layout must stand still")
     assert_equal(reference, kernels, f"on layout {layout!r}")
     for step in range(steps):
         actions = rng.integers(0, 5, tuple(reference.actions.shape)).astype(np.int32)
@@ -188,14 +189,14 @@ def test_the_grids_stay_in_shared_memory_to_a_thousand_agents_and_leave_the_land
 @pytest.mark.parametrize("scenario", ["simple_spread", "simple_tag"])
 @pytest.mark.parametrize("layout", ["beyond the box", "lattice", "pile"])
 def test_the_layouts_of_the_gpu_test_place_every_agent_apart(scenario, layout):
-    """The GPU test's layouts at N = 4096, here where no GPU runs it: every body placed, the lattice's
-    agents at distinct points."""
-    positions = layout_positions(scenario, layout, np.random.default_rng(0), 2, 4096)
-    assert set(positions) == set(BODIES[scenario])
-    assert all(value.shape == (2, 4096) and value.dtype == np.float32 for value in positions.values())
-    if layout == "lattice":
-        points = positions["pos_x"].astype(np.float64) * 1e4 + positions["pos_y"]
-        assert all(len(np.unique(row)) == 4096 for row in points)
+    """The GPU test's layouts at N = 1000 and 4096, here where no GPU runs it: every body placed, the agents
+    at distinct points (two at one point push each other with NaN, which the checked step refuses)."""
+    for n in (1000, 4096):
+        positions = layout_positions(scenario, layout, np.random.default_rng(n), 2, n)
+        assert set(positions) == set(BODIES[scenario])
+        assert all(value.shape == (2, n) and value.dtype == np.float32 for value in positions.values())
+        points = np.stack([positions["pos_x"], positions["pos_y"]], axis=-1)
+        assert all(len(np.unique(row, axis=0)) == n for row in points), f"{layout} at N = {n}"
 
 
 @pytest.mark.gpu

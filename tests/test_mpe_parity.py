@@ -9,10 +9,10 @@ through the episode's physics.
 import numpy as np
 import pytest
 
-from warpsim.adapters.pettingzoo import parallel_env
-
 mpe2 = pytest.importorskip("mpe2")
 from mpe2 import simple_adversary_v3, simple_speaker_listener_v4, simple_spread_v3, simple_tag_v3  # noqa: E402
+
+from warpsim.adapters.pettingzoo import parallel_env  # noqa: E402  (needs PettingZoo, which MPE2 needs)
 
 RTOL = ATOL = 1e-4
 

@@ -14,7 +14,7 @@ from pettingzoo.test import parallel_api_test, parallel_seed_test  # noqa: E402
 from ticks_env import Ticks  # noqa: E402
 
 import warpsim  # noqa: E402
-from warpsim.adapters.pettingzoo import WarpsimParallelEnv, parallel_env, parallel_envs  # noqa: E402
+from warpsim.adapters.pettingzoo import WarpsimParallelEnv, agent_names, parallel_env, parallel_envs  # noqa: E402
 from warpsim.errors import InvalidValueError  # noqa: E402
 
 SMALL: dict[str, Any] = {
@@ -34,6 +34,16 @@ SMALL: dict[str, Any] = {
 }
 API_CASES = [pytest.param(name.removesuffix("_partial"), params, id=name) for name, params in SMALL.items()]
 CUDA = pytest.param("cuda", marks=pytest.mark.gpu)
+
+
+@pytest.mark.parametrize("scenario, params, names", [
+    ("simple_tag", dict(num_good=2, num_adversaries=2), ["adversary_0", "adversary_1", "agent_0", "agent_1"]),
+    ("simple_adversary", dict(N=2), ["adversary_0", "agent_0", "agent_1"]),
+    ("simple_speaker_listener", {}, ["speaker_0", "listener_0"]),
+])
+def test_the_mpe_scenarios_agents_are_named_as_in_mpe2(scenario, params, names):
+    """Role by role in agent order, adversaries first, as MPE2 names them."""
+    assert agent_names(warpsim.make(scenario, 1, backend="numpy", **params).spec) == names
 
 
 def strict_api_test(penv, num_cycles: int = 100) -> None:

@@ -8,11 +8,11 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from helpers import pettingzoo_adapter
 from signallers_env import BOUNDS, LEVELS, Signallers
 
 import warpsim
 from warpsim.actions import RandomActions
-from warpsim.adapters.pettingzoo import parallel_env
 from warpsim.errors import InvalidValueError
 from warpsim.spec import EnvSpec, StateArray
 from warpsim.train import TrainConfig
@@ -178,6 +178,7 @@ def test_a_run_evaluates_and_its_policies_act_with_their_roles_own_actions(run):
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_the_pettingzoo_adapter_gives_each_agent_its_roles_action_space(kind):
+    parallel_env = pettingzoo_adapter().parallel_env
     from pettingzoo.test import parallel_api_test
 
     env = parallel_env(SIGNALLERS, **PARAMS[kind])

@@ -5,10 +5,10 @@ each take a role's own size."""
 import numpy as np
 import pytest
 import torch
+from helpers import pettingzoo_adapter
 from lookers_env import Lookers
 
 import warpsim
-from warpsim.adapters.pettingzoo import parallel_env
 from warpsim.errors import InvalidValueError
 from warpsim.roles import roles_of
 from warpsim.spec import EnvSpec, StateArray
@@ -91,7 +91,7 @@ def test_a_run_evaluates_and_its_policies_act_on_their_roles_own_observations(ru
 
 
 def test_the_pettingzoo_adapter_gives_each_agent_its_roles_space_and_observation():
-    env = parallel_env(LOOKERS, seekers=2, hiders=2)
+    env = pettingzoo_adapter().parallel_env(LOOKERS, seekers=2, hiders=2)
     observations, _ = env.reset()
     sizes = {name: env.observation_space(name).shape for name in env.possible_agents}
     assert sizes == {"seeker_0": (3,), "seeker_1": (3,), "hider_0": (1,), "hider_1": (1,)}

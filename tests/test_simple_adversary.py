@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 
 import warpsim
-from warpsim.adapters.pettingzoo import agent_names
 from warpsim.errors import WarpsimError
 
 
@@ -22,7 +21,7 @@ def test_the_goal_is_drawn_uniformly_among_the_landmarks_and_only_good_agents_se
     env = warpsim.make("simple_adversary", 3000, backend="numpy", N=3, seed=5)
     counts = np.bincount(env.state.goal.numpy(), minlength=3)
     assert counts.min() > 900, counts
-    assert env.spec.role_observation_sizes == (12, 14) and agent_names(env.spec)[:2] == ["adversary_0", "agent_0"]
+    assert env.spec.role_observation_sizes == (12, 14)
     goal = env.state.goal.numpy()
     landmark_x = env.state.landmark_x.numpy()[np.arange(3000), goal]
     np.testing.assert_array_equal(env.observations[:, 1:, 0].numpy(),

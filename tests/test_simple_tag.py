@@ -5,7 +5,6 @@ import pytest
 import torch
 
 import warpsim
-from warpsim.adapters.pettingzoo import agent_names
 from warpsim.errors import WarpsimError
 
 
@@ -32,11 +31,6 @@ def test_adversaries_see_one_good_agents_velocity_more_unless_the_nearest_fix_bo
     assert env.spec.role_observation_sizes == sizes and env.spec.observation_size == max(sizes)
     adversaries = env.params.num_adversaries
     assert not env.observations[:, adversaries:, sizes[1]:].any(), "a good agent's row is zero past its size"
-
-
-def test_agents_are_named_as_in_mpe2_adversaries_first():
-    env = warpsim.make("simple_tag", 1, backend="numpy", num_good=2, num_adversaries=2)
-    assert agent_names(env.spec) == ["adversary_0", "adversary_1", "agent_0", "agent_1"]
 
 
 def test_an_adversary_touching_the_good_agent_earns_ten_and_the_good_agent_pays_ten():

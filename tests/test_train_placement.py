@@ -11,7 +11,7 @@ from helpers import load_script
 
 from warpsim.cli import main
 from warpsim.errors import InvalidValueError, UnavailableError
-from warpsim.train import TrainConfig, Trainer, ppo
+from warpsim.train import TrainConfig, Trainer, run_policies
 from warpsim.train.distributed import World
 from warpsim.train.graphs import resolve_graphs
 from warpsim.train.loop import train
@@ -119,16 +119,16 @@ def test_a_hybrid_iteration_equals_the_one_device_iteration(monkeypatch, changes
     """NumPy environments with CUDA networks against all on the CPU, from one seed. The CUDA and
     CPU generators draw different numbers, so both sample from the same CPU noise here; one
     minibatch per epoch makes the shuffle only reorder a mean."""
-    original = ppo.uniforms
-    noise: dict[str, Any] = {}
+    original = run_policies.roles_noise
+    noise: dict[str, torch.Generator] = {}
 
-    def uniforms_from_cpu_noise(rows, action_levels, generator, device):
-        key = torch.device(device).type
-        noise.setdefault(key, torch.Generator().manual_seed(7))
-        drawn = original(rows, action_levels, noise[key], torch.device("cpu"))
-        return tuple(uniform.to(device) for uniform in drawn)
+    def noise_from_the_cpu(heads, rows, generator, device, out=None):
+        """The draws of a CPU generator of its own for each device, moved there (eager networks read them
+        anywhere, so ``out``, the fused kernel's buffer, is left alone)."""
+        cpu = noise.setdefault(torch.device(device).type, torch.Generator().manual_seed(7))
+        return [tuple(draws.to(device) for draws in role) for role in original(heads, rows, cpu, torch.device("cpu"))]
 
-    monkeypatch.setattr(ppo, "uniforms", uniforms_from_cpu_noise)
+    monkeypatch.setattr(run_policies, "roles_noise", noise_from_the_cpu)
     # Eager networks on both sides: this test is about where they run, not about compiled rounding.
     hybrid = Trainer(TrainConfig(**GPU_TAG, **changes, policy_device="cuda", compile="off"))
     single = Trainer(TrainConfig(**GPU_TAG, **changes, policy_device="cpu", compile="off"))

@@ -345,7 +345,7 @@ def gpu_code(function: Callable, args: tuple) -> tuple[str, int]:
             mock.patch.object(torch.utils._triton, "triton_hash_with_backend", lambda: "no-gpu"), \
             mock.patch.object(GraphLowering, "_compile_to_module", write):
         try:
-            torch.compile(compiled.own_code(function), fullgraph=True, dynamic=False)(*args)
+            compiled.compile_whole(function)(*args)
         except Exception as error:  # dynamo wraps the stop in its own errors
             if not written:
                 raise RuntimeError(f"inductor wrote no code: {type(error).__name__}: {error}") from error

@@ -73,15 +73,31 @@ def own_code(function: Callable[..., Result]) -> Callable[..., Result]:
     return copy
 
 
+INDUCTOR_OPTIONS = {"loop_ordering_after_fusion": False}
+"""Inductor's settings for every region. Reordering a kernel's loops after fusion failed an assertion of
+torch 2.11's scheduler (``reorder_loops_by_dep_pair``) on a GPU, compiling the minibatch step of continuous
+actions at some shapes; turned off, it changes no kernel of train-ref's regions (the cost model's counts)."""
+
+
+def compile_whole(function: Callable[..., Result]) -> Callable[..., Result]:
+    """``function`` through ``torch.compile`` as every region is: whole, static shapes, on its own code
+    object (``own_code``), with ``INDUCTOR_OPTIONS``."""
+    import torch._inductor.config as inductor
+
+    # an older torch without one of these settings has nothing of it to turn off
+    options: dict[str, Any] = {name: value for name, value in INDUCTOR_OPTIONS.items() if hasattr(inductor, name)}
+    return torch.compile(own_code(function), fullgraph=True, dynamic=False, options=options)
+
+
 class Compiled(Generic[Result]):
-    """``function`` through ``torch.compile`` (whole, static shapes, on its own code object: ``own_code``);
-    ``what`` names it in errors, which name ``ways_out`` (settings that turn off what it runs) before
-    compile='off'. ``seconds`` is the time its first call took, compiling included."""
+    """``function`` through ``torch.compile`` (``compile_whole``); ``what`` names it in errors, which name
+    ``ways_out`` (settings that turn off what it runs) before compile='off'. ``seconds`` is the time its first
+    call took, compiling included."""
 
     def __init__(self, function: Callable[..., Result], what: str, ways_out: tuple[str, ...] = ()):
         self.function = function
         """The eager function it compiles."""
-        self.compiled = torch.compile(own_code(function), fullgraph=True, dynamic=False)
+        self.compiled = compile_whole(function)
         self._what = what
         self._ways_out = ways_out
         self.seconds = 0.0
