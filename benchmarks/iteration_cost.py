@@ -55,13 +55,12 @@ aligned (``kernel_counts.aligned_matrix``) moves its bytes this many times slowe
 (profile-fused-train-ref-nvidia-h200.json) train-ref's first layers' products, forward and the weight's
 gradient, on 880,000 rows of 71 bfloat16 inputs and 128 outputs, took 0.559 ms (3.4 times their bytes' time)."""
 MEASURED = {("train-ref", "off"): {"rollout_ms": 149.0, "update_ms": 697.0, "commit": "9c79ab3"},
-            ("train-ref", "on"): {"rollout_ms": 65.6, "update_ms": 405.0, "commit": "37f6da5"},
+            ("train-ref", "on"): {"rollout_ms": 44.4, "update_ms": 246.4, "commit": "63b34fe"},
             ("grid", "on"): {"rollout_ms": 17.0, "update_ms": 20.1, "commit": "37f6da5"},
-            ("train-ref", "kernels"): {"rollout_ms": 65.4, "update_ms": 436.7, "commit": "786d1b8"}}
-"""The H200 records (benchmarks/results/nvidia-h200.json and train-speed/nvidia-h200.json; at 786d1b8 the
-log train-speed/session-786d1b8-nvidia-h200.log) of one 100-step iteration, eager networks, the fused path or
-the fused path with gradient kernels, in CUDA graphs: the rollout and the update in milliseconds, and the
-commit measured."""
+            ("train-ref", "kernels"): {"rollout_ms": 44.3, "update_ms": 238.0, "commit": "63b34fe"}}
+"""The H200 records (benchmarks/results/nvidia-h200.json and train-speed/nvidia-h200.json) of one 100-step
+iteration, eager networks, the fused path or the fused path with gradient kernels, in CUDA graphs: the rollout
+and the update in milliseconds, and the commit measured."""
 ROLLOUT_STEPS = 100
 """The train tier's rollout (warpsim bench --steps)."""
 SMALL_BATCHES = (2, 4)
