@@ -7,7 +7,8 @@
 # scale), bench (the targets of docs/benchmarks.md), bf16 (headline with bfloat16 observations, to
 # set beside bench's headline), train-speed (the train tier, fused and eager, the cost model of
 # benchmarks/iteration_cost.py and the fused iteration's kernels from the profiler, then one table of them all,
-# benchmarks/train_speed_table.py), train-speed-autotune
+# benchmarks/train_speed_table.py), profiles (torch's profiler on train-ref's fused iteration, without and with
+# gradient kernels: what a session's time leaves after first), train-speed-autotune
 # (train-ref's fused train tier with inductor's autotuned matrix products), gradient-kernels (the update's networks
 # and gradients as warpsim's kernels: their GPU tests, their time against autograd's, the train tier and the profile
 # of an iteration with them),
@@ -113,6 +114,12 @@ for stage in "$@"; do
             step profile-fused 90 python3 benchmarks/iteration_profile.py --config train-ref --compile on \
                 --json "$out/profile-fused.json"
             step train-speed-table 15 python3 benchmarks/train_speed_table.py "$out" ;;
+        profiles)  # where train-ref's fused iteration spends its GPU time, without and with gradient kernels (torch's
+            # profiler): about 3 minutes, what a session's 15 minutes leave after first
+            step profile-fused 90 python3 benchmarks/iteration_profile.py --config train-ref --compile on \
+                --json "$out/profile-fused.json"
+            step profile-gradient-kernels 95 python3 benchmarks/iteration_profile.py --config train-ref --compile on \
+                --gradient-kernels --json "$out/profile-gradient-kernels.json" ;;
         train-speed-autotune)  # the fused update's matrix products chosen by inductor's autotuning, against train-speed's
             TORCHINDUCTOR_MAX_AUTOTUNE_GEMM=1 bench train-ref-fused-autotune 420 --config train-ref --tier train \
                 --precision bf16 --graphs on --compile on --repeats 3 ;;
@@ -236,8 +243,9 @@ for stage in "$@"; do
                     --graphs off --compile on --gradient-kernels --steps 5 --repeats 1 --warmup 1 --no-baseline
             done ;;
         *)
-            echo "unknown stage $stage (first, tests, bench, bf16, train-speed, train-speed-autotune, gradient-kernels," \
-                "grid-chase, tag-chase, tag-chase-one-epoch, tag-chase-continuous, tag-evade, self-play, learning," \
+            echo "unknown stage $stage (first, tests, bench, bf16, train-speed, profiles, train-speed-autotune," \
+                "gradient-kernels, grid-chase, tag-chase, tag-chase-one-epoch, tag-chase-continuous, tag-evade," \
+                "self-play, learning," \
                 "many-runs, mpe, mpe-roles, mpe-scale," \
                 "simple-spread-1k, simple-tag-1k," \
                 "fused-forward, evaluation-speed, neighbour-search, placement, peers-mpe, peers-jaxmarl," \
