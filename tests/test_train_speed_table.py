@@ -24,17 +24,20 @@ def session(tmp_path) -> Path:
 
 
 def test_each_policy_tier_record_is_a_row_with_the_models_prediction_for_its_config_and_path(session, capsys):
-    """The eager row beside the model's eager baseline, the fused row beside its fused figures (the record's
-    main figures are those with gradient kernels, which no row here took)."""
+    """The eager row beside the model's eager baseline, the fused rows beside its fused figures, and those
+    with gradient kernels beside the record's main figures, its own."""
     assert script.main([str(session), "--top", "3"]) == 0
     lines = capsys.readouterr().out.splitlines()
     rows = [line.split(" | ") for line in lines if line.startswith("| train-ref | train")]
     model = json.loads((session / "iteration-cost.json").read_text())["train-ref"]
     eager, fused = (f"{model[path]['rollout']['predicted_ms']:.0f} / {model[path]['update']['predicted_ms']:.0f}"
                     for path in ("baseline", "fused"))
-    assert eager != fused != f"{model['rollout']['predicted_ms']:.0f} / {model['update']['predicted_ms']:.0f}"
+    kernels = f"{model['rollout']['predicted_ms']:.0f} / {model['update']['predicted_ms']:.0f}"
+    assert len({eager, fused, kernels}) == 3
     assert [(row[2], row[3], row[4], row[5], row[6]) for row in rows] == [
-        ("eager", "2.58e+07", "150.5", "701.2", eager), ("fused", "4.67e+07", "65.6", "404.9", fused)]
+        ("eager", "2.58e+07", "150.5", "701.2", eager), ("fused", "4.67e+07", "65.6", "404.9", fused),
+        ("fused, gradient kernels", "7.79e+07", "44.3", "238.0", kernels),
+        ("fused", "7.56e+07", "44.4", "246.4", fused)]
 
 
 def test_each_profile_lists_its_most_expensive_kernels_per_phase(session, capsys):
