@@ -133,9 +133,10 @@ class TrainConfig:
     gradient_kernels: bool = False
     """On the fused path under bf16, the update's networks and their gradients run as warpsim's Triton kernels,
     which read the observations again where autograd keeps every activation (on an H200 at train-ref an update of
-    238 ms against 246, for 20 s more of compiling); off (the default): the compiled eager networks and autograd. Needs compile
-    on (or auto on a GPU) and bf16. Wider than 64, the first layer's gradients take 112 KB of shared memory a block:
-    more than an RTX 30x0, 40x0 or 50x0 has (99 KB), where the first update stops with an error naming this field."""
+    238 ms against 246, for 20 s more of compiling); off (the default): the compiled eager networks and autograd.
+    Needs compile on (or auto on a GPU) and bf16. Wider than 64, the first layer's gradients take 112 KB of shared
+    memory a block: more than an RTX 30x0, 40x0 or 50x0 has (99 KB), where the first update stops with an error
+    naming this field."""
     log_every: int = 10
     """Iterations between metric reads (the trainer's only host synchronisations) and progress lines."""
     checkpoint_every: int = 50
