@@ -189,6 +189,28 @@ def test_a_compile_failure_is_one_line_naming_the_way_out(monkeypatch):
     assert message.endswith("train with compile='off' (--compile off), the eager path")
 
 
+@pytest.mark.parametrize("words", ["AssertionError: ", "Unsupported: Tensor.tolist() with non-integer tensor"])
+def test_a_compile_failure_that_names_exceptions_alone_says_where_torch_raised_it(monkeypatch, words):
+    """An assertion of inductor's says nothing of itself ("InductorError: AssertionError:", as torch 2.11's did on
+    an H200): the line names the function and the line of the file that raised it; an error that says what went
+    wrong is left as it is."""
+    def failing(function, **options):
+        def reorder_loops_by_dep_pair():
+            raise TorchDynamoException(words)
+
+        return lambda *args: reorder_loops_by_dep_pair()
+
+    monkeypatch.setattr(compiled.torch, "compile", failing)
+    with pytest.raises(UnavailableError) as error:
+        compiled.Compiled(lambda: None, "the update's minibatch step")()
+    line = next(number for number, text in enumerate(Path(__file__).read_text().splitlines(), 1)
+                if "raise TorchDynamoException(words)" in text)
+    where = f"; raised in reorder_loops_by_dep_pair, test_compiled.py:{line}" if words.endswith(": ") else ""
+    assert str(error.value) == ("config field compile: torch.compile could not compile the update's minibatch step "
+                                f"(TorchDynamoException: {words.strip()}{where}); train with compile='off' "
+                                "(--compile off), the eager path")
+
+
 def refusing_ptxas(monkeypatch) -> None:
     """``torch.compile`` makes functions that print a kernel's code and raise the error Triton raises where ptxas
     refuses a kernel for the GPU at hand."""

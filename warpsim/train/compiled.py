@@ -22,8 +22,10 @@ import io
 import re
 import sys
 import time
+import traceback
 import types
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 import torch
@@ -110,9 +112,11 @@ class Compiled(Generic[Result]):
                 result = self.compiled(*args)
         except Exception as error:
             if isinstance(error, TorchDynamoException):  # inductor's errors, and Triton's absence, are among them
-                raise self._unavailable("torch.compile could not compile", error) from None
+                why = _summary(error)
+                raise self._unavailable("torch.compile could not compile",
+                                        why + _raised_at(error) if NAMES_ALONE.fullmatch(why) else why) from None
             if _raised_by_triton(error):  # building a kernel for this GPU, warpsim's own or inductor's, failed
-                raise self._unavailable("Triton could not build a kernel of", error) from None
+                raise self._unavailable("Triton could not build a kernel of", _summary(error)) from None
             sys.stdout.write(printed.getvalue())
             raise
         sys.stdout.write(printed.getvalue())
@@ -120,12 +124,14 @@ class Compiled(Generic[Result]):
             self.seconds = time.perf_counter() - started
         return result
 
-    def _unavailable(self, what_failed: str, error: Exception) -> UnavailableError:
+    def _unavailable(self, what_failed: str, why: str) -> UnavailableError:
         ways_out = "".join(f"{way}, or " for way in self._ways_out)
-        return UnavailableError(f"config field compile: {what_failed} {self._what} ({_summary(error)}); train with "
+        return UnavailableError(f"config field compile: {what_failed} {self._what} ({why}); train with "
                                 f"{ways_out}compile='off' (--compile off), the eager path")
 
 
+NAMES_ALONE = re.compile(r"(\w+:\s*)+")
+"""A summary of an error that names exceptions and says nothing more ("InductorError: AssertionError:")."""
 PTXAS_ERROR = re.compile(r"ptxas .*?\berror\s*:\s*(.+)")
 """A line of ptxas's report of an error (which Triton quotes below a heading of its own): the error's words."""
 
@@ -134,6 +140,20 @@ def _raised_by_triton(error: Exception) -> bool:
     """Whether ``error`` is one of Triton's (a process without Triton raises none)."""
     errors = sys.modules.get("triton.errors")
     return errors is not None and isinstance(error, errors.TritonError)
+
+
+def _raised_at(error: Exception) -> str:
+    """Where ``error`` was raised, which a report of a compiler's fault needs where its words name exceptions alone
+    (``NAMES_ALONE``): its traceback's innermost function and line, the file from its package's folder on
+    ("; raised in reorder_loops_by_dep_pair, torch/_inductor/scheduler.py:1950"), or nothing without one."""
+    frames = traceback.extract_tb(error.__traceback__)
+    if not frames:
+        return ""
+    innermost = frames[-1]
+    parts = Path(innermost.filename).parts
+    installed = [index for index, part in enumerate(parts) if part in ("site-packages", "dist-packages")]
+    file = "/".join(parts[installed[-1] + 1:]) if installed else parts[-1]
+    return f"; raised in {innermost.name}, {file}:{innermost.lineno}"
 
 
 def _summary(error: Exception) -> str:
