@@ -8,7 +8,7 @@
 # set beside bench's headline), train-speed (the train tier, fused and eager, the cost model of
 # benchmarks/iteration_cost.py and the fused iteration's kernels from the profiler, then one table of them all,
 # benchmarks/train_speed_table.py), profiles (torch's profiler on train-ref's fused iteration, without and with
-# gradient kernels: what a session's time leaves after first), train-speed-autotune
+# gradient kernels, in about 3 minutes: to follow first on a short loan of a GPU), train-speed-autotune
 # (train-ref's fused train tier with inductor's autotuned matrix products), gradient-kernels (the update's networks
 # and gradients as warpsim's kernels: their GPU tests, their time against autograd's, the train tier and the profile
 # of an iteration with them),
@@ -115,7 +115,7 @@ for stage in "$@"; do
                 --json "$out/profile-fused.json"
             step train-speed-table 15 python3 benchmarks/train_speed_table.py "$out" ;;
         profiles)  # where train-ref's fused iteration spends its GPU time, without and with gradient kernels (torch's
-            # profiler): about 3 minutes, what a session's 15 minutes leave after first
+            # profiler): about 3 minutes, to follow first on a short loan of a GPU
             step profile-fused 90 python3 benchmarks/iteration_profile.py --config train-ref --compile on \
                 --json "$out/profile-fused.json"
             step profile-gradient-kernels 95 python3 benchmarks/iteration_profile.py --config train-ref --compile on \
