@@ -83,7 +83,7 @@ peer_packages() {  # the peers' packages the image lacks (MPE2, PettingZoo, VMAS
 for stage in "$@"; do
     case $stage in
         first)  # whether the kernels compute right on this GPU, then which update path is the faster
-            step pytest-gpu 300 python3 -m pytest -m gpu -v -p no:cacheprovider -n 8 -rfEs --durations=15
+            step pytest-gpu 300 python3 -m pytest -m gpu -v -p no:cacheprovider -n 8 --maxprocesses 8 -rfEs --durations=15
             bench train-ref-gradient-kernels 110 --config train-ref --tier train --precision bf16 --graphs on \
                 --compile on --gradient-kernels --repeats 2
             bench train-ref-fused 90 --config train-ref --tier train --precision bf16 --graphs on --compile on \
@@ -91,7 +91,7 @@ for stage in "$@"; do
             step train-speed-table 15 python3 benchmarks/train_speed_table.py "$out" ;;
         tests)
             # each test's result on a line of its own, as it ends: a stage cut short still names them
-            step pytest-gpu 420 python3 -m pytest -m gpu -v -p no:cacheprovider -n 8 -rfEs --durations=15 ;;
+            step pytest-gpu 420 python3 -m pytest -m gpu -v -p no:cacheprovider -n 8 --maxprocesses 8 -rfEs --durations=15 ;;
         bench)
             bench headline 90 --config headline --graphs both
             bench sweep-E 120 --config sweep-E --values 1,16,256,1024,4096,16384 --graphs both

@@ -42,18 +42,20 @@ from warpsim.train import TrainConfig, Trainer
 H200 = {"copy_bytes_per_second": 4.3e12, "seconds_per_kernel": 0.95e-6,
         "forward_multiply_adds_per_second": 220_000 * (2 * (80 * 64 + 64 * 64) + 43 * 64) / (0.1071e-3 * 2 / 2.125),
         "gradient_multiply_adds_per_second": 880_000 * (2 * (80 * 64 + 64 * 64) + 43 * 64 + 43 * 64
-                                                        + 2 * (80 * 64 + 2 * 64 * 64)) / 2.3966e-3,
+                                                        + 2 * (80 * 64 + 2 * 64 * 64)) / 1.2891e-3,
         "unaligned_product_slowdown": 0.559e-3 / (2 * 880_000 * (71 + 128) * 2 / 4.3e12)}
 """One NVIDIA H200: a device-to-device copy's bytes read and written per second (4.3 TB/s), the
 cost of one small kernel in a replayed CUDA graph (benchmarks/iteration_profile.py, 0.95-0.98 us),
 and the multiply-adds per second (``network_multiply_adds``) of the networks' kernels at train-ref,
-from the CUDA kernels' own times in torch's profiler at warpsim 786d1b8
-(benchmarks/results/train-speed/profile-gradient-kernels-train-ref-nvidia-h200.json): the forward
-kernel's 220,000 agents of a rollout step in 0.1008 ms (4.6e13), the gradients' kernels' 880,000
-samples of an optimizer step in 2.397 ms (1.9e13). A matrix product with an operand whose rows are not 16-byte
-aligned (``kernel_counts.aligned_matrix``) moves its bytes this many times slower: at warpsim c4ea203
-(profile-fused-train-ref-nvidia-h200.json) train-ref's first layers' products, forward and the weight's
-gradient, on 880,000 rows of 71 bfloat16 inputs and 128 outputs, took 0.559 ms (3.4 times their bytes' time)."""
+from the CUDA kernels' own times in torch's profiler: at warpsim 786d1b8
+(benchmarks/results/train-speed/profile-gradient-kernels-train-ref-nvidia-h200.json) the forward
+kernel's 220,000 agents of a rollout step in 0.1008 ms (4.6e13); at 536d8d6
+(profile-gradient-kernels-train-ref-536d8d6-nvidia-h200.json) the gradients' kernels' 880,000
+samples of an optimizer step in 1.289 ms (3.5e13; 1.9e13 at 786d1b8). A matrix product with an operand
+whose rows are not 16-byte aligned (``kernel_counts.aligned_matrix``) moves its bytes this many times slower:
+at warpsim c4ea203 (profile-fused-train-ref-nvidia-h200.json) train-ref's first layers' products, forward and
+the weight's gradient, on 880,000 rows of 71 bfloat16 inputs and 128 outputs, took 0.559 ms (3.4 times their
+bytes' time)."""
 MEASURED = {("train-ref", "off"): {"rollout_ms": 149.0, "update_ms": 697.0, "commit": "9c79ab3"},
             ("train-ref", "on"): {"rollout_ms": 44.4, "update_ms": 246.4, "commit": "63b34fe"},
             ("grid", "on"): {"rollout_ms": 17.0, "update_ms": 20.1, "commit": "37f6da5"},

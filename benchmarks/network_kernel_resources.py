@@ -38,8 +38,8 @@ SHARED_BYTES_PER_SM = 228 * 1024
 SHARED_RESERVED_PER_PROGRAM = 1024
 """An H100's or H200's SM: its register file, its shared memory, and what the driver keeps of it per block."""
 TRAIN_REF_INPUTS = 71
-COLUMNS = ("registers", "spill_bytes", "programs_per_sm", "loads_2_bytes", "loads_16_bytes", "async_copies",
-           "butterfly_shuffles", "instructions", "row_loop_instructions")
+COLUMNS = ("registers", "spill_bytes", "programs_per_sm", "loads_2_bytes", "loads_16_bytes", "stores_2_bytes",
+           "stores_16_bytes", "async_copies", "butterfly_shuffles", "instructions", "row_loop_instructions")
 
 
 def compiled(kernel, constants: dict, float32: set[str], warps: int, stages: int = 1,
@@ -85,6 +85,8 @@ def resources(kernel, constants: dict, float32: set[str], warps: int, stages: in
             "programs_per_sm": min(by_registers, by_shared),
             "loads_2_bytes": len(re.findall(r"ld\.global(?:\.\w+)*\.b16\b", ptx)),
             "loads_16_bytes": len(re.findall(r"ld\.global(?:\.\w+)*\.v4\.b32\b", ptx)),
+            "stores_2_bytes": len(re.findall(r"st\.global(?:\.\w+)*\.b16\b", ptx)),
+            "stores_16_bytes": len(re.findall(r"st\.global(?:\.\w+)*\.v4\.b32\b", ptx)),
             "async_copies": len(re.findall(r"cp\.async\.c[ag]\.shared\.global", ptx)),
             "butterfly_shuffles": len(re.findall(r"shfl\.sync\.bfly", ptx)),
             "instructions": machine_instructions(kernel.asm["cubin"])} | (
@@ -130,7 +132,8 @@ def forward_launch(hidden: int, stages: int, aligned: bool, sampled: bool = Fals
     from warpsim.train.actor_critic_kernel import fused_actor_critic
     levels = dict(COMPONENTS=2, LEVELS=21, BLOCK_LEVELS=32) if sampled else dict(COMPONENTS=0, LEVELS=0,
                                                                                    BLOCK_LEVELS=16)
-    constants = dict(HIDDEN=hidden, LAYERS=2, OUTPUTS=outputs, SHARED=shared, BLOCK_ROWS=fused_forward.BLOCK_ROWS,
+    constants = dict(HIDDEN=hidden, LAYERS=2, OUTPUTS=outputs, POLICY_ENTRIES=fused_forward.policy_row_entries(outputs),
+                     SHARED=shared, BLOCK_ROWS=fused_forward.BLOCK_ROWS,
                      BLOCK_INPUTS=fused_forward.BLOCK_INPUTS, BLOCK_HIDDEN=hidden, BLOCK_OUTPUTS=64, DOT=tl.bfloat16,
                      **levels)
     float32 = {"values_ptr", "value_weight_ptr", "value_bias_ptr", "draws_ptr", "log_prob_ptr"}
@@ -161,8 +164,9 @@ def trunk_backward_launch(outputs: int, with_value: bool, aligned: bool, unrolle
     else:
         columns = (fused_backward.FIRST_LAYER_INPUTS, 0)
         chunks = dict(INPUT_CHUNKS=-(-TRAIN_REF_INPUTS // block_inputs), INPUT_TAIL=0)
-    constants = dict(HIDDEN=hidden, LAYERS=2, OUTPUTS=outputs, WITH_VALUE=with_value,
-                     BLOCK_ROWS=fused_backward.BACKWARD_BLOCK_ROWS, BLOCK_INPUTS=block_inputs,
+    entries = fused_forward.policy_row_entries(outputs)  # the loss's gradient in the forward kernel's rows
+    constants = dict(HIDDEN=hidden, LAYERS=2, OUTPUTS=outputs, GRADIENT_ENTRIES=entries,
+                     WITH_VALUE=with_value, BLOCK_ROWS=fused_backward.BACKWARD_BLOCK_ROWS, BLOCK_INPUTS=block_inputs,
                      BLOCK_HIDDEN=hidden, BLOCK_OUTPUTS=max(16, 1 << (outputs - 1).bit_length()),
                      BLOCK_IN=columns[0], TAIL_IN=columns[1], DOT=tl.bfloat16,
                      **(chunks if unrolled else dict(INPUT_CHUNKS=0, INPUT_TAIL=0)))
@@ -191,7 +195,8 @@ def layer_backward_launch(hidden: int, target: int, outputs: int, with_value: bo
     first_columns, tail = fused_backward.first_layer_columns(TRAIN_REF_INPUTS)
     block_outputs = max(16, 1 << (outputs - 1).bit_length())
     out, into = {0: (hidden, first_columns), 1: (hidden, hidden), 2: (block_outputs, hidden)}[target]
-    constants = dict(HIDDEN=hidden, LAYERS=2, OUTPUTS=outputs, TARGET=target, WITH_VALUE=with_value,
+    constants = dict(HIDDEN=hidden, LAYERS=2, OUTPUTS=outputs,
+                     GRADIENT_ENTRIES=fused_forward.policy_row_entries(outputs), TARGET=target, WITH_VALUE=with_value,
                      BLOCK_ROWS=fused_backward.BACKWARD_BLOCK_ROWS, BLOCK_INPUTS=fused_forward.BLOCK_INPUTS,
                      BLOCK_HIDDEN=hidden, BLOCK_OUTPUTS=block_outputs, BLOCK_OUT=out, BLOCK_IN=into,
                      TAIL_IN=tail if target == 0 else 0, DOT=tl.bfloat16,
@@ -214,7 +219,7 @@ def categorical_launch(kernel_name: str) -> dict:
                      **categorical_terms.read_layout(logits))
     float32 = {"log_prob_ptr", "entropy_ptr", "log_prob_gradient_ptr", "entropy_gradient_ptr"}
     return dict(kernel=getattr(categorical_terms_kernel, kernel_name), constants=constants, float32=float32,
-                warps=4, divisible=frozenset({"logits_stride"}),
+                warps=4, divisible=frozenset({"logits_stride", "gradient_stride"}),
                 pointers={"logits_ptr": "*bf16", "gradient_ptr": "*bf16", "actions_ptr": "*i32"})
 
 

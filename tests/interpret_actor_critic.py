@@ -71,7 +71,11 @@ def main() -> None:
         kernel = fused_forward.launch(*arguments)
         found: dict[str, Any] = {name: float((mine.float() - theirs.float()).abs().max()) for name, mine, theirs in
                                  zip(("policy", "value"), kernel, eager)}
-        found |= {"dtypes": [str(t.dtype) for t in kernel], "eager_dtypes": [str(t.dtype) for t in eager]}
+        outputs = arguments[9].shape[1]
+        found |= {"dtypes": [str(t.dtype) for t in kernel], "eager_dtypes": [str(t.dtype) for t in eager],
+                  "policy_shapes": [list(policy.shape) for policy in (kernel[0], eager[0])],
+                  "policy_padding": float(kernel[0][..., outputs:].float().abs().sum())}
+        kernel = kernel[0][..., :outputs], kernel[1]
         if "levels" in case:  # sampled in the kernel, against the same sampling of the kernel's own outputs
             uniforms = draws(case)
             actions, log_prob, values = fused_sampling.launch_sample(*arguments, uniforms=uniforms,

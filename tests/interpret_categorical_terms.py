@@ -41,6 +41,8 @@ def main() -> None:
                             zip(("log_prob", "entropy", "gradient"), (*kernel, kernel_gradient),
                                 (*reference, gradient))}
                            | {"gradient_dtype": str(kernel_gradient.dtype),
+                              "gradient_row_entries": kernel_gradient.shape[-1],
+                              "padding": float(kernel_gradient[..., sum(levels):].float().abs().sum()),
                               "read_in_place": categorical_terms.rows_of(logits).data_ptr() == logits.data_ptr(),
                               "largest_gradient": float(gradient.float().abs().max())})
     print(json.dumps(differences))

@@ -3,6 +3,7 @@ eager loss's log-probability, entropy and autograd's gradient of them, and the T
 formulas (in Triton's interpreter on the CPU, and on a GPU); the rollout's sampling formulas are the heads'
 (the kernel that samples: tests/test_fused_forward.py)."""
 
+import contextlib
 import json
 import os
 import subprocess
@@ -68,6 +69,29 @@ def test_the_kernels_read_padded_rows_16_bytes_apart_and_other_rows_as_they_are(
     assert categorical_terms.read_layout(short) == as_they_are
 
 
+def test_the_gradient_takes_rows_as_wide_as_padded_logits_and_as_theirs_otherwise():
+    """Rows of the logits padded to 16-byte multiples and evenly apart: the gradient's as wide, their padding 0, in
+    the op and in its fake (whose shape inductor holds the op to); other logits' rows as they are. Autograd's
+    gradient is its logits' part."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    cases = [(48, 42, torch.bfloat16, 1, 48), (36, 33, torch.float32, 1, 36), (42, 42, torch.bfloat16, 1, 42),
+             (45, 42, torch.bfloat16, 1, 42), (48, 42, torch.bfloat16, 2, 42)]  # every other run's: rows unevenly apart
+    for width, entries, dtype, every, gradient_width in cases:
+        for mode in (contextlib.nullcontext(), FakeTensorMode()):
+            with mode:
+                logits = torch.randn(4 * every, 9, width).to(dtype)[::every, :, :entries]
+                gradient = categorical_terms.categorical_terms_backward(
+                    torch.ones(logits.shape[:-1]), torch.ones(logits.shape[:-1]), logits,
+                    torch.zeros((*logits.shape[:-1], 1), dtype=torch.int32), [entries])
+            assert gradient.shape == (*logits.shape[:-1], gradient_width) and gradient.is_contiguous(), (width, mode)
+            assert isinstance(mode, FakeTensorMode) or not gradient[..., entries:].any()
+    logits = torch.randn(2, 3, 48)[..., :42].requires_grad_()
+    actions = torch.zeros(2, 3, 2, dtype=torch.int32)
+    log_prob, entropy = categorical_terms.DifferentiableCategoricalTerms.apply(logits, actions, [21, 21])
+    assert torch.autograd.grad((log_prob + entropy).sum(), logits)[0].shape == (2, 3, 42)
+
+
 def test_the_kernels_compute_as_the_formulas_in_tritons_interpreter():
     """The sums of a row's terms in another order (float32's last bits: the gradient within a few units of the last
     place of the largest); the gradient rounded once to the logits' dtype (bfloat16: within a unit of its last
@@ -78,6 +102,8 @@ def test_the_kernels_compute_as_the_formulas_in_tritons_interpreter():
     assert result.returncode == 0, result.stderr[-2000:]
     for case, differences in zip(CASES, json.loads(result.stdout)):
         assert differences["gradient_dtype"] == f"torch.{case['dtype']}"
+        assert differences["gradient_row_entries"] == case.get("row_entries", sum(case["levels"]))
+        assert differences["padding"] == 0, "whole tiles store 0 past the components"
         assert differences["read_in_place"]
         assert differences["log_prob"] <= 1e-6 * case["scale"] * len(case["levels"]) * 10
         assert differences["entropy"] <= 1e-5

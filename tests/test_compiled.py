@@ -62,6 +62,8 @@ def test_the_fused_path_acts_and_learns_as_the_eager_one(device, settings, preci
     for iteration in range(3):
         eager.iterate()
         fused.iterate()
+        if iteration == 0:  # the same rollouts: the statistics of the first update differ by roundings only
+            assert_statistics_agree(fused, eager, rel=0.05)
         for mine, theirs in zip(fused.storage.values(), eager.storage.values()):
             if mine.actions.is_floating_point():
                 torch.testing.assert_close(mine.actions, theirs.actions, **tolerance)
@@ -81,11 +83,18 @@ def test_the_fused_path_acts_and_learns_as_the_eager_one(device, settings, preci
                                                  zip(trainer.policies.parameters(), initial)])
                                       for trainer in (fused, eager))
         assert torch.nn.functional.cosine_similarity(fused_update, eager_update, dim=0) > 0.9
-    (fused_metrics,), (eager_metrics,) = fused.read_metrics(), eager.read_metrics()
-    for name in ("approx_kl", "value_loss", "policy_loss", "entropy", "learning_rate"):
-        assert fused_metrics[name] == pytest.approx(eager_metrics[name], rel=0.05, abs=1e-4), name
+    # bf16 twins play apart from a rounding on, and their later statistics are over partly other samples (on an
+    # H200 the third update's approx_kl once differed by 9%)
+    assert_statistics_agree(fused, eager, rel=0.05 if precision == "fp32" else 0.25)
     assert torch.equal(fused.generators[0].get_state(), eager.generators[0].get_state()), "the same draws"
     assert fused.compile_seconds() > 0 and eager.compile_seconds() == 0
+
+
+def assert_statistics_agree(fused: Trainer, eager: Trainer, rel: float) -> None:
+    """The last update's statistics of both trainers, within ``rel``."""
+    (fused_metrics,), (eager_metrics,) = fused.read_metrics(), eager.read_metrics()
+    for name in ("approx_kl", "value_loss", "policy_loss", "entropy", "learning_rate"):
+        assert fused_metrics[name] == pytest.approx(eager_metrics[name], rel=rel, abs=1e-4), name
 
 
 def played_alike(mine: torch.Tensor, theirs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -71,7 +71,8 @@ def test_the_cpu_form_is_the_eager_forward_under_bf16_autocast(params, policy_he
 
 def test_the_kernel_computes_as_the_eager_forward_in_tritons_interpreter():
     """Padded blocks, a strided run dimension, one to three layers, shared and separate trunks, saturated
-    tanh: the policy's bfloat16 outputs within one rounding, the float32 value within float32 sums."""
+    tanh: the policy's bfloat16 outputs within one rounding, the float32 value within float32 sums; a multi-column
+    policy's rows padded to 16 bytes with zeros, as the op's CPU form pads them."""
     pytest.importorskip("triton")
     result = subprocess.run([sys.executable, str(INTERPRETER), json.dumps(CASES)], capture_output=True, text=True,
                             env={**os.environ, "TRITON_INTERPRET": "1"}, timeout=300)
@@ -80,6 +81,10 @@ def test_the_kernel_computes_as_the_eager_forward_in_tritons_interpreter():
         assert differences["dtypes"] == differences["eager_dtypes"], case
         assert differences["policy"] <= 2 ** -7 * case["scale"], case
         assert differences["value"] <= 1e-5 * case["scale"] * case["hidden"], case
+        entries = fused_forward.policy_row_entries(int(case["outputs"]))
+        kernel_shape, eager_shape = differences["policy_shapes"]
+        assert kernel_shape == eager_shape == [case["runs"], case["rows"], entries], case
+        assert differences["policy_padding"] == 0, case
 
 
 def test_aligned_rows_pad_with_zeros_to_a_multiple_of_16():
@@ -175,8 +180,8 @@ def test_the_sampling_ops_cpu_form_is_the_heads_sampling_of_the_networks_outputs
     case = SAMPLING_CASES[1]
     arguments, uniforms, head = weights(case), draws(case), CategoricalHeads(tuple(case["levels"]))
     actions, log_prob, values = fused_sampling.actor_critic_sample(*arguments, uniforms, case["levels"])
-    policy, expected_values = fused_forward.actor_critic(*arguments)
-    components = len(case["levels"])
+    wide, expected_values = fused_forward.actor_critic(*arguments)
+    policy, components = wide[..., :sum(case["levels"])], len(case["levels"])
     for run in range(case["runs"]):
         run_draws = tuple(uniforms[run * components:(run + 1) * components])
         assert torch.equal(actions[run], head.sample_with(policy[run], run_draws))
@@ -218,7 +223,8 @@ def test_the_kernel_samples_as_its_outputs_sample_on_a_gpu(case):
     from interpret_actor_critic import decided, draws, weights
     arguments, uniforms = weights(case), draws(case)
     on_gpu = [value.cuda() if isinstance(value, torch.Tensor) else value for value in arguments]
-    policy, values = fused_forward.actor_critic(*on_gpu)
+    wide, values = fused_forward.actor_critic(*on_gpu)
+    policy = wide[..., :sum(case["levels"])]
     actions, log_prob, sampled_values = fused_sampling.actor_critic_sample(*on_gpu, [u.cuda() for u in uniforms],
                                                                           case["levels"])
     components = len(case["levels"])
@@ -271,7 +277,7 @@ def test_the_gradients_kernels_cover_the_first_layers_inputs_with_the_fewest_pad
 
 BACKWARD_CASES = [
     dict(CASES[0], programs=1),  # whole trunks: three blocks of rows summed by one program
-    dict(CASES[0], programs=2, whole_trunks=False),  # a layer a launch
+    dict(CASES[0], programs=2, whole_trunks=False, contiguous_gradient=True),  # a layer a launch, any policy gradient
     dict(CASES[1], programs=4),  # one block of rows: programs without rows sum to zero
     dict(CASES[1], inputs=130, programs=1),  # the first layer in two blocks of inputs, whole trunks
     dict(CASES[2], rows=150, scale=3.0, programs=2),  # three layers (a layer a launch), two blocks of inputs

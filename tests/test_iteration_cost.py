@@ -101,7 +101,8 @@ def test_the_rollouts_own_kernel_moves_its_operands_and_is_one_launch_of_a_compi
         fused_forward.actor_critic(*arguments)
     operands = sum(t.numel() * t.element_size() for t in arguments if isinstance(t, torch.Tensor))
     assert counter.tally.kernels == 1 and dict(counter.tally.by_op) == {"actor_critic": 1}
-    assert counter.tally.bytes == counter.tally.extern_bytes == operands + rows * 3 * 2 + rows * 4  # a bfloat16 policy
+    # a bfloat16 policy of 3 in rows of 8 entries (fused_forward.policy_row_entries), a float32 value
+    assert counter.tally.bytes == counter.tally.extern_bytes == operands + rows * 8 * 2 + rows * 4
     # two one-layer trunks of 6 x 16, then 3 logits and the value from 16 features, for each of the 8 rows
     assert counter.tally.network_multiply_adds == rows * (2 * inputs * hidden + (3 + 1) * hidden)
     assert counter.tally.gradient_multiply_adds == 0, "the forward kernel's, at its own rate"

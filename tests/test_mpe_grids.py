@@ -205,9 +205,11 @@ def test_the_layouts_of_the_gpu_test_place_every_agent_apart(scenario, layout):
 @pytest.mark.parametrize("layout", ["beyond the box", "lattice", "pile"])
 def test_the_grids_find_what_every_pair_finds_at_scale(target, n, neighbours, layout):
     """On the GPU at N = 1000 (grids in shared memory) and 4096 (global scratch), and 64 nearest; simple_tag
-    with one adversary in four."""
+    with one adversary in four. At N = 4096 one step after the layout's: the NumPy reference's step takes
+    about 13 s there (both scenarios), and three made each layout's test over two minutes of a GPU session."""
     require_target(target)
-    assert_layout_then_steps_agree("simple_spread", layout, 2, steps=3, seed=n, N=n, num_agent_neighbors=neighbours,
-                                   num_landmark_neighbors=neighbours, max_cycles=3)
-    assert_layout_then_steps_agree("simple_tag", layout, 2, steps=3, seed=n, num_adversaries=n // 4,
+    steps = 1 if n > 1000 else 3
+    assert_layout_then_steps_agree("simple_spread", layout, 2, steps=steps, seed=n, N=n,
+                                   num_agent_neighbors=neighbours, num_landmark_neighbors=neighbours, max_cycles=3)
+    assert_layout_then_steps_agree("simple_tag", layout, 2, steps=steps, seed=n, num_adversaries=n // 4,
                                    num_good=n - n // 4, num_agent_neighbors=neighbours, max_cycles=3)

@@ -37,7 +37,9 @@ def test_each_policy_tier_record_is_a_row_with_the_models_prediction_for_its_con
     assert [(row[2], row[3], row[4], row[5], row[6]) for row in rows] == [
         ("eager", "2.58e+07", "150.5", "701.2", eager), ("fused", "4.67e+07", "65.6", "404.9", fused),
         ("fused, gradient kernels", "7.79e+07", "44.3", "238.0", kernels),
-        ("fused", "7.56e+07", "44.4", "246.4", fused)]
+        ("fused", "7.56e+07", "44.4", "246.4", fused),
+        ("fused, gradient kernels", "7.78e+07", "44.3", "238.2", kernels),
+        ("fused", "7.55e+07", "44.3", "246.9", fused)]
 
 
 def test_each_profile_lists_its_most_expensive_kernels_per_phase(session, capsys):

@@ -69,10 +69,11 @@ def _row_sums(operand, sums, BLOCK_ROWS: tl.constexpr, DOT: tl.constexpr):
 
 @triton.jit
 def _head_sums(features, gradient_ptr, row, rows, weight_sum, bias_sum, OUTPUTS: tl.constexpr,
-               BLOCK_OUTPUTS: tl.constexpr, BLOCK_ROWS: tl.constexpr, DOT: tl.constexpr):
+               GRADIENT_ENTRIES: tl.constexpr, BLOCK_OUTPUTS: tl.constexpr, BLOCK_ROWS: tl.constexpr,
+               DOT: tl.constexpr):
     """A head's weight and bias gradients [BLOCK_OUTPUTS, units] and (``_row_sums``') [BLOCK_OUTPUTS, 16],
-    summed further over a block of rows: its outputs' gradient (bfloat16 bits [rows, OUTPUTS]; float32 [rows] for
-    one column) against the trunk's features (an operand)."""
+    summed further over a block of rows: its outputs' gradient (bfloat16 bits [rows, OUTPUTS] in rows of
+    GRADIENT_ENTRIES; float32 [rows] for one column) against the trunk's features (an operand)."""
     if OUTPUTS == 1:
         gradient = tl.load(gradient_ptr + row, mask=row < rows, other=0.0)
         first = tl.arange(0, BLOCK_OUTPUTS) == 0
@@ -81,7 +82,7 @@ def _head_sums(features, gradient_ptr, row, rows, weight_sum, bias_sum, OUTPUTS:
         bias_sum += tl.where(first[:, None] & _sum_column(), tl.sum(gradient), 0.0)
     else:
         output = tl.arange(0, BLOCK_OUTPUTS)
-        bits = tl.load(gradient_ptr + row[:, None].to(tl.int64) * OUTPUTS + output[None, :],
+        bits = tl.load(gradient_ptr + row[:, None].to(tl.int64) * GRADIENT_ENTRIES + output[None, :],
                        mask=(row[:, None] < rows) & (output[None, :] < OUTPUTS), other=0)
         gradient = _operand(bits, DOT)
         weight_sum = tl.dot(tl.trans(gradient), features, weight_sum)
@@ -91,15 +92,15 @@ def _head_sums(features, gradient_ptr, row, rows, weight_sum, bias_sum, OUTPUTS:
 
 @triton.jit
 def _features_gradient(head_gradient_ptr, head_weight_ptr, value_gradient_ptr, value_weight_ptr, row, rows, unit,
-                       HIDDEN: tl.constexpr, OUTPUTS: tl.constexpr, WITH_VALUE: tl.constexpr,
-                       BLOCK_OUTPUTS: tl.constexpr, DOT: tl.constexpr):
+                       HIDDEN: tl.constexpr, OUTPUTS: tl.constexpr, GRADIENT_ENTRIES: tl.constexpr,
+                       WITH_VALUE: tl.constexpr, BLOCK_OUTPUTS: tl.constexpr, DOT: tl.constexpr):
     """The gradient at a trunk's features float32[rows, units], rounded to their bfloat16: from its head's
     (as ``_head_sums`` reads it), plus, ``WITH_VALUE``, from the value's column's."""
     if OUTPUTS == 1:
         gradient = _column_gradient(head_gradient_ptr, head_weight_ptr, row, rows, unit, HIDDEN, DOT)
     else:
         output = tl.arange(0, BLOCK_OUTPUTS)
-        bits = tl.load(head_gradient_ptr + row[:, None].to(tl.int64) * OUTPUTS + output[None, :],
+        bits = tl.load(head_gradient_ptr + row[:, None].to(tl.int64) * GRADIENT_ENTRIES + output[None, :],
                        mask=(row[:, None] < rows) & (output[None, :] < OUTPUTS), other=0)
         head = _rows_of(head_weight_ptr, output, unit, HIDDEN, OUTPUTS, DOT)
         gradient = _round(tl.dot(_operand(bits, DOT), head), DOT)
@@ -125,12 +126,12 @@ def _store_sums(weight_sums_ptr, bias_sums_ptr, partial, weight_sum, bias_sum, f
 @triton.jit
 def _of_run(run, observations_ptr, run_stride, weight_ptr, bias_ptr, hidden_weights_ptr, hidden_biases_ptr,
             head_weight_ptr, head_gradient_ptr, value_weight_ptr, value_gradient_ptr, rows, inputs,
-            HIDDEN: tl.constexpr, LAYERS: tl.constexpr, OUTPUTS: tl.constexpr):
+            HIDDEN: tl.constexpr, LAYERS: tl.constexpr, OUTPUTS: tl.constexpr, GRADIENT_ENTRIES: tl.constexpr):
     """The gradients' kernels' pointers moved to run ``run``'s observations, weights and gradients."""
     return (observations_ptr + run.to(tl.int64) * run_stride, weight_ptr + run * HIDDEN * inputs,
             bias_ptr + run * HIDDEN, hidden_weights_ptr + run * (LAYERS - 1) * HIDDEN * HIDDEN,
             hidden_biases_ptr + run * (LAYERS - 1) * HIDDEN, head_weight_ptr + run * OUTPUTS * HIDDEN,
-            head_gradient_ptr + run.to(tl.int64) * rows * OUTPUTS, value_weight_ptr + run * HIDDEN,
+            head_gradient_ptr + run.to(tl.int64) * rows * GRADIENT_ENTRIES, value_weight_ptr + run * HIDDEN,
             value_gradient_ptr + run.to(tl.int64) * rows)
 
 
@@ -139,15 +140,16 @@ def fused_actor_critic_backward(
         observations_ptr, run_stride, weight_ptr, bias_ptr, hidden_weights_ptr, hidden_biases_ptr, head_weight_ptr,
         head_gradient_ptr, value_weight_ptr, value_gradient_ptr, weight_sums_ptr, bias_sums_ptr, rows, inputs,
         programs, sums_stride, target_out, target_in, HIDDEN: tl.constexpr, LAYERS: tl.constexpr, OUTPUTS: tl.constexpr,
-        TARGET: tl.constexpr, WITH_VALUE: tl.constexpr, BLOCK_ROWS: tl.constexpr, BLOCK_INPUTS: tl.constexpr,
-        BLOCK_HIDDEN: tl.constexpr, BLOCK_OUTPUTS: tl.constexpr, BLOCK_OUT: tl.constexpr, BLOCK_IN: tl.constexpr,
-        DOT: tl.constexpr, INPUT_CHUNKS: tl.constexpr, INPUT_TAIL: tl.constexpr, TAIL_IN: tl.constexpr):
+        GRADIENT_ENTRIES: tl.constexpr, TARGET: tl.constexpr, WITH_VALUE: tl.constexpr, BLOCK_ROWS: tl.constexpr,
+        BLOCK_INPUTS: tl.constexpr, BLOCK_HIDDEN: tl.constexpr, BLOCK_OUTPUTS: tl.constexpr, BLOCK_OUT: tl.constexpr,
+        BLOCK_IN: tl.constexpr, DOT: tl.constexpr, INPUT_CHUNKS: tl.constexpr, INPUT_TAIL: tl.constexpr,
+        TAIL_IN: tl.constexpr):
     """One trunk's (its first layer's weight [R, H, D] and bias [R, H], its further layers' [R, L - 1, H, H]
     and [R, L - 1, H], as bfloat16 bits) gradient of layer ``TARGET`` (0 .. L - 1), or of its head's weight
     [R, OUTPUTS, H] and bias for ``TARGET == LAYERS``, given the head's outputs' gradient: bfloat16 bits
-    [R, B, OUTPUTS], or float32 [R, B] for one column (whose weight is float32 too). With ``WITH_VALUE`` the
-    features feed the value's column as well (a shared trunk): its weight float32 [R, 1, H] and gradient
-    float32 [R, B] add to the features' gradient. Observations as the forward kernel takes them. Program
+    [R, B, OUTPUTS] in rows of GRADIENT_ENTRIES, or float32 [R, B] for one column (whose weight is float32 too).
+    With ``WITH_VALUE`` the features feed the value's column as well (a shared trunk): its weight float32 [R, 1, H]
+    and gradient float32 [R, B] add to the features' gradient. Observations as the forward kernel takes them. Program
     (p, r) writes its sums of run r's blocks p, p + programs, ..: the weight's [target_out, target_in] and
     the bias's [target_out], each at its pointer plus ``(r * programs + p) * sums_stride``. The first
     layer's weight is summed ``BLOCK_IN`` inputs at a time, program (p, r, c) taking inputs c * BLOCK_IN..:
@@ -160,7 +162,7 @@ def fused_actor_critic_backward(
      value_weight_ptr, value_gradient_ptr) = _of_run(
         run, observations_ptr, run_stride, weight_ptr, bias_ptr, hidden_weights_ptr, hidden_biases_ptr,
         head_weight_ptr, head_gradient_ptr, value_weight_ptr, value_gradient_ptr, rows, inputs, HIDDEN, LAYERS,
-        OUTPUTS)
+        OUTPUTS, GRADIENT_ENTRIES)
     unit = tl.arange(0, BLOCK_HIDDEN)
     weight_sum = tl.zeros((BLOCK_OUT, BLOCK_IN), tl.float32)
     bias_sum = tl.zeros((BLOCK_OUT, 16), tl.float32)
@@ -173,11 +175,12 @@ def fused_actor_critic_backward(
                               hidden_biases_ptr, HIDDEN, LAYERS, BLOCK_ROWS, BLOCK_INPUTS, BLOCK_HIDDEN, DOT,
                               INPUT_CHUNKS, INPUT_TAIL)
             weight_sum, bias_sum = _head_sums(features, head_gradient_ptr, row, rows, weight_sum, bias_sum, OUTPUTS,
-                                              BLOCK_OUT, BLOCK_ROWS, DOT)
+                                              GRADIENT_ENTRIES, BLOCK_OUT, BLOCK_ROWS, DOT)
         else:
             # The gradient at the trunk's features, then back through the layers above the target.
             gradient = _features_gradient(head_gradient_ptr, head_weight_ptr, value_gradient_ptr, value_weight_ptr,
-                                          row, rows, unit, HIDDEN, OUTPUTS, WITH_VALUE, BLOCK_OUTPUTS, DOT)
+                                          row, rows, unit, HIDDEN, OUTPUTS, GRADIENT_ENTRIES, WITH_VALUE,
+                                          BLOCK_OUTPUTS, DOT)
             for layer in tl.static_range(LAYERS - 1, TARGET, -1):
                 features = _trunk(observations_ptr, row, rows, inputs, weight_ptr, bias_ptr, hidden_weights_ptr,
                                   hidden_biases_ptr, HIDDEN, layer + 1, BLOCK_ROWS, BLOCK_INPUTS, BLOCK_HIDDEN, DOT,
@@ -213,8 +216,8 @@ def fused_trunk_backward(
         head_gradient_ptr, value_weight_ptr, value_gradient_ptr, first_weight_sums_ptr, first_bias_sums_ptr,
         hidden_weight_sums_ptr, hidden_bias_sums_ptr, head_weight_sums_ptr, head_bias_sums_ptr,
         value_weight_sums_ptr, value_bias_sums_ptr, rows, inputs, programs, sums_stride,
-        HIDDEN: tl.constexpr, LAYERS: tl.constexpr, OUTPUTS: tl.constexpr, WITH_VALUE: tl.constexpr,
-        BLOCK_ROWS: tl.constexpr, BLOCK_INPUTS: tl.constexpr, BLOCK_HIDDEN: tl.constexpr,
+        HIDDEN: tl.constexpr, LAYERS: tl.constexpr, OUTPUTS: tl.constexpr, GRADIENT_ENTRIES: tl.constexpr,
+        WITH_VALUE: tl.constexpr, BLOCK_ROWS: tl.constexpr, BLOCK_INPUTS: tl.constexpr, BLOCK_HIDDEN: tl.constexpr,
         BLOCK_OUTPUTS: tl.constexpr, BLOCK_IN: tl.constexpr, DOT: tl.constexpr, INPUT_CHUNKS: tl.constexpr,
         INPUT_TAIL: tl.constexpr, TAIL_IN: tl.constexpr):
     """``fused_actor_critic_backward`` for every layer of a trunk of one or two layers and its head at once:
@@ -227,7 +230,7 @@ def fused_trunk_backward(
      value_weight_ptr, value_gradient_ptr) = _of_run(
         run, observations_ptr, run_stride, weight_ptr, bias_ptr, hidden_weights_ptr, hidden_biases_ptr,
         head_weight_ptr, head_gradient_ptr, value_weight_ptr, value_gradient_ptr, rows, inputs, HIDDEN, LAYERS,
-        OUTPUTS)
+        OUTPUTS, GRADIENT_ENTRIES)
     unit = tl.arange(0, BLOCK_HIDDEN)
     first_sum = tl.zeros((BLOCK_HIDDEN, BLOCK_IN), tl.float32)
     first_bias_sum = tl.zeros((BLOCK_HIDDEN, 16), tl.float32)
@@ -251,12 +254,12 @@ def fused_trunk_backward(
         else:
             top = first
         head_sum, head_bias_sum = _head_sums(top, head_gradient_ptr, row, rows, head_sum, head_bias_sum, OUTPUTS,
-                                             BLOCK_OUTPUTS, BLOCK_ROWS, DOT)
+                                             GRADIENT_ENTRIES, BLOCK_OUTPUTS, BLOCK_ROWS, DOT)
         if WITH_VALUE:
             value_sum, value_bias_sum = _head_sums(top, value_gradient_ptr, row, rows, value_sum, value_bias_sum, 1,
-                                                   16, BLOCK_ROWS, DOT)
+                                                   1, 16, BLOCK_ROWS, DOT)
         gradient = _features_gradient(head_gradient_ptr, head_weight_ptr, value_gradient_ptr, value_weight_ptr, row,
-                                      rows, unit, HIDDEN, OUTPUTS, WITH_VALUE, BLOCK_OUTPUTS, DOT)
+                                      rows, unit, HIDDEN, OUTPUTS, GRADIENT_ENTRIES, WITH_VALUE, BLOCK_OUTPUTS, DOT)
         if LAYERS == 2:
             summed = _tanh_gradient(gradient, top, DOT)
             hidden_sum = tl.dot(tl.trans(summed), first, hidden_sum)

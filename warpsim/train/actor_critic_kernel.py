@@ -178,14 +178,14 @@ def fused_actor_critic(
         actor_hidden_biases_ptr, critic_weight_ptr, critic_bias_ptr, critic_hidden_weights_ptr,
         critic_hidden_biases_ptr, policy_weight_ptr, policy_bias_ptr, value_weight_ptr, value_bias_ptr,
         policy_ptr, values_ptr, draws_ptr, draws_stride, draws_run_stride, actions_ptr, log_prob_ptr, rows, inputs,
-        HIDDEN: tl.constexpr, LAYERS: tl.constexpr, OUTPUTS: tl.constexpr, SHARED: tl.constexpr,
-        BLOCK_ROWS: tl.constexpr, BLOCK_INPUTS: tl.constexpr, BLOCK_HIDDEN: tl.constexpr,
+        HIDDEN: tl.constexpr, LAYERS: tl.constexpr, OUTPUTS: tl.constexpr, POLICY_ENTRIES: tl.constexpr,
+        SHARED: tl.constexpr, BLOCK_ROWS: tl.constexpr, BLOCK_INPUTS: tl.constexpr, BLOCK_HIDDEN: tl.constexpr,
         BLOCK_OUTPUTS: tl.constexpr, DOT: tl.constexpr, COMPONENTS: tl.constexpr, LEVELS: tl.constexpr,
         BLOCK_LEVELS: tl.constexpr):
     """observations int16[R, B, D] (bfloat16 bits, rows ``run_stride`` apart by run); the trunks'
     and a multi-column policy head's weights and biases as bfloat16 bits, a one-column head's as
-    float32, laid out as ``actor_critic`` takes them; writes policy int16[R, B, P] (bfloat16 bits;
-    float32 for one column) and values float32[R, B].
+    float32, laid out as ``actor_critic`` takes them; writes policy int16[R, B, POLICY_ENTRIES] (bfloat16 bits,
+    the entries past the P outputs 0; float32 for one column) and values float32[R, B].
     With COMPONENTS (> 0) categorical components of LEVELS logits each, it samples the policy instead
     (``_sample``): from draws float32[B] a run's component, ``draws_stride`` entries apart by component and
     ``draws_run_stride`` by run, it writes actions int32[R, B, COMPONENTS] and their log-probability
@@ -216,8 +216,8 @@ def fused_actor_critic(
         # rounded already: its high half is its bfloat16
         policy = (policy.to(tl.uint32, bitcast=True) >> 16).to(tl.uint16).to(tl.int16, bitcast=True)
     if COMPONENTS == 0:
-        tl.store(policy_ptr + stored[:, None] * OUTPUTS + output[None, :], policy,
-                 mask=(row[:, None] < rows) & (output[None, :] < OUTPUTS))
+        tl.store(policy_ptr + stored[:, None] * POLICY_ENTRIES + output[None, :], policy,
+                 mask=(row[:, None] < rows) & (output[None, :] < POLICY_ENTRIES))
     if SHARED:
         critic = actor
     else:

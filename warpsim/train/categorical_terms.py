@@ -51,7 +51,9 @@ def _(logits, actions, levels):
 @torch.library.custom_op("warpsim::categorical_terms_backward", mutates_args=())
 def categorical_terms_backward(log_prob_gradient: torch.Tensor, entropy_gradient: torch.Tensor,
                                logits: torch.Tensor, actions: torch.Tensor, levels: list[int]) -> torch.Tensor:
-    """The gradient at ``logits`` (in their dtype) of ``categorical_terms``, given its outputs' float32[...].
+    """The gradient at ``logits`` [..., C] (in their dtype) of ``categorical_terms``, given its outputs'
+    float32[...]: [..., W], rows as wide as the logits' (``gradient_width``), the entries past C 0, so that the
+    backward kernel stores whole 16-byte tiles of padded rows; ``DifferentiableCategoricalTerms`` takes the first C.
 
     Per component, with p its softmax and H its entropy: g_log_prob (onehot(action) - p) - g_entropy p (log p + H)."""
     return _terms_gradient(log_prob_gradient, entropy_gradient, logits, actions, levels)
@@ -66,12 +68,30 @@ def _terms_gradient(log_prob_gradient: torch.Tensor, entropy_gradient: torch.Ten
         taken = torch.nn.functional.one_hot(action.long(), log_p.shape[-1]).to(p.dtype)
         gradients.append(log_prob_gradient[..., None] * (taken - p)
                          - entropy_gradient[..., None] * p * (log_p + entropy))
-    return torch.cat(gradients, -1).to(logits.dtype)
+    gradient = torch.cat(gradients, -1).to(logits.dtype)
+    return torch.nn.functional.pad(gradient, (0, gradient_width(logits) - logits.shape[-1]))
+
+
+def padded_rows(logits: torch.Tensor) -> bool:
+    """Whether ``logits`` [..., C] are a slice of rows padded to a multiple of 16 bytes, evenly apart (the fused
+    path's networks write them so: ``StackedLinear.aligned``, ``fused_forward.policy_row_entries``): from their
+    shape and strides alone, as a fake tensor has them."""
+    *leading, entries = logits.shape
+    if not leading or logits.stride(-1) != 1 or logits.stride(-2) <= entries:
+        return False
+    even = all(logits.stride(dim) == logits.stride(dim + 1) * logits.shape[dim + 1] for dim in range(len(leading) - 1))
+    return even and logits.stride(-2) * logits.element_size() % 16 == 0
+
+
+def gradient_width(logits: torch.Tensor) -> int:
+    """The entries of a row of ``categorical_terms_backward``'s gradient at ``logits`` [..., C]: as many as a row of
+    the logits takes where those are padded (``padded_rows``), C otherwise."""
+    return logits.stride(-2) if padded_rows(logits) else logits.shape[-1]
 
 
 @categorical_terms_backward.register_fake
 def _(log_prob_gradient, entropy_gradient, logits, actions, levels):
-    return torch.empty_like(logits, memory_format=torch.contiguous_format)
+    return logits.new_empty((*logits.shape[:-1], gradient_width(logits)))
 
 
 class DifferentiableCategoricalTerms(torch.autograd.Function):
@@ -93,8 +113,8 @@ class DifferentiableCategoricalTerms(torch.autograd.Function):
     def backward(ctx, log_prob_gradient: torch.Tensor, entropy_gradient: torch.Tensor) -> tuple:
         logits, actions = ctx.saved_tensors
         with torch.no_grad():  # once differentiable: torch.func.grad records the backward pass otherwise
-            return categorical_terms_backward(log_prob_gradient, entropy_gradient, logits, actions, ctx.levels), \
-                None, None
+            gradient = categorical_terms_backward(log_prob_gradient, entropy_gradient, logits, actions, ctx.levels)
+        return gradient[..., :logits.shape[-1]], None, None
 
 
 def sample(logits: torch.Tensor, uniforms: list[torch.Tensor], levels: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -123,7 +143,7 @@ def read_layout(flat: torch.Tensor) -> dict[str, int]:
     an entry, of the row's own."""
     rows, entries = flat.shape
     stride, size = flat.stride(0), flat.element_size()
-    padded = (stride % 16 == 0 and flat.data_ptr() % 16 == 0 and 16 % size == 0
+    padded = (stride * size % 16 == 0 and flat.data_ptr() % 16 == 0 and 16 % size == 0
               and flat.storage_offset() + rows * stride <= flat.untyped_storage().nbytes() // size)
     return {"ALIGN": 16 // size if padded else 1, "ROW_ENTRIES": stride if padded else entries}
 
@@ -152,13 +172,17 @@ def launch_backward(log_prob_gradient: torch.Tensor, entropy_gradient: torch.Ten
     from warpsim.train.categorical_terms_kernel import categorical_terms_backward as kernel
 
     flat, actions = rows_of(logits), actions.contiguous()
-    gradient = torch.empty_like(logits, memory_format=torch.contiguous_format)
+    layout, width = read_layout(flat), gradient_width(logits)
+    # rows read whole tiles at a time are as wide as the gradient's, whose padding the kernel then stores; otherwise
+    # it stores the entries alone
+    padding = width > logits.shape[-1] and layout["ALIGN"] == 1
+    gradient = (logits.new_zeros if padding else logits.new_empty)((*logits.shape[:-1], width))
     rows = log_prob_gradient.numel()
     if rows:
         kernel[(-(-rows // BLOCK_ROWS),)](log_prob_gradient.contiguous(), entropy_gradient.contiguous(), flat,
-                                          flat.stride(0), actions, gradient, rows, COMPONENTS=len(levels),
-                                          LEVELS=levels[0], BLOCK_ROWS=BLOCK_ROWS, FAST=flat.device.type != "cpu",
-                                          **read_layout(flat), **triton_launch.OPTIONS)
+                                          flat.stride(0), actions, gradient, width, rows,
+                                          COMPONENTS=len(levels), LEVELS=levels[0], BLOCK_ROWS=BLOCK_ROWS,
+                                          FAST=flat.device.type != "cpu", **layout, **triton_launch.OPTIONS)
     return gradient
 
 

@@ -110,15 +110,18 @@ def categorical_terms(logits_ptr, logits_stride, actions_ptr, log_prob_ptr, entr
 
 @triton.jit
 def categorical_terms_backward(log_prob_gradient_ptr, entropy_gradient_ptr, logits_ptr, logits_stride, actions_ptr,
-                               gradient_ptr, rows, COMPONENTS: tl.constexpr, LEVELS: tl.constexpr,
+                               gradient_ptr, gradient_stride, rows, COMPONENTS: tl.constexpr, LEVELS: tl.constexpr,
                                ALIGN: tl.constexpr, ROW_ENTRIES: tl.constexpr, BLOCK_ROWS: tl.constexpr,
                                FAST: tl.constexpr):
-    """The gradient at the logits, in their dtype at ``gradient_ptr`` (rows of COMPONENTS * LEVELS entries), from
+    """The gradient at the logits, in their dtype at ``gradient_ptr`` (rows ``gradient_stride`` entries apart), from
     the gradients float32[rows] of ``categorical_terms``' log_prob and entropy: a component's entropy in a pass
-    over its tiles, then its gradient in another."""
+    over its tiles, then its gradient in another. Rows padded (ALIGN > 1: ``gradient_width``'s) take whole tiles,
+    16 bytes a store, their padding 0 (a tile two components share is stored once both have added their part:
+    outside its component a tile's gradient is 0); other rows an entry a store."""
     row = tl.program_id(0) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)
     log_prob_gradient = tl.load(log_prob_gradient_ptr + row, mask=row < rows, other=0.0)[:, None]
     entropy_gradient = tl.load(entropy_gradient_ptr + row, mask=row < rows, other=0.0)[:, None]
+    shared = tl.zeros((BLOCK_ROWS, ALIGN), tl.float32)
     for component in tl.static_range(COMPONENTS):
         action = tl.load(actions_ptr + row.to(tl.int64) * COMPONENTS + component, mask=row < rows, other=0)
         largest, log_total = _normalizer(logits_ptr, logits_stride, row, rows, component, LEVELS, ALIGN,
@@ -134,6 +137,14 @@ def categorical_terms_backward(log_prob_gradient_ptr, entropy_gradient_ptr, logi
             taken = tl.where(level[None, :] == action[:, None], 1.0, 0.0)
             gradient = log_prob_gradient * (taken - p) - entropy_gradient * p * (log_p + entropy[:, None])
             column = first + tl.arange(0, ALIGN)
-            tl.store(gradient_ptr + row[:, None].to(tl.int64) * (COMPONENTS * LEVELS) + column[None, :],
-                     gradient.to(gradient_ptr.dtype.element_ty),
-                     mask=(row[:, None] < rows) & (level[None, :] >= 0) & (level[None, :] < LEVELS))
+            at = gradient_ptr + row[:, None].to(tl.int64) * gradient_stride + column[None, :]
+            if ALIGN == 1:
+                tl.store(at, gradient.to(gradient_ptr.dtype.element_ty),
+                         mask=(row[:, None] < rows) & (level[None, :] >= 0) & (level[None, :] < LEVELS))
+            else:
+                if first < component * LEVELS:  # the previous component's part in it
+                    gradient += shared
+                if first + ALIGN > (component + 1) * LEVELS and component + 1 < COMPONENTS:
+                    shared = gradient
+                else:
+                    tl.store(at, gradient.to(gradient_ptr.dtype.element_ty), mask=row[:, None] < rows)

@@ -14,7 +14,7 @@ import itertools
 
 import torch
 
-from warpsim.train import triton_launch
+from warpsim.train import categorical_terms, triton_launch
 from warpsim.train.fused_forward import (
     BLOCK_INPUTS,
     activations,
@@ -117,9 +117,11 @@ class DifferentiableActorCritic(torch.autograd.Function):
     def forward(observations, actor_weight, actor_bias, actor_hidden_weights, actor_hidden_biases, critic_weight,
                 critic_bias, critic_hidden_weights, critic_hidden_biases, policy_weight, policy_bias, value_weight,
                 value_bias, shared_trunk):
-        return actor_critic(observations, actor_weight, actor_bias, actor_hidden_weights, actor_hidden_biases,
-                            critic_weight, critic_bias, critic_hidden_weights, critic_hidden_biases, policy_weight,
-                            policy_bias, value_weight, value_bias, shared_trunk)
+        policy, values = actor_critic(observations, actor_weight, actor_bias, actor_hidden_weights,
+                                      actor_hidden_biases, critic_weight, critic_bias, critic_hidden_weights,
+                                      critic_hidden_biases, policy_weight, policy_bias, value_weight, value_bias,
+                                      shared_trunk)
+        return policy[..., :policy_weight.shape[1]], values  # its padded rows, as the loss's kernels read them
 
     @staticmethod
     def setup_context(ctx, inputs: tuple, output) -> None:
@@ -245,7 +247,9 @@ def launch_backward(policy_gradient: torch.Tensor, value_gradient: torch.Tensor,
     observations, bits = kernel_operands(observations.contiguous(), weights, policy_weight.shape[1])
     if policy_gradient.dtype != policy_dtype(policy_weight):
         raise TypeError(f"actor_critic_backward takes the policy's gradient in {policy_dtype(policy_weight)}")
-    head_gradients = [gradient.contiguous() for gradient in (policy_gradient, value_gradient)]
+    # the loss's gradient of discrete actions read in the rows it writes (categorical_terms.gradient_width)
+    head_gradients = [policy_gradient if categorical_terms.padded_rows(policy_gradient)
+                      else policy_gradient.contiguous(), value_gradient.contiguous()]
     programs = programs or min(-(-rows // block_rows), max(1, PARTIAL_SUMS // runs))
     if whole_trunks is None:
         whole_trunks = whole_trunks_fit(hidden, layers)
@@ -262,17 +266,25 @@ def launch_backward(policy_gradient: torch.Tensor, value_gradient: torch.Tensor,
         """Where the partial sums of ``weights[index]``'s gradient start."""
         return partial_sums[:, :, offsets[index]:]
 
+    def head_gradient(head: int) -> tuple[torch.Tensor, int]:
+        """The outputs' gradient of the head whose weight is ``weights[head]`` as the kernels take it (bfloat16 as
+        its bits), and the entries of its rows (GRADIENT_ENTRIES)."""
+        gradient = head_gradients[head == 10]
+        if weights[head].shape[1] == 1:
+            return gradient, 1
+        return gradient.view(torch.int16), gradient.stride(1)
+
     def launch_trunk(trunk: int, head: int, with_value: bool) -> None:
         """The partial sums of every gradient of the trunk whose weights start at ``weights[trunk]`` and of
         its head, whose weight is ``weights[head]`` (and of the value's, ``with_value``)."""
         outputs = weights[head].shape[1]
+        gradient, entries = head_gradient(head)
         fused_trunk_backward[(programs, runs, -(-inputs // (first_columns + tail_columns)))](
-            observations.view(torch.int16), rows * inputs, *bits[trunk:trunk + 4], bits[head],
-            head_gradients[head == 10].view(torch.int16) if outputs > 1 else head_gradients[head == 10], bits[10],
+            observations.view(torch.int16), rows * inputs, *bits[trunk:trunk + 4], bits[head], gradient, bits[10],
             head_gradients[1], *(sums_at(index) for index in (trunk, trunk + 1, trunk + 2, trunk + 3, head, head + 1,
                                                               10, 11)),
             rows, inputs, programs, offsets[-1], HIDDEN=hidden, LAYERS=layers, OUTPUTS=outputs,
-            WITH_VALUE=with_value, BLOCK_ROWS=block_rows, BLOCK_INPUTS=whole_trunk_inputs,
+            GRADIENT_ENTRIES=entries, WITH_VALUE=with_value, BLOCK_ROWS=block_rows, BLOCK_INPUTS=whole_trunk_inputs,
             BLOCK_HIDDEN=power_of_two(hidden), BLOCK_OUTPUTS=power_of_two(outputs), BLOCK_IN=first_columns,
             TAIL_IN=tail_columns, DOT=dot, **chunk_constants(inputs, whole_trunk_inputs), num_warps=warps,
             num_stages=stages, maxnreg=max_registers, **triton_launch.OPTIONS)
@@ -285,17 +297,18 @@ def launch_backward(policy_gradient: torch.Tensor, value_gradient: torch.Tensor,
         summed = head if target == layers else trunk if target == 0 else trunk + 2
         further = target - 1 if 0 < target < layers else 0  # the stacked layer's place
         weight_start, bias_start = offsets[summed] + further * out * into, offsets[summed + 1] + further * out
-        outputs, gradient = weights[head].shape[1], head_gradients[head == 10]
+        outputs = weights[head].shape[1]
+        gradient, entries = head_gradient(head)
         columns, tail = (first_columns, tail_columns) if target == 0 else (power_of_two(into), 0)
         fused_actor_critic_backward[(programs, runs, -(-into // (columns + tail)))](
-            observations.view(torch.int16), rows * inputs, *bits[trunk:trunk + 4], bits[head],
-            gradient.view(torch.int16) if gradient.dtype == torch.bfloat16 else gradient, bits[10],
+            observations.view(torch.int16), rows * inputs, *bits[trunk:trunk + 4], bits[head], gradient, bits[10],
             head_gradients[1], partial_sums[:, :, weight_start:], partial_sums[:, :, bias_start:], rows, inputs,
-            programs, offsets[-1], out, into, HIDDEN=hidden, LAYERS=layers, OUTPUTS=outputs, TARGET=target,
-            WITH_VALUE=with_value, BLOCK_ROWS=block_rows, BLOCK_INPUTS=layer_inputs,
-            BLOCK_HIDDEN=power_of_two(hidden), BLOCK_OUTPUTS=power_of_two(outputs), BLOCK_OUT=power_of_two(out),
-            BLOCK_IN=columns, TAIL_IN=tail, DOT=dot, **chunk_constants(inputs, layer_inputs), num_warps=warps,
-            num_stages=stages, maxnreg=max_registers, **triton_launch.OPTIONS)
+            programs, offsets[-1], out, into, HIDDEN=hidden, LAYERS=layers, OUTPUTS=outputs,
+            GRADIENT_ENTRIES=entries, TARGET=target, WITH_VALUE=with_value, BLOCK_ROWS=block_rows,
+            BLOCK_INPUTS=layer_inputs, BLOCK_HIDDEN=power_of_two(hidden), BLOCK_OUTPUTS=power_of_two(outputs),
+            BLOCK_OUT=power_of_two(out), BLOCK_IN=columns, TAIL_IN=tail, DOT=dot,
+            **chunk_constants(inputs, layer_inputs), num_warps=warps, num_stages=stages, maxnreg=max_registers,
+            **triton_launch.OPTIONS)
 
     if whole_trunks:
         launch_trunk(0, 8, shared_trunk)

@@ -105,8 +105,8 @@ def actor_critic(observations: torch.Tensor, actor_weight: torch.Tensor, actor_b
                  policy_weight: torch.Tensor, policy_bias: torch.Tensor, value_weight: torch.Tensor,
                  value_bias: torch.Tensor, shared_trunk: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """R runs' actor-critic networks on their observations bfloat16[R, B, D], under bf16 autocast;
-    returns (policy outputs bfloat16[R, B, P] (float32 for P = 1, as ``StackedLinear`` computes one
-    column), values float32[R, B]).
+    returns (policy outputs bfloat16[R, B, E]: the P outputs, then zeros to ``policy_row_entries``
+    (float32[R, B, 1] for P = 1, as ``StackedLinear`` computes one column), values float32[R, B]).
 
     Each trunk is its first layer (weight [R, H, D], bias [R, H]) and its further layers stacked
     ([R, L - 1, H, H] and [R, L - 1, H]), all with tanh; with ``shared_trunk`` the critic's are
@@ -117,7 +117,9 @@ def actor_critic(observations: torch.Tensor, actor_weight: torch.Tensor, actor_b
     actor = activations(observations, actor_weight, actor_bias, actor_hidden_weights, actor_hidden_biases)[-1]
     critic = actor if shared_trunk else activations(observations, critic_weight, critic_bias, critic_hidden_weights,
                                                      critic_hidden_biases)[-1]
-    return _linear(actor, policy_weight, policy_bias), _linear(critic, value_weight, value_bias).squeeze(-1)
+    policy = _linear(actor, policy_weight, policy_bias)
+    return (torch.nn.functional.pad(policy, (0, policy_row_entries(policy.shape[-1]) - policy.shape[-1])),
+            _linear(critic, value_weight, value_bias).squeeze(-1))
 
 
 @actor_critic.register_fake
@@ -125,13 +127,21 @@ def _(observations, actor_weight, actor_bias, actor_hidden_weights, actor_hidden
       critic_bias, critic_hidden_weights, critic_hidden_biases, policy_weight, policy_bias, value_weight, value_bias,
       shared_trunk):
     runs, rows, _ = observations.shape
-    return (observations.new_empty((runs, rows, policy_weight.shape[1]), dtype=policy_dtype(policy_weight)),
+    return (observations.new_empty((runs, rows, policy_row_entries(policy_weight.shape[1])),
+                                   dtype=policy_dtype(policy_weight)),
             observations.new_empty((runs, rows), dtype=torch.float32))
 
 
 def policy_dtype(policy_weight: torch.Tensor) -> torch.dtype:
     """The policy outputs' dtype, as bf16 autocast gives it: bfloat16, but float32 from one column."""
     return torch.float32 if policy_weight.shape[1] == 1 else torch.bfloat16
+
+
+def policy_row_entries(outputs: int) -> int:
+    """The entries of a row of ``actor_critic``'s policy of ``outputs``: bfloat16 rows padded with zeros to 16
+    bytes, whose first ``outputs`` the loss's kernels of discrete actions read and write a tile at a time
+    (``categorical_terms.padded_rows``); one float32 column as it is."""
+    return outputs if outputs == 1 else outputs + -outputs % 8
 
 
 def power_of_two(size: int, least: int = 16) -> int:
@@ -162,8 +172,8 @@ def launch(observations: torch.Tensor, actor_weight: torch.Tensor, actor_bias: t
     interpreter. ``block_rows`` (rows per program), ``warps`` (per program) and ``stages`` (``STAGES``)
     are the launch's shape, which benchmarks/fused_forward.py compares."""
     runs, rows, _ = observations.shape
-    policy = torch.empty((runs, rows, policy_weight.shape[1]), dtype=policy_dtype(policy_weight),
-                         device=observations.device)
+    policy = observations.new_empty((runs, rows, policy_row_entries(policy_weight.shape[1])),
+                                    dtype=policy_dtype(policy_weight))
     values = torch.empty((runs, rows), dtype=torch.float32, device=observations.device)
     run_kernel(observations, [actor_weight, actor_bias, actor_hidden_weights, actor_hidden_biases, critic_weight,
                               critic_bias, critic_hidden_weights, critic_hidden_biases, policy_weight, policy_bias,
@@ -205,7 +215,8 @@ def run_kernel(observations: torch.Tensor, weights: list[torch.Tensor], shared_t
         observations.view(torch.int16), observations.stride(0), *bits,
         policy if outputs == 1 or sampled is not None else policy.view(torch.int16), values, draws.draws,
         draws.component_stride, draws.run_stride, draws.actions, policy, rows, inputs, HIDDEN=hidden,
-        LAYERS=weights[2].shape[1] + 1, OUTPUTS=outputs, SHARED=shared_trunk, BLOCK_ROWS=block_rows,
+        LAYERS=weights[2].shape[1] + 1, OUTPUTS=outputs, POLICY_ENTRIES=policy_row_entries(outputs),
+        SHARED=shared_trunk, BLOCK_ROWS=block_rows,
         BLOCK_INPUTS=min(BLOCK_INPUTS, power_of_two(inputs)), BLOCK_HIDDEN=power_of_two(hidden),
         BLOCK_OUTPUTS=power_of_two(outputs), DOT=tl.float32 if observations.device.type == "cpu" else tl.bfloat16,
         COMPONENTS=len(draws.levels), LEVELS=draws.levels[0] if draws.levels else 0,

@@ -44,7 +44,7 @@ def actor_critic_sample(observations: torch.Tensor, actor_weight: torch.Tensor, 
         observations, actor_weight, actor_bias, actor_hidden_weights, actor_hidden_biases, critic_weight, critic_bias,
         critic_hidden_weights, critic_hidden_biases, policy_weight, policy_bias, value_weight, value_bias,
         shared_trunk)
-    return (*_sampled_by_run(policy, uniforms, levels), values)
+    return (*_sampled_by_run(policy[..., :sum(levels)], uniforms, levels), values)
 
 
 def _sampled_by_run(policy: torch.Tensor, uniforms: list[torch.Tensor],
@@ -108,4 +108,4 @@ def _(observations, *weights_shared_uniforms_levels):
     if categorical_terms.kernels_take(levels):
         return launch_sample(observations, *weights_and_shared, uniforms=uniforms, levels=levels)
     policy, values = fused_forward.launch(observations, *weights_and_shared)
-    return (*_sampled_by_run(policy, uniforms, levels), values)
+    return (*_sampled_by_run(policy[..., :sum(levels)], uniforms, levels), values)
