@@ -81,6 +81,18 @@ def test_an_expanded_input_is_read_once_and_kernels_called_as_they_are_set_apart
     assert counter.tally.bytes == counter.tally.extern_bytes == 8 * 4 + 8 * 4 * 4 + 16 * 4 * 4
 
 
+def test_a_batched_product_with_a_broadcast_bias_counts_the_copy_of_the_bias_into_its_output():
+    """aten copies the addend (a bias, broadcast) into the output, and cuBLAS reads it back: a kernel more, a launch
+    within the operation as a compiled region calls it, and the output's bytes twice more."""
+    inputs, weight, output = torch.ones(2, 16, 8), torch.ones(2, 8, 4), 4 * 2 * 16 * 4
+    for addend in (torch.ones(2, 1, 4), torch.ones(2, 4).unsqueeze(1).expand(2, 16, 4)):
+        counter = kernel_counts.Counter()
+        with counter:
+            torch.baddbmm(addend, inputs, weight)
+        assert (counter.tally.kernels, counter.tally.launched_within) == (2, 1)
+        assert counter.tally.bytes == counter.tally.extern_bytes == 4 * (2 * 4 + 2 * 16 * 8 + 2 * 8 * 4) + 3 * output
+
+
 def test_bytes_at_the_real_size_are_the_part_per_unit_and_a_share_of_the_fixed_part():
     small, large = {"bytes": 100.0 + 2 * 10, "units": 2}, {"bytes": 100.0 + 4 * 10, "units": 4}
     assert iteration_cost.at_size(small, large, "bytes", "units", 1000) == 10 + 100 / 1000

@@ -61,6 +61,10 @@ OWN_LAUNCHERS = {"actor_critic_backward", "gradient_norms"}
 FOREACH_NORM_LAUNCHES = 3
 """Kernels of torch's multi-tensor norm on a GPU: a fill of its partial sums, a pass over the list and one
 that finishes the sums."""
+BIAS_COPIES = {"baddbmm"}
+"""Batched products with an addend (a bias) that aten first copies into their output (broadcast), for cuBLAS to read
+back and add (its beta): a kernel more, which writes the output once, and the product reads it once more. On an
+H200 at warpsim 536d8d6 six of them took 0.25 ms of the fused update's 2.77 ms an optimizer step (``direct_copy``)."""
 GATHERS = {"index", "index_select", "gather", "take", "embedding"}
 """Operations that read of their first input only the rows they gather (a minibatch of the rollout)."""
 PRODUCTS = {"mm", "bmm", "addmm", "baddbmm"}
@@ -136,7 +140,7 @@ class Tally:
     gradient_multiply_adds: int = 0
     """Of those, the gradients' kernels'."""
     launched_within: int = 0
-    """Kernels that operations called as they are launch beyond one each (``OWN_LAUNCHERS``)."""
+    """Kernels that operations called as they are launch beyond one each (``OWN_LAUNCHERS``, ``BIAS_COPIES``)."""
     unaligned_products: int = 0
     """Matrix products of which an operand is not ``aligned_matrix``."""
     unaligned_bytes: int = 0
@@ -215,6 +219,10 @@ class Counter(TorchDispatchMode):
             # An in-place operation that returns nothing (a foreach one) writes its first argument.
             written = tensors(result) or (tensors(args[0]) if name.endswith("_") else [])
             moved = sum(read) + sum(touched_bytes(t) for t in written)
+            if name in BIAS_COPIES:
+                moved += 2 * touched_bytes(result)
+                self.tally.kernels += 1
+                self.tally.launched_within += 1
             self.tally.kernels += foreach_launches(name, args) if name.startswith("_foreach_") else 1
             self.tally.bytes += moved
             self.tally.by_op[name] += 1

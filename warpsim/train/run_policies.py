@@ -76,8 +76,9 @@ class StackedActorCritic(ActorCriticBase):
         self.value_head = _stacked([network.value_head for network in networks])
         self.joint_first_layers = False
         """Whether ``forward`` runs the actor's and the critic's first layers as one product, their biases within it,
-        and it and the policy's head on rows padded with zeros, as the trainer's fused path does (the same sums, in
-        another order)."""
+        it and the policy's head on rows padded with zeros, and adds the further layers' biases after their
+        products (``_biases_after``), as the trainer's fused path does (the same sums, in another order, the further
+        layers' outputs rounded once more)."""
         self.value_normalizer = None if first.value_normalizer is None else ValueNormalizer(runs=len(networks))
         if self.value_normalizer is not None:
             for name, buffer in self.value_normalizer.named_buffers():
@@ -110,8 +111,8 @@ class StackedActorCritic(ActorCriticBase):
         actor, critic = torch.tanh(both).split(actor_first.weight.shape[1], dim=-1)
         policy_head = self.policy_head
         assert isinstance(policy_head, StackedLinear)
-        policy = self._with_log_std(policy_head.aligned(trunk[2:](actor)))
-        return policy, self.value_head(value_trunk[2:](critic)).squeeze(-1)
+        policy = self._with_log_std(policy_head.aligned(_biases_after(list(trunk)[2:], actor)))
+        return policy, self.value_head(_biases_after(list(value_trunk)[2:], critic)).squeeze(-1)
 
     @property
     def observation_size(self) -> int:
@@ -164,6 +165,21 @@ class StackedActorCritic(ActorCriticBase):
         actor, heads = operands[:4], operands[-4:]
         critic = [tensor.new_empty(0) for tensor in actor] if self.value_trunk is None else operands[4:8]
         return (*actor, *critic, *heads, self.value_trunk is None)
+
+
+def _biases_after(layers: list[nn.Module], inputs: torch.Tensor) -> torch.Tensor:
+    """``layers`` (a trunk's further stacked layers and their tanh) on ``inputs``, each bias added after its
+    layer's product, in the product's dtype, where inductor fuses the sum into the kernel of the tanh that reads
+    the product: a batched product with a broadcast bias (``torch.baddbmm``) first copies the bias into every row
+    of its output, and reads it back (on an H200 at warpsim 536d8d6, four such copies of train-ref's further
+    layers, and two of the policy heads, took 0.25 ms of the fused update's 2.77 ms an optimizer step)."""
+    for layer in layers:
+        if isinstance(layer, StackedLinear):
+            product = torch.bmm(inputs, layer.weight.transpose(1, 2))
+            inputs = product + layer.bias.to(product.dtype).unsqueeze(1)
+        else:
+            inputs = layer(inputs)
+    return inputs
 
 
 def _linears(trunk: nn.Module) -> list[StackedLinear]:
