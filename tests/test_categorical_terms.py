@@ -19,11 +19,13 @@ from warpsim.train import categorical_terms, ppo
 INTERPRETER = Path(__file__).with_name("interpret_categorical_terms.py")
 CASES: list[dict[str, Any]] = [dict(rows=150, levels=[21, 21], seed=0, scale=3.0, dtype="bfloat16", row_entries=48),
          dict(rows=5, levels=[5], seed=1, scale=1.0, dtype="float32"),
-         dict(rows=130, levels=[11, 11, 11], seed=2, scale=30.0, dtype="float32", row_entries=36)]
+         dict(rows=130, levels=[11, 11, 11], seed=2, scale=30.0, dtype="float32", row_entries=36),
+         dict(rows=70, levels=[3, 3, 3], seed=3, scale=2.0, dtype="bfloat16", row_entries=16)]
 """train-ref's two components of 21 in bfloat16 over a block and a part, read in rows of 48 entries as the fused
 path's networks write them (``StackedLinear.aligned``), in tiles of 8 entries; one of 5 on fewer rows than a
 block, an entry a tile; three of 11 with saturated softmaxes, in float32 rows of 36 entries: tiles of 4, the
-second component's first tile shared with the first's, the third's with the second's."""
+second component's first tile shared with the first's, the third's with the second's; three of 3 in bfloat16
+rows of 16: the first tile shared by all three, the gradient's stored once the third has added its part."""
 
 
 def eager_terms(logits: torch.Tensor, actions: torch.Tensor, levels: tuple[int, ...]):
