@@ -410,19 +410,6 @@ def test_the_fused_paths_joint_first_layers_take_their_biases_gradient_from_thei
     assert len(summed[True]) == len(summed[False]) - 2
 
 
-class OpCounts(TorchDispatchMode):
-    """How many times each aten operation ran."""
-
-    def __init__(self):
-        super().__init__()
-        self.counts: dict[str, int] = {}
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        name = func.overloadpacket.__name__
-        self.counts[name] = self.counts.get(name, 0) + 1
-        return func(*args, **(kwargs or {}))
-
-
 def test_the_fused_paths_further_layers_add_their_biases_after_their_products():
     """A batched product with a broadcast bias (``baddbmm``) first copies the bias into every row of its output: the
     fused path's further layers of each trunk add theirs after their products instead (compiled, into the tanh's
@@ -431,9 +418,9 @@ def test_the_fused_paths_further_layers_add_their_biases_after_their_products():
     products, outputs = {}, []
     for joint in (False, True):
         network.joint_first_layers = joint
-        with OpCounts() as ops:
+        with kernel_counts.Counter() as ops:
             outputs.append(network(observations))
-        products[joint] = (ops.counts.get("baddbmm", 0), ops.counts.get("bmm", 0))
+        products[joint] = (ops.tally.by_op["baddbmm"], ops.tally.by_op["bmm"])
     assert products == {False: (7, 0), True: (1, 5)}  # three layers a trunk and the head; the first two joint
     for joint_output, output in zip(outputs[1], outputs[0], strict=True):
         torch.testing.assert_close(joint_output, output, rtol=1e-5, atol=1e-6)
