@@ -52,14 +52,16 @@ LAUNCH_SHAPES = [(16, 4, 2, True), (32, 4, 2, True), (64, 4, 1, True), (64, 4, 2
 before rows were aligned (``fused_forward.ROW_ALIGNMENT``)."""
 BACKWARD_LAUNCH_SHAPES = [(16, 4, True, 1, True, None), (16, 8, True, 1, True, None), (32, 8, True, 1, True, None),
                           (32, 8, True, 2, True, None), (32, 16, True, 1, True, None), (32, 8, True, 1, True, 128),
-                          (16, 4, False, 1, True, None), (32, 4, False, 1, True, None), (32, 8, False, 1, True, None),
-                          (32, 8, False, 2, True, None), (32, 8, True, 1, False, None)]
+                          (16, 8, True, 1, True, 128), (16, 4, False, 1, True, None), (32, 4, False, 1, True, None),
+                          (32, 8, False, 1, True, None), (32, 8, False, 2, True, None), (32, 8, True, 1, False, None)]
 """(rows, warps, whole trunks, stages, aligned rows, registers a thread is held to) per program at which a GPU times
 the gradients' kernels alone: a whole trunk's gradients a launch (at width 64, the actor's and the critic's: 238 and
 210 registers by 4 warps at 16 rows, two programs an SM; 161 and 124 by 8, one and two; 178 and 128 by 8 at 32
 rows, the default, one and two; by 16 at 32 rows 128 with 72 bytes of spills and 98, twice the warps of an SM's
-one program; held to 128 by 8 at 32 rows, two programs an SM, with 192 bytes of spills and none; ptxas, sm_90) or a
-layer's (``launch_backward``'s ``whole_trunks``); the last the default before rows were aligned."""
+one program; held to 128 by 8 at 32 rows, two programs an SM, with 192 bytes of spills and none, and at 16 rows with
+24 and none; ptxas, sm_90) or a layer's (``launch_backward``'s ``whole_trunks``); the last the default before rows
+were aligned. A block of 32 rows by 8 warps issues 120 machine instructions a row in the actor's program, 16 by 8
+held to 128 registers 162, 32 by 8 held so 133: which keeps an SM the busier, only a GPU tells."""
 
 
 def timed(step, repeats: int, device: torch.device) -> float:

@@ -85,9 +85,9 @@ for stage in "$@"; do
         first)  # whether the kernels compute right on this GPU, then which update path is the faster
             step pytest-gpu 300 python3 -m pytest -m gpu -v -p no:cacheprovider -n 8 --maxprocesses 8 -rfEs --durations=15
             bench train-ref-gradient-kernels 110 --config train-ref --tier train --precision bf16 --graphs on \
-                --compile on --gradient-kernels --repeats 2
+                --compile on --gradient-kernels on --repeats 2
             bench train-ref-fused 90 --config train-ref --tier train --precision bf16 --graphs on --compile on \
-                --repeats 2
+                --gradient-kernels off --repeats 2
             step train-speed-table 15 python3 benchmarks/train_speed_table.py "$out" ;;
         tests)
             # each test's result on a line of its own, as it ends: a stage cut short still names them
@@ -102,7 +102,8 @@ for stage in "$@"; do
             bench headline-train 90 --config headline --tier sim+policy --tier train ;;
         bf16)
             bench headline-bf16 90 --config headline-bf16 --graphs both ;;
-        train-speed)  # graphs; fused against eager; each train record has rollout_ms and update_ms
+        train-speed)  # graphs; fused (gradient kernels as auto makes them) against eager; each train record has
+            # rollout_ms and update_ms
             bench train-ref-fused 120 --config train-ref --tier sim+policy --tier train --precision bf16 \
                 --graphs on --compile on --repeats 3
             bench train-ref-eager 60 --config train-ref --tier train --precision bf16 --graphs on --compile off \
@@ -117,12 +118,12 @@ for stage in "$@"; do
         profiles)  # where train-ref's fused iteration spends its GPU time, without and with gradient kernels (torch's
             # profiler): about 3 minutes, to follow first on a short loan of a GPU
             step profile-fused 90 python3 benchmarks/iteration_profile.py --config train-ref --compile on \
-                --json "$out/profile-fused.json"
+                --gradient-kernels off --json "$out/profile-fused.json"
             step profile-gradient-kernels 95 python3 benchmarks/iteration_profile.py --config train-ref --compile on \
-                --gradient-kernels --json "$out/profile-gradient-kernels.json" ;;
+                --gradient-kernels on --json "$out/profile-gradient-kernels.json" ;;
         train-speed-autotune)  # the fused update's matrix products chosen by inductor's autotuning, against train-speed's
             TORCHINDUCTOR_MAX_AUTOTUNE_GEMM=1 bench train-ref-fused-autotune 420 --config train-ref --tier train \
-                --precision bf16 --graphs on --compile on --repeats 3 ;;
+                --precision bf16 --graphs on --compile on --gradient-kernels off --repeats 3 ;;
         gradient-kernels)  # the update's networks and gradients as kernels: checked, timed alone, then in training
             # beside the fused train tier without them, on the same machine
             step gradient-kernels-tests 60 python3 -m pytest -m gpu -q -p no:cacheprovider -n 0 \
@@ -130,11 +131,11 @@ for stage in "$@"; do
             step gradient-kernels-train-ref 80 python3 benchmarks/fused_forward.py --config train-ref \
                 --results-dir "$out/fused_forward"
             bench train-ref-gradient-kernels 140 --config train-ref --tier train --precision bf16 --graphs on \
-                --compile on --gradient-kernels --repeats 3
+                --compile on --gradient-kernels on --repeats 3
             bench train-ref-fused 90 --config train-ref --tier train --precision bf16 --graphs on --compile on \
-                --repeats 3
+                --gradient-kernels off --repeats 3
             step profile-gradient-kernels 95 python3 benchmarks/iteration_profile.py --config train-ref --compile on \
-                --gradient-kernels --json "$out/profile-gradient-kernels.json"
+                --gradient-kernels on --json "$out/profile-gradient-kernels.json"
             step train-speed-table 15 python3 benchmarks/train_speed_table.py "$out" ;;
         grid-chase)
             learn grid-chase 300 episode_length ;;
@@ -240,7 +241,7 @@ for stage in "$@"; do
                     --launch-count "$count" --section SpeedOfLight --section Occupancy --section LaunchStats \
                     --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis --section WarpStateStats \
                     --section SchedulerStats warpsim bench --config train-ref --tier train --precision bf16 \
-                    --graphs off --compile on --gradient-kernels --steps 5 --repeats 1 --warmup 1 --no-baseline
+                    --graphs off --compile on --gradient-kernels on --steps 5 --repeats 1 --warmup 1 --no-baseline
             done ;;
         *)
             echo "unknown stage $stage (first, tests, bench, bf16, train-speed, profiles, train-speed-autotune," \

@@ -1,12 +1,12 @@
 """The CUDA kernels of one training iteration, from torch's profiler on a GPU: how many one
 rollout step and one update launch, and the most expensive ones.
 
-    python benchmarks/iteration_profile.py --config train-ref [--steps 16] [--compile on [--gradient-kernels]]
+    python benchmarks/iteration_profile.py --config train-ref [--steps 16] [--compile on [--gradient-kernels on|off]]
                                            [--json FILE]
 
 The trainer runs without graphs (so that the profiler sees each kernel, which a replayed graph
-hides), eager or fused (``--compile``; ``--gradient-kernels``: the update's networks and gradients as
-warpsim's kernels), at the config's E x N with the train tier's fixed update,
+hides), eager or fused (``--compile``; ``--gradient-kernels``: whether the update's networks and gradients
+run as warpsim's kernels, as training's ``gradient_kernels``), at the config's E x N with the train tier's fixed update,
 in bf16. Printed: the
 kernels and their GPU time per rollout step and per optimizer step, the ``TOP`` most expensive
 kernels of each phase, those of its matrix products that load under 16 bytes at a time
@@ -31,6 +31,7 @@ from warpsim.configs import NAMED_CONFIGS
 from warpsim.files import write_output
 from warpsim.source_commit import source_commit
 from warpsim.train import TrainConfig, Trainer
+from warpsim.train.config import GRADIENT_KERNELS
 
 TOP = 25
 """The most expensive kernels listed per phase: the fused update's first 10 were 57% of its GPU time."""
@@ -95,8 +96,9 @@ def main() -> None:
     parser.add_argument("--config", default="train-ref", choices=["train-ref", "headline", "grid"])
     parser.add_argument("--steps", type=positive_int, default=16, help="rollout steps")
     parser.add_argument("--compile", choices=["off", "on"], default="off", help="the eager path or the fused one")
-    parser.add_argument("--gradient-kernels", action="store_true",
-                        help="with --compile on: the update's networks and gradients as warpsim's kernels")
+    parser.add_argument("--gradient-kernels", choices=GRADIENT_KERNELS, default=TrainConfig.gradient_kernels,
+                        nargs="?", const="on", help="with --compile on: whether the update's networks and gradients "
+                                                   "run as warpsim's kernels (default auto, as training's; alone: on)")
     parser.add_argument("--json", type=json_output("profile"), help="write the figures to this file")
     args = parser.parse_args()
     if not torch.cuda.is_available():
@@ -112,7 +114,7 @@ def main() -> None:
     next_values = trainer.rollout()
     update, update_wall = cuda_kernels(lambda: trainer.update(next_values))
     optimizer_steps = trainer.config.epochs * trainer.minibatches
-    result = {"config": args.config, "compile": args.compile, "gradient_kernels": args.gradient_kernels,
+    result = {"config": args.config, "compile": args.compile, "gradient_kernels": trainer.policies.gradient_kernels,
               "rollout_steps": args.steps,
               "optimizer_steps": optimizer_steps,
               "device": torch.cuda.get_device_name(), "torch": torch.__version__, "warpsim_commit": source_commit(),

@@ -7,7 +7,7 @@ import shutil
 import types
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import torch
@@ -18,8 +18,11 @@ from warpsim.bench import kernel_counts
 from warpsim.bench.runner import summary
 from warpsim.cli import main
 from warpsim.errors import InvalidValueError, UnavailableError
-from warpsim.train import TrainConfig, Trainer, compiled
+from warpsim.train import TrainConfig, Trainer, compiled, fused_backward
 from warpsim.train.compiled import resolve_compile
+from warpsim.train.config import build_saved_config
+from warpsim.train.loop import start_line
+from warpsim.train.run_dir import RunDirectory
 from warpsim.train.trainer import resolve_precision
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,7 +36,7 @@ ON_THE_CPU = pytest.param("cpu", marks=[needs_compiler, pytest.mark.slow])
 ON_THE_GPU = pytest.param("gpu", marks=pytest.mark.gpu)
 
 
-def twins(device: str, settings: dict, gradient_kernels: bool = False, **changes) -> tuple[Trainer, Trainer]:
+def twins(device: str, settings: dict, gradient_kernels: str = "off", **changes) -> tuple[Trainer, Trainer]:
     """An eager trainer and a fused one of the same config and seed (``gradient_kernels``: the fused one's)."""
     backend = {"backend": "numpy"} if device == "cpu" else {"backend": "cuda", "graphs": "on"}
     config = dict(settings, **backend, **changes)
@@ -43,9 +46,9 @@ def twins(device: str, settings: dict, gradient_kernels: bool = False, **changes
 
 @pytest.mark.parametrize("device", [ON_THE_CPU, ON_THE_GPU])
 @pytest.mark.parametrize("settings, precision, gradient_kernels", [
-    (TAG, "fp32", False), (BEACON, "fp32", False), (TAG, "bf16", False), (BEACON, "bf16", False),
-    (TAG, "bf16", True), (BEACON, "bf16", True), (dict(BEACON, shared_trunk=True), "bf16", False),
-    (dict(BEACON, shared_trunk=True, hidden_layers=1), "bf16", True),
+    (TAG, "fp32", "off"), (BEACON, "fp32", "off"), (TAG, "bf16", "off"), (BEACON, "bf16", "off"),
+    (TAG, "bf16", "on"), (BEACON, "bf16", "on"), (dict(BEACON, shared_trunk=True), "bf16", "off"),
+    (dict(BEACON, shared_trunk=True, hidden_layers=1), "bf16", "on"),
 ], ids=["discrete", "continuous", "discrete bf16", "continuous bf16", "discrete, gradient kernels",
         "continuous, gradient kernels", "shared trunk bf16", "shared trunk, one layer, gradient kernels"])
 def test_the_fused_path_acts_and_learns_as_the_eager_one(device, settings, precision, gradient_kernels):
@@ -56,7 +59,7 @@ def test_the_fused_path_acts_and_learns_as_the_eager_one(device, settings, preci
     eager, fused = twins(device, settings, gradient_kernels, precision=precision)
     assert fused.compiled and not eager.compiled and fused.learner.fused_step is not None
     assert fused.policies.fused is (precision == "bf16") and not eager.policies.fused
-    assert fused.policies.gradient_kernels is gradient_kernels
+    assert fused.policies.gradient_kernels is (gradient_kernels == "on")
     tolerance: dict[str, Any] = dict(rtol=1e-4, atol=1e-5) if precision == "fp32" else dict(rtol=2e-2, atol=2e-2)
     initial = [parameter.detach().clone() for parameter in eager.policies.parameters()]
     for iteration in range(3):
@@ -234,13 +237,13 @@ def refusing_ptxas(monkeypatch) -> None:
     monkeypatch.setattr(compiled.torch, "compile", compile_refused)
 
 
-@pytest.mark.parametrize("gradient_kernels, ways_out", [(False, ""), (True, "gradient_kernels=False, or ")])
+@pytest.mark.parametrize("gradient_kernels, ways_out", [(False, ""), (True, "gradient_kernels='off', or ")])
 def test_a_kernel_that_triton_cannot_build_is_one_line_naming_ptxas_words_and_the_ways_out(
         monkeypatch, capsys, gradient_kernels, ways_out):
     pytest.importorskip("triton")
     refusing_ptxas(monkeypatch)
     step = compiled.Compiled(lambda: None, "the update's minibatch step",
-                             ("gradient_kernels=False",) if gradient_kernels else ())
+                             ("gradient_kernels='off'",) if gradient_kernels else ())
     with pytest.raises(UnavailableError) as error:
         step()
     assert str(error.value) == (f"config field compile: Triton could not build a kernel of the update's minibatch "
@@ -273,7 +276,6 @@ def test_a_compiled_function_prints_what_it_prints_and_raises_what_is_not_a_comp
 
 
 def test_a_run_saved_with_compile_loss_resumes_eagerly():
-    from warpsim.train.config import build_saved_config
     saved = TrainConfig(env="tag_gridworld").to_dict()
     del saved["compile"]
     assert build_saved_config({**saved, "compile_loss": True}).compile == "off"
@@ -296,30 +298,62 @@ def test_bench_compile_needs_a_policy_tier(option, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("changes, message", [
-    (dict(compile="off"), "it needs the fused path under bf16, and this config has compile='off'"),
+    (dict(compile="off"), "on needs the fused path under bf16, and this config has compile='off'"),
     (dict(compile="on", precision="fp32"), "precision='fp32'"),
 ])
 def test_gradient_kernels_off_the_fused_bf16_path_are_refused_by_the_config(changes, message):
     with pytest.raises(InvalidValueError, match=message):
-        TrainConfig(**TAG, gradient_kernels=True, **changes)
+        TrainConfig(**TAG, gradient_kernels="on", **changes)
+
+
+@pytest.mark.parametrize("device, capability, hidden, layers, runs", [
+    ("cuda", (9, 0), 64, 2, True), ("cuda", (9, 0), 32, 1, True), ("cuda", (8, 6), 64, 2, False),
+    ("cuda", (10, 0), 64, 2, False), ("cuda", (9, 0), 128, 2, False), ("cuda", (9, 0), 64, 3, False),
+    ("cpu", (9, 0), 64, 2, False)])
+def test_gradient_kernels_auto_runs_them_on_the_gpus_and_networks_they_were_measured_on(
+        monkeypatch, device, capability, hidden, layers, runs):
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device: capability)
+    assert fused_backward.pay_off(torch.device(device), hidden, layers) is runs
+
+
+@pytest.mark.parametrize("pays, said", [(True, "fused, the update's gradients as kernels (compiled"),
+                                        (False, "fused (compiled")])
+def test_gradient_kernels_auto_resolves_once_on_the_fused_path_and_the_start_line_says_how(
+        monkeypatch, tmp_path, pays, said):
+    monkeypatch.setattr(fused_backward, "pay_off", lambda device, hidden, layers: pays)
+    trainer = Trainer(TrainConfig(**TAG, backend="numpy", compile="on", precision="bf16"))
+    assert trainer.config.gradient_kernels == "auto" and trainer.policies.gradient_kernels is pays
+    line = start_line(trainer, [RunDirectory(tmp_path / "run", resume=False)], False)
+    assert line.endswith(f"epochs, {said} at the first iteration)")
+    eager = Trainer(TrainConfig(**TAG, backend="numpy", compile="off", precision="bf16"))
+    assert not eager.policies.gradient_kernels
+
+
+def test_gradient_kernels_are_a_choice_and_a_run_saved_with_true_or_false_resumes_with_on_or_off():
+    with pytest.raises(InvalidValueError, match=r"^config field gradient_kernels=True is not allowed; choose one of "
+                                                r"auto, on, off$"):
+        TrainConfig(**TAG, gradient_kernels=cast(Any, True))
+    saved = TrainConfig(**TAG, compile="on", precision="bf16").to_dict()
+    assert build_saved_config({**saved, "gradient_kernels": True}).gradient_kernels == "on"
+    assert build_saved_config({**saved, "gradient_kernels": False}).gradient_kernels == "off"
 
 
 def test_gradient_kernels_where_the_run_resolves_off_the_fused_path_are_refused_before_any_file(tmp_path, capsys):
     """compile auto and precision auto on a CPU: eager fp32, known once the trainer resolves them."""
     code = main(["train", "--env", "tag_gridworld", "--backend", "numpy", "--num-envs", "2", "--iterations", "1",
-                 "--compile", "auto", "--gradient-kernels", "--run-dir", str(tmp_path / "run")])
+                 "--compile", "auto", "--gradient-kernels", "on", "--run-dir", str(tmp_path / "run")])
     assert code == 2 and not (tmp_path / "run").exists()
-    assert "gradient_kernels=True needs the fused path under bf16 with networks at most 128 wide, and this run " \
+    assert "gradient_kernels='on' needs the fused path under bf16 with networks at most 128 wide, and this run " \
            "resolved to compile=False, precision='fp32', hidden_size=64: set compile='on' and precision='bf16', " \
-           "or leave gradient_kernels False" in capsys.readouterr().err
+           "or gradient_kernels 'auto' or 'off'" in capsys.readouterr().err
 
 
 def test_gradient_kernels_where_only_the_precision_resolves_off_the_fused_path_name_the_precision(capsys):
     """compile on and precision auto on a CPU (fp32): the way out is the precision alone."""
     code = main(["bench", "--config", "train-ref", "--tier", "train", "--compile", "on", "--gradient-kernels"])
     assert code == 2
-    assert "resolved to compile=True, precision='fp32', hidden_size=64: set precision='bf16', or leave " \
-           "gradient_kernels False" in capsys.readouterr().err
+    assert "resolved to compile=True, precision='fp32', hidden_size=64: set precision='bf16', or " \
+           "gradient_kernels 'auto' or 'off'" in capsys.readouterr().err
 
 
 @needs_compiler

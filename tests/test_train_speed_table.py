@@ -39,7 +39,9 @@ def test_each_policy_tier_record_is_a_row_with_the_models_prediction_for_its_con
         ("fused, gradient kernels", "7.79e+07", "44.3", "238.0", kernels),
         ("fused", "7.56e+07", "44.4", "246.4", fused),
         ("fused, gradient kernels", "7.78e+07", "44.3", "238.2", kernels),
-        ("fused", "7.55e+07", "44.3", "246.9", fused)]
+        ("fused", "7.55e+07", "44.3", "246.9", fused),
+        ("fused, gradient kernels", "8.93e+07", "44.4", "201.8", kernels),
+        ("fused", "8.5e+07", "44.5", "214.0", fused)]
 
 
 def test_each_profile_lists_its_most_expensive_kernels_per_phase(session, capsys):

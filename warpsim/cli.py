@@ -28,7 +28,7 @@ from warpsim.registry import parse_env_settings, portable_id, registered
 from warpsim.removed import RemovedOption
 from warpsim.source_commit import source_commit
 from warpsim.train import loop as train_loop
-from warpsim.train.config import COMPILE_SETTINGS, PRECISIONS, TrainConfig
+from warpsim.train.config import COMPILE_SETTINGS, GRADIENT_KERNELS, PRECISIONS, TrainConfig
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -160,9 +160,10 @@ def _add_bench(parser: argparse.ArgumentParser) -> None:
                         help="policy tiers: the trainer's compile setting, as training's (default off, the eager "
                              "path; on: the policy step and the update compiled before the timing, the record "
                              "gives the seconds; auto: on with CUDA)")
-    parser.add_argument("--gradient-kernels", action="store_true",
-                        help="policy tiers with --compile on (or auto on a GPU) under bf16: the update's networks "
-                             "and their gradients as warpsim's kernels, as training's gradient_kernels")
+    parser.add_argument("--gradient-kernels", choices=GRADIENT_KERNELS, nargs="?", const="on",
+                        help="policy tiers on the fused path under bf16: the update's networks and their gradients "
+                             "as warpsim's kernels, as training's gradient_kernels (default auto: on a Hopper GPU "
+                             "with networks at most 64 wide; alone: on)")
     parser.add_argument("--compile-loss", action=RemovedOption, version="0.2.0",
                         replacement="--compile on compiles the whole minibatch step and the policy step")
     parser.add_argument("--no-baseline", action="store_true",
@@ -190,7 +191,8 @@ def _run_bench(args) -> int:
                          f"them, it is not timed (use a GPU, or --backend numpy)")
     if args.graphs != "off":
         runner.check_graphs(True, args.backend)  # before the eager run of --graphs both
-    for given, option in ((args.compile is not None, "--compile"), (args.gradient_kernels, "--gradient-kernels")):
+    for given, option in ((args.compile is not None, "--compile"),
+                          (args.gradient_kernels is not None, "--gradient-kernels")):
         if given and not set(args.tier or []) & set(POLICY_TIERS):
             raise InvalidValueError(f"{option} sets how the policy tiers run the networks; give it with --tier "
                                     f"sim+policy or --tier train")
@@ -244,12 +246,12 @@ def _graph_runs(args) -> list[bool]:
 
 
 def _run_tier(config: BenchConfig, tier: str, precision: str, options: dict, compile: str | None = None,
-              gradient_kernels: bool = False) -> dict:
+              gradient_kernels: str | None = None) -> dict:
     if tier == "sim":
         return runner.run_sim(config, **options)
     policy_options = {**options, "warmup_steps": 1}
     return run_policy_tier(config, tier, precision=precision, compile=compile or TrainConfig.compile,
-                           gradient_kernels=gradient_kernels, **policy_options)
+                           gradient_kernels=gradient_kernels or TrainConfig.gradient_kernels, **policy_options)
 
 
 def _bench_config(args) -> BenchConfig:

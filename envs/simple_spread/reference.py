@@ -10,7 +10,7 @@ import numpy as np
 from warpsim.envs.simple_spread.params import CONTACT_DISTANCE, DRAWS_PER_AGENT, SimpleSpreadParams
 from warpsim.kernels.actions import clamp
 from warpsim.kernels.chunks import env_chunks
-from warpsim.kernels.mpe import DT, KEPT_VELOCITY, MOVES_X, MOVES_Y, SENSITIVITY, contact, searched
+from warpsim.kernels.mpe import DT, KEPT_VELOCITY, MOVES_X, MOVES_Y, SENSITIVITY, contact, nearest_first, searched
 from warpsim.kernels.random import reset_uniform
 
 ONE = np.float32(1)
@@ -80,7 +80,8 @@ def observe_chunk(v, p: SimpleSpreadParams, envs: np.ndarray) -> None:
     """``observe`` of environments ``envs`` at once (N x N offsets each)."""
     n = p.N
     x, y = v.pos_x[envs], v.pos_y[envs]
-    others = np.array([[j for j in range(n) if j != i] for i in range(n)], np.int64).reshape(n, n - 1)
+    column = np.arange(n - 1)
+    others = column + (column >= np.arange(n)[:, None])  # [N, N - 1]: every agent but the row's, in order
     landmarks = offsets(v.landmark_x[envs][:, None, :] - x[:, :, None], v.landmark_y[envs][:, None, :] - y[:, :, None],
                         p.num_landmark_neighbors)
     agents = offsets(x[:, others] - x[:, :, None], y[:, others] - y[:, :, None], p.num_agent_neighbors)
@@ -94,7 +95,7 @@ def offsets(dx: np.ndarray, dy: np.ndarray, nearest: int | None) -> np.ndarray:
     nearest, nearest first, zeros beyond the entities found (those at a distance below inf)."""
     if nearest is not None:
         d2 = searched(dx * dx + dy * dy)
-        order = np.argsort(d2, axis=-1, kind="stable")[..., :nearest]
+        order = nearest_first(d2, nearest)
         found = np.take_along_axis(d2, order, -1) < np.inf
         dx = np.where(found, np.take_along_axis(dx, order, -1), np.float32(0))
         dy = np.where(found, np.take_along_axis(dy, order, -1), np.float32(0))

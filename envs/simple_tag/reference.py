@@ -19,7 +19,7 @@ from warpsim.envs.simple_tag.params import (
 from warpsim.kernels.actions import clamp
 from warpsim.kernels.chunks import env_chunks
 from warpsim.kernels.exponential import exp
-from warpsim.kernels.mpe import DT, KEPT_VELOCITY, MOVES_X, MOVES_Y, contact, searched
+from warpsim.kernels.mpe import DT, KEPT_VELOCITY, MOVES_X, MOVES_Y, contact, nearest_first, searched
 from warpsim.kernels.random import reset_uniform
 
 ONE, TWO, TEN = np.float32(1), np.float32(2), np.float32(10)
@@ -135,7 +135,7 @@ def nearest_order(dx: np.ndarray, dy: np.ndarray, slots: int) -> np.ndarray:
     """int64[E, slots]: the columns of (dx, dy) nearest first (stable on float32 squared distance), -1 past the
     columns found (``searched``: none at NaN)."""
     d2 = searched(dx * dx + dy * dy)
-    order = np.argsort(d2, axis=1, kind="stable")[:, :slots]
+    order = nearest_first(d2, slots)
     order = np.where(np.take_along_axis(d2, order, 1) < np.inf, order, -1)
     return np.pad(order, ((0, 0), (0, slots - order.shape[1])), constant_values=-1)
 

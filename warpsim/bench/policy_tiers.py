@@ -49,7 +49,7 @@ def run_policy_tier(config: BenchConfig, tier: str, backend: str = "auto", preci
                     steps: int = 32, repeats: int = 5, warmup_steps: int = 1, seed: int = 0,
                     max_seconds: float | None = None, progress: Progress | None = None, graphs: bool = False,
                     hidden_size: int = 64, policy_device: str = "auto", compile: str = TrainConfig.compile,
-                    gradient_kernels: bool = TrainConfig.gradient_kernels) -> dict:
+                    gradient_kernels: str = TrainConfig.gradient_kernels) -> dict:
     """Times ``tier`` of ``config``; returns one result record like ``run_sim``'s.
 
     ``warmup_steps`` counts untimed rollouts (or iterations) after start-up. With ``graphs``
@@ -142,7 +142,7 @@ def run_policy_tier(config: BenchConfig, tier: str, backend: str = "auto", preci
         record["update"] = {"epochs": trainer.config.epochs, "minibatches": trainer.minibatches,
                             "shared_trunk": trainer.config.shared_trunk, "launches": trainer.update_launches,
                             "compiled": trainer.compiled, "compile_seconds": trainer.compile_seconds(),
-                            "gradient_kernels": trainer.config.gradient_kernels}
+                            "gradient_kernels": trainer.policies.gradient_kernels}
         record["rollout_ms"] = spread(phases.rollout_ms)
         record["update_ms"] = spread(phases.update_ms)
     return record

@@ -31,6 +31,7 @@ GRAPHS = ("auto", "on", "off")
 MAX_SEED = 2**32 - 1
 """The largest seed: environments draw from 32-bit streams (warpsim.kernels.random)."""
 COMPILE_SETTINGS = ("auto", "on", "off")
+GRADIENT_KERNELS = ("auto", "on", "off")
 LR_SCHEDULES = ("kl", "linear", "constant")
 POLICY_HEADS = ("gaussian", "tanh_normal")
 MAX_ENV_STEPS = 10**12
@@ -130,13 +131,14 @@ class TrainConfig:
     (the same arithmetic up to rounding; compiled at the first iteration). off: eager, the reference; on (a CPU needs
     a C++ compiler); auto: on with CUDA in one process, but for fp16, and for bf16 on a GPU older than compute
     capability 8.0 (warpsim's bfloat16 kernels need 8.0; on refuses it)."""
-    gradient_kernels: bool = False
-    """On the fused path under bf16, the update's networks and their gradients run as warpsim's Triton kernels,
-    which read the observations again where autograd keeps every activation (on an H200 at train-ref an update of
-    238 ms against 246, for 20 s more of compiling); off (the default): the compiled eager networks and autograd.
-    Needs compile on (or auto on a GPU) and bf16. Wider than 64, the first layer's gradients take 112 KB of shared
-    memory a block: more than an RTX 30x0, 40x0 or 50x0 has (99 KB), where the first update stops with an error
-    naming this field."""
+    gradient_kernels: str = "auto"
+    """On the fused path under bf16, the update's networks and their gradients as warpsim's Triton kernels, which
+    read the observations again where autograd keeps every activation. auto: on where the fused path runs on a
+    Hopper GPU (H100, H200) with networks of at most two layers 64 wide, where they were measured faster (an H200
+    at train-ref: an update of 202 ms against 214, for 6 s more of compiling; docs/training.md); on (needs compile
+    on, or auto on a GPU, and bf16); off: the compiled eager networks and autograd. Wider than 64, the first
+    layer's gradients take 112 KB of shared memory a block: more than an RTX 30x0, 40x0 or 50x0 has (99 KB), where
+    on stops the first update with an error naming this field."""
     log_every: int = 10
     """Iterations between metric reads (the trainer's only host synchronisations) and progress lines."""
     checkpoint_every: int = 50
@@ -166,8 +168,8 @@ class TrainConfig:
         check_fields(self, require_real, ("value_coef", "entropy_coef"), 0, what=CONFIG_FIELD)
         if self.value_clip is not None:
             check_fields(self, require_real, ("value_clip",), 0, low_exclusive=True, what=CONFIG_FIELD)
-        check_fields(self, require_bool, ("shared_trunk", "value_normalization", "normalize_advantages",
-                                          "gradient_kernels"), what=CONFIG_FIELD)
+        check_fields(self, require_bool, ("shared_trunk", "value_normalization", "normalize_advantages"),
+                     what=CONFIG_FIELD)
         check_fields(self, require_choice, ("lr_schedule",), LR_SCHEDULES, what=CONFIG_FIELD)
         check_fields(self, require_choice, ("policy_head",), POLICY_HEADS, what=CONFIG_FIELD)
         if self.lr_schedule != "constant":
@@ -180,11 +182,12 @@ class TrainConfig:
         check_fields(self, require_choice, ("precision",), PRECISIONS, what=CONFIG_FIELD)
         check_fields(self, require_choice, ("graphs",), GRAPHS, what=CONFIG_FIELD)
         check_fields(self, require_choice, ("compile",), COMPILE_SETTINGS, what=CONFIG_FIELD)
-        if self.gradient_kernels:
+        check_fields(self, require_choice, ("gradient_kernels",), GRADIENT_KERNELS, what=CONFIG_FIELD)
+        if self.gradient_kernels == "on":
             need(self.compile != "off" and self.precision in ("auto", "bf16"), "gradient_kernels",
-                 f"it needs the fused path under bf16, and this config has compile={self.compile!r}, "
+                 f"on needs the fused path under bf16, and this config has compile={self.compile!r}, "
                  f"precision={self.precision!r}: set compile='on' (or 'auto' on a GPU) and precision='bf16', or "
-                 f"leave gradient_kernels False")
+                 f"gradient_kernels 'auto' or 'off'")
         check_fields(self, require_choice, ("backend",), BACKENDS, what=CONFIG_FIELD)
         need(is_policy_device(self.policy_device), "policy_device",
              f"choose auto, cpu, cuda or cuda:N (N in [0, {MAX_DEVICE_INDEX}], no leading zero)")
@@ -295,9 +298,12 @@ def build_saved_config(settings: dict) -> TrainConfig:
     """The config of a run from its saved settings; a run saved before the networks and
     schedules of today keeps those it was trained with (``EARLIER_DEFAULTS``, and
     ``anneal_lr`` read as the linear or constant schedule); one saved with ``compile_loss``
-    (before ``compile``) continues eagerly, as it was trained."""
+    (before ``compile``) continues eagerly, as it was trained, and one saved with ``gradient_kernels`` True or
+    False (before 'auto') continues with them 'on' or 'off'."""
     if isinstance(settings, dict) and "compile_loss" in settings:
         settings = {**{key: value for key, value in settings.items() if key != "compile_loss"}, "compile": "off"}
+    if isinstance(settings, dict) and isinstance(settings.get("gradient_kernels"), bool):
+        settings = {**settings, "gradient_kernels": "on" if settings["gradient_kernels"] else "off"}
     if not isinstance(settings, dict) or "lr_schedule" in settings or "anneal_lr" not in settings:
         return build_config(settings)
     earlier = {key: value for key, value in settings.items() if key != "anneal_lr"}

@@ -213,6 +213,20 @@ def whole_trunks_fit(hidden: int, layers: int) -> bool:
     return layers <= 2 and hidden <= WHOLE_TRUNK_HIDDEN
 
 
+MEASURED_GPUS = 9
+"""The major compute capability of the GPUs on which ``gradient_kernels='auto'`` runs the gradients' kernels:
+Hopper's (H100, H200). On an H200 at 062ec78 every config's update was faster with them, whole trunks a launch:
+train-ref 202 ms against 214, headline 444 against 472, grid 9.7 against 14.5 (benchmarks/results/train-speed/).
+For sm_80 and sm_86 ptxas spills the whole trunk's program, and no other GPU has timed them."""
+
+
+def pay_off(device: torch.device, hidden: int, layers: int) -> bool:
+    """Whether ``gradient_kernels='auto'`` runs the gradients' kernels for networks of ``layers`` layers ``hidden``
+    wide on ``device``: on a GPU of ``MEASURED_GPUS``, a whole trunk a launch (``whole_trunks_fit``)."""
+    return (device.type == "cuda" and torch.cuda.get_device_capability(device)[0] == MEASURED_GPUS
+            and whole_trunks_fit(hidden, layers))
+
+
 def backward_warps(hidden: int, whole_trunks: bool) -> int:
     """Warps of a program of the gradients' kernels: a whole trunk's 8; a layer's 4 up to width 64 and 8
     above (fewer spill)."""

@@ -99,7 +99,7 @@ class Learner:
             Compiled(ppo.gae, "GAE") if self.compiled else ppo.gae)
         self.fused_step: Compiled[None] | None = (
             Compiled(self._fused_step, "the update's minibatch step",
-                     ("gradient_kernels=False",) if configs[0].gradient_kernels else ()) if self.compiled else None)
+                     ("gradient_kernels='off'",) if self.policies.gradient_kernels else ()) if self.compiled else None)
         """The whole minibatch step as one compiled function, on the fused path (None: eager)."""
         if self.compiled:
             self._set_up_fused_step()

@@ -259,7 +259,16 @@ def start_line(trainer: Trainer, directories: list[RunDirectory], resumed: bool)
             f"{trainer.precision}, {trainer.launches} rollouts of {config.rollout_steps} steps x {config.num_envs} "
             f"environments, {trainer.update_launches} updates of {trainer.minibatches} minibatches x {config.epochs} "
             f"epoch{'s' if config.epochs != 1 else ''}, "
-            f"{'fused (compiled at the first iteration)' if trainer.compiled else 'not fused'}")
+            f"{_fusion(trainer)}")
+
+
+def _fusion(trainer: Trainer) -> str:
+    """Whether the trainer's work is fused, and its update's gradients kernels (as ``gradient_kernels='auto'``
+    resolved)."""
+    if not trainer.compiled:
+        return "not fused"
+    kernels = ", the update's gradients as kernels" if trainer.policies.gradient_kernels else ""
+    return f"fused{kernels} (compiled at the first iteration)"
 
 
 def _iterate(trainer: Trainer, directories: list[RunDirectory], logs: list[list[MetricLog]], bar,

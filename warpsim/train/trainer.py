@@ -33,7 +33,7 @@ from warpsim.graph import CUDA_GRAPH, EAGER
 from warpsim.registry import layout, make
 from warpsim.removed import removed
 from warpsim.roles import roles_of
-from warpsim.train import fused_forward, opponents
+from warpsim.train import fused_backward, fused_forward, opponents
 from warpsim.train.checkpoint import signature
 from warpsim.train.collect import Collector
 from warpsim.train.compiled import Compiled, resolve_compile
@@ -216,17 +216,19 @@ class Trainer:
         # The fused path plays every role's networks as one kernel each: what bf16 autocast computes.
         self.policies.fused = self.compiled and self.precision == "bf16" and all(
             self.policies.network(name).fusable() for name in role_names)
-        if config.gradient_kernels and not self.policies.fused:
+        if config.gradient_kernels == "on" and not self.policies.fused:
             missing = {"compile='on'": not self.compiled, "precision='bf16'": self.precision != "bf16",
                        f"hidden_size at most {fused_forward.MAX_HIDDEN}": not 2 <= config.hidden_size
                        <= fused_forward.MAX_HIDDEN}
             ways = [way for way, needed in missing.items() if needed]
             raise InvalidValueError(
-                f"config field gradient_kernels=True needs the fused path under bf16 with networks at most "
+                f"config field gradient_kernels='on' needs the fused path under bf16 with networks at most "
                 f"{fused_forward.MAX_HIDDEN} wide, and this run resolved to compile={self.compiled}, precision="
-                f"{self.precision!r}, hidden_size={config.hidden_size}: set {' and '.join(ways)}, or leave "
-                f"gradient_kernels False")
-        self.policies.gradient_kernels = config.gradient_kernels
+                f"{self.precision!r}, hidden_size={config.hidden_size}: set {' and '.join(ways)}, or "
+                f"gradient_kernels 'auto' or 'off'")
+        self.policies.gradient_kernels = self.policies.fused and (
+            config.gradient_kernels == "on" or config.gradient_kernels == "auto"
+            and fused_backward.pay_off(self.device, config.hidden_size, config.hidden_layers))
         for name in role_names:
             self.policies.network(name).joint_first_layers = self.compiled
         self.model: torch.nn.Module = self.policies
