@@ -17,7 +17,8 @@ as a forward pass with gradients and a backward pass from random gradients of th
 eager networks' (autograd) against the kernels' (``launch_backward``, also at each of its launch
 shapes on a GPU). Autograd's products whose rows are not aligned (the first layers, the policy head)
 are timed as they are and padded (``product_alignment_times``). The discrete roles' rollout step is timed
-with their actions sampled in the kernel and sampled after it in torch (``sampling_times``). The record
+with their actions sampled in the kernel and sampled after it in torch (``sampling_times``), and their update's loss
+and gradients computed in the gradients' kernels against the kernels apart (``loss_times``). The record
 (device, config, commit) is summarised on a few lines, and with --results-dir DIR appended to
 DIR/<device>.json.
 """
@@ -40,7 +41,7 @@ from warpsim.device import device_name, resolve_placement
 from warpsim.registry import make
 from warpsim.roles import roles_of
 from warpsim.source_commit import source_commit
-from warpsim.train import categorical_terms, fused_backward, fused_forward
+from warpsim.train import categorical_terms, fused_backward, fused_forward, fused_loss
 from warpsim.train.action_heads import CategoricalHeads, roles_noise
 from warpsim.train.config import TrainConfig
 from warpsim.train.policy import RolePolicies
@@ -244,6 +245,7 @@ def measure(config_name: str, num_envs: int, repeats: int, device: torch.device,
              gradient[1], *arguments) for gradient, arguments in zip(gradients, operands)]
 
     alignment = product_alignment_times(networks, inputs, repeats, device)
+    loss = loss_times(policies, names, inputs, generator, repeats, device, hidden_size, settings.hidden_layers)
     # the kernels alone at each launch shape, on a GPU: the defaults' choice, measured
     shapes, backward_shapes = launch_shape_times(operands, backward_operands, [batch.shape[-1] for batch in inputs],
                                                  repeats, device) if device.type == "cuda" else ([], [])
@@ -256,7 +258,8 @@ def measure(config_name: str, num_envs: int, repeats: int, device: torch.device,
             "learning_speedup": eager_learning_seconds / fused_learning_seconds,
             "default_backward_block_rows": fused_backward.BACKWARD_BLOCK_ROWS,
             "default_whole_trunks": fused_backward.whole_trunks_fit(hidden_size, settings.hidden_layers),
-            "backward_launch_shapes": backward_shapes, "product_alignment": alignment, "sampling": sampling}
+            "backward_launch_shapes": backward_shapes, "product_alignment": alignment, "sampling": sampling,
+            "loss": loss}
 
 
 def sampling_times(policies: RunPolicies, names: list[str], inputs: list[torch.Tensor], generator: torch.Generator,
@@ -285,6 +288,45 @@ def sampling_times(policies: RunPolicies, names: list[str], inputs: list[torch.T
 
     return {"in_kernel_ms": 1e3 * timed(in_kernel, repeats, device),
             "after_kernel_ms": 1e3 * timed(after_kernel, repeats, device)}
+
+
+def loss_times(policies: RunPolicies, names: list[str], inputs: list[torch.Tensor], generator: torch.Generator,
+               repeats: int, device: torch.device, hidden_size: int, layers: int) -> dict | None:
+    """The update's loss and gradients of the discrete roles whose networks ``fused_loss`` takes, each role's rows as
+    a minibatch: computed in the gradients' kernels (``fused_loss.ppo_loss_gradients``, ``gradient_kernels='loss'``)
+    against the kernels that the update runs without it (the networks' forward kernel, the loss's kernels of
+    discrete actions both ways and the gradients' kernels; the loss's own arithmetic between them, which the compiled
+    step fuses into a few kernels, left out). None where no role's are taken."""
+    cases = []
+    for name, batch in zip(names, inputs):
+        head, network = policies.heads[name], policies.network(name)
+        if not (isinstance(head, CategoricalHeads)
+                and fused_loss.takes(list(head.action_levels), network.value_trunk is None, hidden_size, layers)):
+            continue
+        rows, levels = batch.shape[1], list(head.action_levels)
+        actions = torch.stack([torch.randint(0, level, (1, rows), device=device, generator=generator,
+                                             dtype=torch.int32) for level in levels], -1)
+        columns = torch.randn((4, 1, rows), device=device, generator=generator)
+        coefficients = torch.tensor([[0.2, 0.0, 0.5, 0.01]], device=device)
+        cases.append((network.fused_operands(batch), actions, columns, coefficients, levels))
+    if not cases:
+        return None
+
+    def in_kernels() -> None:
+        for (observations, *weights, _), actions, columns, coefficients, levels in cases:
+            fused_loss.ppo_loss_gradients(observations, actions, *columns, coefficients, levels[0], False, *weights)
+
+    def apart() -> None:
+        for operands, actions, columns, _, levels in cases:
+            policy, values = fused_forward.actor_critic(*operands)
+            logits = policy[..., :operands[9].shape[1]]
+            categorical_terms.categorical_terms(logits, actions, levels)
+            gradient = categorical_terms.categorical_terms_backward(columns[0], columns[1], logits, actions, levels)
+            fused_backward.actor_critic_backward(gradient[..., :logits.shape[-1]], columns[2], *operands)
+
+    with torch.no_grad():
+        return {"in_kernels_ms": 1e3 * timed(in_kernels, repeats, device),
+                "apart_ms": 1e3 * timed(apart, repeats, device)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -326,6 +368,9 @@ def main(argv: list[str] | None = None) -> int:
     if result["sampling"]:
         print(f"  the discrete roles' step, sampled in the kernel {result['sampling']['in_kernel_ms']:.3f} ms, after "
               f"it in torch {result['sampling']['after_kernel_ms']:.3f} ms")
+    if result["loss"]:
+        print(f"  their update's loss and gradients, in the gradients' kernels {result['loss']['in_kernels_ms']:.3f} "
+              f"ms, their kernels apart {result['loss']['apart_ms']:.3f} ms")
     print(saved_note(args.results_dir, [path]))
     return 0
 

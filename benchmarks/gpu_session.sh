@@ -11,7 +11,8 @@
 # gradient kernels, in about 3 minutes: to follow first on a short loan of a GPU), train-speed-autotune
 # (train-ref's fused train tier with inductor's autotuned matrix products), gradient-kernels (the update's networks
 # and gradients as warpsim's kernels: their GPU tests, their time against autograd's, the train tier and the profile
-# of an iteration with them),
+# of an iteration with them), loss-kernels (PPO's loss computed in those kernels too: its GPU tests, train-ref's train
+# tier with it and without, its profile) and loss-kernels-configs (headline's and grid's, with it and without),
 # neighbour-search (each search forced: sweep-N, and the headline with each grid search),
 # placement, fused-forward (the networks as kernels: their GPU tests and their times against the
 # eager forward's and autograd's), many-runs (an experiment of 16 runs batched against the 16 in turn), evaluation-speed (10 runs evaluated
@@ -137,6 +138,25 @@ for stage in "$@"; do
             step profile-gradient-kernels 95 python3 benchmarks/iteration_profile.py --config train-ref --compile on \
                 --gradient-kernels on --json "$out/profile-gradient-kernels.json"
             step train-speed-table 15 python3 benchmarks/train_speed_table.py "$out" ;;
+        loss-kernels)  # PPO's loss computed in the gradients' kernels (gradient_kernels='loss'): checked on this GPU,
+            # then train-ref's train tier with it beside the gradient kernels without it, and its profile
+            step loss-kernels-tests 120 python3 -m pytest -m gpu -q -p no:cacheprovider -n 0 tests/test_fused_loss.py \
+                tests/test_compiled.py -k loss
+            bench train-ref-loss-kernels 110 --config train-ref --tier train --precision bf16 --graphs on \
+                --compile on --gradient-kernels loss --repeats 2
+            bench train-ref-gradient-kernels 110 --config train-ref --tier train --precision bf16 --graphs on \
+                --compile on --gradient-kernels on --repeats 2
+            step profile-loss-kernels 95 python3 benchmarks/iteration_profile.py --config train-ref --compile on \
+                --gradient-kernels loss --json "$out/profile-loss-kernels.json"
+            step train-speed-table 15 python3 benchmarks/train_speed_table.py "$out" ;;
+        loss-kernels-configs)  # headline's and grid's train tier with the loss in the gradients' kernels and without
+            for config in headline grid; do
+                for kernels in loss on; do
+                    bench "$config-kernels-$kernels" 110 --config "$config" --tier train --precision bf16 \
+                        --graphs on --compile on --gradient-kernels "$kernels" --repeats 2
+                done
+            done
+            step train-speed-table 15 python3 benchmarks/train_speed_table.py "$out" ;;
         grid-chase)
             learn grid-chase 300 episode_length ;;
         tag-chase)
@@ -245,7 +265,7 @@ for stage in "$@"; do
             done ;;
         *)
             echo "unknown stage $stage (first, tests, bench, bf16, train-speed, profiles, train-speed-autotune," \
-                "gradient-kernels, grid-chase, tag-chase, tag-chase-one-epoch, tag-chase-continuous, tag-evade," \
+                "gradient-kernels, loss-kernels, loss-kernels-configs, grid-chase, tag-chase, tag-chase-one-epoch, tag-chase-continuous, tag-evade," \
                 "self-play, learning," \
                 "many-runs, mpe, mpe-roles, mpe-scale," \
                 "simple-spread-1k, simple-tag-1k," \

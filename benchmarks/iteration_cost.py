@@ -1,7 +1,7 @@
 """A cost model of one training iteration that needs no GPU: the kernels and the bytes of the
 rollout's policy step and of one optimizer step of the update, counted on the device at hand.
 
-    python benchmarks/iteration_cost.py [--config train-ref] [--path off|on|kernels|all] [--json FILE]
+    python benchmarks/iteration_cost.py [--config train-ref] [--path off|on|kernels|loss|all] [--json FILE]
 
 What is counted (kernels, bytes, the networks' kernels' multiply-adds): warpsim.bench.kernel_counts.
 
@@ -69,9 +69,13 @@ ROLLOUT_STEPS = 100
 SMALL_BATCHES = (2, 4)
 """The environments the two counts are made at."""
 PATHS = {"off": dict(compile="off"), "on": dict(compile="on", gradient_kernels="off"),
-         "kernels": dict(compile="on", gradient_kernels="on")}
-"""The trainer's paths counted, by name: eager (the baseline), fused, and fused with the update's networks
-and gradients as warpsim's kernels (``TrainConfig.gradient_kernels``)."""
+         "kernels": dict(compile="on", gradient_kernels="on"), "loss": dict(compile="on", gradient_kernels="loss")}
+"""The trainer's paths counted, by name: eager (the baseline), fused, fused with the update's networks
+and gradients as warpsim's kernels (``TrainConfig.gradient_kernels``), and those kernels computing the loss too."""
+
+
+BESIDE = {"off": "baseline", "on": "fused", "kernels": "kernels"}
+"""The keys under which --json gives the other paths' figures beside the last path's."""
 
 
 def trainer_for(name: str, num_envs: int, path: str, device: str) -> Trainer:
@@ -200,7 +204,8 @@ def unaligned(count: float) -> str:
 
 def report(result: dict) -> str:
     rollout, update = result["rollout"], result["update"]
-    path = {"off": "eager", "on": "fused", "kernels": "fused, gradient kernels"}[result["path"]]
+    path = {"off": "eager", "on": "fused", "kernels": "fused, gradient kernels",
+            "loss": "fused, the loss in the gradient kernels"}[result["path"]]
     lines = [f"{result['config']}, {path} ({result['device']}):",
              f"  rollout policy step: {rollout['kernels_per_step']:.1f} kernels per step, "
              f"{rollout['bytes_per_agent_step']:,.0f} B per agent-step"
@@ -232,7 +237,7 @@ def main() -> None:
                         help="repeatable; default train-ref")
     parser.add_argument("--path", choices=[*PATHS, "all"], default="all",
                         help="the eager path (off, the baseline), the fused one (on), the fused one with gradient "
-                             "kernels (kernels), or all three (default)")
+                             "kernels (kernels), those computing the loss too (loss), or all four (default)")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", type=torch_device)
     parser.add_argument("--json", type=json_output("cost model figures"), help="also write every figure to this file")
     args = parser.parse_args()
@@ -243,8 +248,9 @@ def main() -> None:
         for path in paths:
             results[path] = model(name, path, args.device)
             print(report(results[path]), flush=True)
-        # The last path's figures (with gradient kernels when all were counted), the others beside them.
-        records[name] = {**results[paths[-1]], "baseline": results.get("off"), "fused": results.get("on")}
+        # The last path's figures (the loss in the gradient kernels when all were counted), the others beside them.
+        records[name] = {**results[paths[-1]], **{key: results.get(path) for path, key in BESIDE.items()
+                                                  if path != paths[-1]}}
     if args.json:
         figures = next(iter(records.values())) if len(records) == 1 else records
         write_output(args.json, json.dumps(figures, indent=1).encode(), "cost model figures")

@@ -98,7 +98,8 @@ def main() -> None:
     parser.add_argument("--compile", choices=["off", "on"], default="off", help="the eager path or the fused one")
     parser.add_argument("--gradient-kernels", choices=GRADIENT_KERNELS, default=TrainConfig.gradient_kernels,
                         nargs="?", const="on", help="with --compile on: whether the update's networks and gradients "
-                                                   "run as warpsim's kernels (default auto, as training's; alone: on)")
+                                                   "run as warpsim's kernels, the loss too with loss (default auto, "
+                                                   "as training's; alone: on)")
     parser.add_argument("--json", type=json_output("profile"), help="write the figures to this file")
     args = parser.parse_args()
     if not torch.cuda.is_available():
@@ -115,7 +116,7 @@ def main() -> None:
     update, update_wall = cuda_kernels(lambda: trainer.update(next_values))
     optimizer_steps = trainer.config.epochs * trainer.minibatches
     result = {"config": args.config, "compile": args.compile, "gradient_kernels": trainer.policies.gradient_kernels,
-              "rollout_steps": args.steps,
+              "loss_kernels": trainer.policies.loss_kernels, "rollout_steps": args.steps,
               "optimizer_steps": optimizer_steps,
               "device": torch.cuda.get_device_name(), "torch": torch.__version__, "warpsim_commit": source_commit(),
               "rollout_per_step": {**summary(rollout, args.steps), "wall_ms": rollout_wall / args.steps},

@@ -7,7 +7,8 @@ Compiles the forward kernel (``fused_actor_critic``) and the gradients' whole-tr
 hidden layers of 64, 21 + 21 logits; the forward at tag-chase's width 128 too), with the
 observations' rows as they were (71 entries) and aligned (``fused_forward.aligned_rows``: 80),
 the forward kernel sampling those logits (``fused_sampling.actor_critic_sample``), and the kernels of
-discrete actions on them (the update loss's both ways, ``categorical_terms``), through Triton and ``ptxas -v``;
+discrete actions on them (the update loss's both ways, ``categorical_terms``), and the gradients' kernels computing
+that loss themselves (``fused_loss``), through Triton and ``ptxas -v``;
 prints one Markdown table: registers per thread, spill bytes, programs that fit on one SM by their registers and
 shared memory, in the PTX the global loads of 2 bytes and of 16, the asynchronous copies a pipelined loop issues
 (``cp.async``) and the butterfly shuffles (a sum across a warp's lanes takes five), the machine instructions of
@@ -31,7 +32,7 @@ from triton.backends.nvidia.compiler import get_ptxas
 from triton.compiler import ASTSource
 
 from warpsim.commands import table_script
-from warpsim.train import categorical_terms, fused_backward, fused_forward, fused_sampling, triton_launch
+from warpsim.train import categorical_terms, fused_backward, fused_forward, fused_loss, fused_sampling, triton_launch
 
 REGISTERS_PER_SM = 65536
 SHARED_BYTES_PER_SM = 228 * 1024
@@ -150,12 +151,14 @@ def forward(hidden: int, stages: int, aligned: bool, sampled: bool = False, outp
 
 
 def trunk_backward_launch(outputs: int, with_value: bool, aligned: bool, unrolled: bool = True,
-                          narrow_tail: bool = True) -> dict:
+                          narrow_tail: bool = True, loss: bool = False) -> dict:
     """``compiled``'s arguments for the whole-trunk gradients' kernel as ``fused_backward.launch_backward`` launches
     it at train-ref's shapes: the actor's (42 logits), the critic's (``outputs`` 1) or a shared trunk's
     (``with_value``); not ``unrolled``, its first layer's products in a loop (``fused_backward.input_chunks``); not
     ``narrow_tail``, the inputs in whole blocks of 64 and the first layer's weight's gradient in one block of 128,
-    where the launch takes a narrower block for the 16 inputs past 64 (``fused_backward.first_layer_columns``)."""
+    where the launch takes a narrower block for the 16 inputs past 64 (``fused_backward.first_layer_columns``);
+    with ``loss``, as ``fused_loss.launch`` launches it, computing PPO's loss of two components of 21 actions (the
+    actor's) or of the value's unclipped error (the critic's)."""
     from warpsim.train.actor_critic_backward_kernel import fused_trunk_backward
     hidden, block_inputs = fused_backward.WHOLE_TRUNK_HIDDEN, fused_backward.WHOLE_TRUNK_BLOCK_INPUTS
     if narrow_tail:
@@ -169,20 +172,26 @@ def trunk_backward_launch(outputs: int, with_value: bool, aligned: bool, unrolle
                      WITH_VALUE=with_value, BLOCK_ROWS=fused_backward.BACKWARD_BLOCK_ROWS, BLOCK_INPUTS=block_inputs,
                      BLOCK_HIDDEN=hidden, BLOCK_OUTPUTS=max(16, 1 << (outputs - 1).bit_length()),
                      BLOCK_IN=columns[0], TAIL_IN=columns[1], DOT=tl.bfloat16,
-                     **(chunks if unrolled else dict(INPUT_CHUNKS=0, INPUT_TAIL=0)))
+                     **(chunks if unrolled else dict(INPUT_CHUNKS=0, INPUT_TAIL=0)),
+                     LOSS=loss, COMPONENTS=2 if loss else 0, LEVELS=21 if loss else 0, VALUE_CLIP=False)
+    if loss and outputs > 1:
+        components, levels = fused_backward.loss_columns(2, 21)
+        constants.update(BLOCK_OUTPUTS=components * levels, BLOCK_LEVELS=levels)
     float32 = {name for name in fused_trunk_backward.arg_names if name.endswith("sums_ptr")}
-    float32 |= {"value_weight_ptr", "value_gradient_ptr"}
-    float32 |= {"head_weight_ptr", "head_gradient_ptr"} if outputs == 1 else set()
+    float32 |= {"value_weight_ptr", "value_gradient_ptr", "old_log_probs_ptr", "advantages_ptr", "old_values_ptr",
+                "returns_ptr", "coefficients_ptr", "statistics_ptr"}
+    float32 |= {"head_weight_ptr", "head_gradient_ptr", "head_bias_ptr"} if outputs == 1 else set()
     return dict(kernel=fused_trunk_backward, constants=constants, float32=float32,
                 warps=fused_backward.backward_warps(hidden, True),
-                divisible=frozenset({"run_stride", "inputs"} if aligned else ()))
+                divisible=frozenset({"run_stride", "inputs"} if aligned else ()), pointers={"actions_ptr": "*i32"},
+                max_registers=fused_loss.CRITIC_REGISTERS if loss and outputs == 1 else None)
 
 
 def trunk_backward(outputs: int, with_value: bool, aligned: bool, unrolled: bool = True,
-                   narrow_tail: bool = True) -> dict[str, int]:
+                   narrow_tail: bool = True, loss: bool = False) -> dict[str, int]:
     """What the whole-trunk gradients' kernel uses (``trunk_backward_launch``), and the instructions a warp issues
     for a block of rows."""
-    return resources(**trunk_backward_launch(outputs, with_value, aligned, unrolled, narrow_tail),
+    return resources(**trunk_backward_launch(outputs, with_value, aligned, unrolled, narrow_tail, loss),
                      loop_passes=-(-TRAIN_REF_INPUTS // fused_backward.WHOLE_TRUNK_BLOCK_INPUTS))
 
 
@@ -246,6 +255,8 @@ def table() -> str:
                  trunk_backward(outputs, with_value, aligned))
                 for name, outputs, with_value in (("actor", 42, False), ("critic", 1, False))
                 for aligned in (False, True)]
+    entries += [(f"gradients with the loss, {name}", "32 rows x 8 warps", rows(True), 1,
+                 trunk_backward(outputs, False, True, loss=True)) for name, outputs in (("actor", 42), ("critic", 1))]
     entries += [(name, f"{categorical_terms.BLOCK_ROWS} rows x 4 warps", "42 logits", 1, categorical(kernel_name))
                 for name, kernel_name in (("loss's log-probabilities and entropy", "categorical_terms"),
                                           ("loss's gradient", "categorical_terms_backward"))]

@@ -21,7 +21,8 @@ from pathlib import Path
 from warpsim.commands import positive_int
 
 POLICY_TIERS = ("sim+policy", "train")
-PATH_NAMES = {"off": "eager", "on": "fused", "kernels": "fused, gradient kernels"}
+PATH_NAMES = {"off": "eager", "on": "fused", "kernels": "fused, gradient kernels",
+              "loss": "fused, the loss in the gradient kernels"}
 """The cost model's paths (``iteration_cost.PATHS``), as the table names them."""
 
 
@@ -29,16 +30,17 @@ def path_of(record: dict) -> str:
     """The trainer's path a bench record ran: ``iteration_cost.PATHS``' name for it."""
     if not record.get("compiled"):
         return "off"
-    return "kernels" if record.get("update", {}).get("gradient_kernels") else "on"
+    update = record.get("update", {})
+    return "loss" if update.get("loss_kernels") else "kernels" if update.get("gradient_kernels") else "on"
 
 
 def predictions(cost: dict) -> dict[tuple[str, str], dict]:
     """The cost model's records by (config, path), from its --json file (one config's record, with the other
-    paths' beside it under ``baseline`` and ``fused``, or such records by config)."""
+    paths' beside it under ``iteration_cost.BESIDE``'s keys, or such records by config)."""
     records = [cost] if "config" in cost else list(cost.values())
     found = {}
     for record in records:
-        for each in (record, record.get("baseline"), record.get("fused")):
+        for each in (record, record.get("baseline"), record.get("fused"), record.get("kernels")):
             if each:
                 found[(each["config"], each["path"])] = each
     return found
@@ -76,7 +78,8 @@ def table(out: Path) -> str:
 
 def top_kernels(profile: dict, top: int) -> str:
     """The most expensive kernels of one rollout step and of one optimizer step of an iteration_profile record."""
-    path = PATH_NAMES["kernels" if profile.get("gradient_kernels") else profile["compile"]]
+    path = PATH_NAMES["loss" if profile.get("loss_kernels") else "kernels" if profile.get("gradient_kernels")
+                      else profile["compile"]]
     lines = []
     for phase, title in (("rollout_per_step", "a rollout step"), ("update_per_optimizer_step", "an optimizer step")):
         figures = profile[phase]

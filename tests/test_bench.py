@@ -383,12 +383,13 @@ def test_host_time_per_step_is_recorded_apart_from_the_rate():
     assert f"host {host['median']:.1f} us per step" in runner.summary(record)
 
 
-@pytest.mark.parametrize("compiled, gradient_kernels, said", [
-    (False, False, "launches): "), (True, False, "launches, fused networks): "),
-    (True, True, "launches, fused networks and gradient kernels): ")])
-def test_the_summary_says_how_the_networks_ran(compiled, gradient_kernels, said):
+@pytest.mark.parametrize("compiled, gradient_kernels, loss_kernels, said", [
+    (False, False, False, "launches): "), (True, False, False, "launches, fused networks): "),
+    (True, True, False, "launches, fused networks and gradient kernels): "),
+    (True, True, True, "launches, fused networks and gradient kernels with the loss): ")])
+def test_the_summary_says_how_the_networks_ran(compiled, gradient_kernels, loss_kernels, said):
     record = runner.run_sim(TINY, backend="numpy", steps=1, repeats=1, warmup_steps=1)
-    record.update(compiled=compiled, update={"gradient_kernels": gradient_kernels})
+    record.update(compiled=compiled, update={"gradient_kernels": gradient_kernels, "loss_kernels": loss_kernels})
     assert said in runner.summary(record)
 
 

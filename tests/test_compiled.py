@@ -48,18 +48,21 @@ def twins(device: str, settings: dict, gradient_kernels: str = "off", **changes)
 @pytest.mark.parametrize("settings, precision, gradient_kernels", [
     (TAG, "fp32", "off"), (BEACON, "fp32", "off"), (TAG, "bf16", "off"), (BEACON, "bf16", "off"),
     (TAG, "bf16", "on"), (BEACON, "bf16", "on"), (dict(BEACON, shared_trunk=True), "bf16", "off"),
-    (dict(BEACON, shared_trunk=True, hidden_layers=1), "bf16", "on"),
+    (dict(BEACON, shared_trunk=True, hidden_layers=1), "bf16", "on"), (TAG, "bf16", "loss"),
 ], ids=["discrete", "continuous", "discrete bf16", "continuous bf16", "discrete, gradient kernels",
-        "continuous, gradient kernels", "shared trunk bf16", "shared trunk, one layer, gradient kernels"])
+        "continuous, gradient kernels", "shared trunk bf16", "shared trunk, one layer, gradient kernels",
+        "discrete, the loss in the gradient kernels"])
 def test_the_fused_path_acts_and_learns_as_the_eager_one(device, settings, precision, gradient_kernels):
     """Three iterations from one seed: the same discrete actions from the same generators (the draws
     are made outside the compiled step), continuous ones, log-probabilities and values, networks and
     statistics within the rounding of fused arithmetic (bf16 networks: within bf16's, the rollout's
-    networks as one kernel, and with ``gradient_kernels`` the update's networks and gradients too)."""
+    networks as one kernel, and with ``gradient_kernels`` the update's networks and gradients too, and its loss with
+    ``loss``)."""
     eager, fused = twins(device, settings, gradient_kernels, precision=precision)
     assert fused.compiled and not eager.compiled and fused.learner.fused_step is not None
     assert fused.policies.fused is (precision == "bf16") and not eager.policies.fused
-    assert fused.policies.gradient_kernels is (gradient_kernels == "on")
+    assert fused.policies.gradient_kernels is (gradient_kernels in ("on", "loss"))
+    assert fused.policies.loss_kernels is (gradient_kernels == "loss")
     tolerance: dict[str, Any] = dict(rtol=1e-4, atol=1e-5) if precision == "fp32" else dict(rtol=2e-2, atol=2e-2)
     initial = [parameter.detach().clone() for parameter in eager.policies.parameters()]
     for iteration in range(3):
@@ -237,13 +240,18 @@ def refusing_ptxas(monkeypatch) -> None:
     monkeypatch.setattr(compiled.torch, "compile", compile_refused)
 
 
-@pytest.mark.parametrize("gradient_kernels, ways_out", [(False, ""), (True, "gradient_kernels='off', or ")])
+@pytest.mark.parametrize("setting, ways_out", [
+    ("off", ""), ("on", "gradient_kernels='off', or "),
+    ("loss", "gradient_kernels='on', or gradient_kernels='off', or ")])
 def test_a_kernel_that_triton_cannot_build_is_one_line_naming_ptxas_words_and_the_ways_out(
-        monkeypatch, capsys, gradient_kernels, ways_out):
+        monkeypatch, capsys, setting, ways_out):
+    """The update's minibatch step as its learner compiles it (``gradient_kernels``: ``setting``), whose kernel
+    ptxas refuses: one line, naming the settings that turn off, one after the other, what it runs of warpsim's."""
     pytest.importorskip("triton")
+    trainer = Trainer(TrainConfig(**TAG, backend="numpy", compile="on", precision="bf16", gradient_kernels=setting))
     refusing_ptxas(monkeypatch)
-    step = compiled.Compiled(lambda: None, "the update's minibatch step",
-                             ("gradient_kernels='off'",) if gradient_kernels else ())
+    assert trainer.learner.fused_step is not None
+    step = compiled.Compiled(lambda: None, "the update's minibatch step", trainer.learner.fused_step._ways_out)
     with pytest.raises(UnavailableError) as error:
         step()
     assert str(error.value) == (f"config field compile: Triton could not build a kernel of the update's minibatch "
@@ -316,13 +324,14 @@ def test_gradient_kernels_auto_runs_them_on_the_gpus_and_networks_they_were_meas
     assert fused_backward.pay_off(torch.device(device), hidden, layers) is runs
 
 
-@pytest.mark.parametrize("pays, said", [(True, "fused, the update's gradients as kernels (compiled"),
-                                        (False, "fused (compiled")])
+@pytest.mark.parametrize("setting, pays, said", [
+    ("auto", True, "fused, the update's gradients as kernels (compiled"), ("auto", False, "fused (compiled"),
+    ("loss", False, "fused, the update's loss and gradients as kernels (compiled")])
 def test_gradient_kernels_auto_resolves_once_on_the_fused_path_and_the_start_line_says_how(
-        monkeypatch, tmp_path, pays, said):
+        monkeypatch, tmp_path, setting, pays, said):
     monkeypatch.setattr(fused_backward, "pay_off", lambda device, hidden, layers: pays)
-    trainer = Trainer(TrainConfig(**TAG, backend="numpy", compile="on", precision="bf16"))
-    assert trainer.config.gradient_kernels == "auto" and trainer.policies.gradient_kernels is pays
+    trainer = Trainer(TrainConfig(**TAG, backend="numpy", compile="on", precision="bf16", gradient_kernels=setting))
+    assert trainer.policies.gradient_kernels is (pays or setting == "loss")
     line = start_line(trainer, [RunDirectory(tmp_path / "run", resume=False)], False)
     assert line.endswith(f"epochs, {said} at the first iteration)")
     eager = Trainer(TrainConfig(**TAG, backend="numpy", compile="off", precision="bf16"))
@@ -331,7 +340,7 @@ def test_gradient_kernels_auto_resolves_once_on_the_fused_path_and_the_start_lin
 
 def test_gradient_kernels_are_a_choice_and_a_run_saved_with_true_or_false_resumes_with_on_or_off():
     with pytest.raises(InvalidValueError, match=r"^config field gradient_kernels=True is not allowed; choose one of "
-                                                r"auto, on, off$"):
+                                                r"auto, on, off, loss$"):
         TrainConfig(**TAG, gradient_kernels=cast(Any, True))
     saved = TrainConfig(**TAG, compile="on", precision="bf16").to_dict()
     assert build_saved_config({**saved, "gradient_kernels": True}).gradient_kernels == "on"
@@ -358,14 +367,16 @@ def test_gradient_kernels_where_only_the_precision_resolves_off_the_fused_path_n
 
 @needs_compiler
 @pytest.mark.slow
-def test_bench_times_the_train_tier_with_gradient_kernels_and_says_so(tmp_path):
+@pytest.mark.parametrize("setting, said", [("on", "gradient kernels"), ("loss", "gradient kernels with the loss")])
+def test_bench_times_the_train_tier_with_gradient_kernels_and_says_so(tmp_path, setting, said):
     assert main(["bench", "--env", "tag_gridworld", "--set", "num_taggers=2", "--set", "grid_length=5", "--num-envs",
                  "2", "--backend", "numpy", "--tier", "train", "--precision", "bf16", "--compile", "on",
-                 "--gradient-kernels", "--steps", "4", "--repeats", "1", "--warmup", "1",
+                 "--gradient-kernels", setting, "--steps", "4", "--repeats", "1", "--warmup", "1",
                  "--results-dir", str(tmp_path)]) == 0
     (record,) = json.loads(next(tmp_path.glob("*.json")).read_text())
     assert record["compiled"] and record["update"]["gradient_kernels"]
-    assert "bf16, eager launches, fused networks and gradient kernels): " in summary(record)
+    assert record["update"]["loss_kernels"] is (setting == "loss")
+    assert f"bf16, eager launches, fused networks and {said}): " in summary(record)
 
 
 def test_bench_compile_loss_names_its_replacement(capsys):

@@ -371,6 +371,7 @@ def test_its_benchmark_runs_its_python_path_on_the_cpu(tmp_path):
         ("first layers", False), ("first layers", True), ("policy head", False), ("policy head", True)]
     assert all(case["ms"] > 0 for case in record["product_alignment"])
     assert record["sampling"]["in_kernel_ms"] > 0 and record["sampling"]["after_kernel_ms"] > 0
+    assert record["loss"]["in_kernels_ms"] > 0 and record["loss"]["apart_ms"] > 0
 
 
 def test_its_benchmark_queues_each_timed_step_behind_a_spin_that_outlasts_the_hosts_queuing(monkeypatch):

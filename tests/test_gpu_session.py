@@ -85,7 +85,7 @@ def test_a_step_past_its_limit_is_interrupted_as_by_ctrl_c_and_its_output_kept(t
 
 VALUES = {"out": "/tmp/out", "run": "/tmp/out/runs/tag-chase", "preset": "tag-chase", "name": "tag-chase",
           "name//-/_": "tag_chase", "metric": "episode_length", "config": "headline", "search": "grid",
-          "peer_site": "/tmp/site"}
+          "peer_site": "/tmp/site", "kernels": "loss"}
 """What the script's variables hold where its commands use them (a stage's own values)."""
 SEPARATORS = {";", ";;", "&&", "||", "|"}
 

@@ -228,3 +228,44 @@ def test_the_networks_multiply_adds_count_further_layers_and_a_shared_trunk_once
     gradients = forward + (outputs + 1) * hidden + trunk + hidden * hidden
     assert kernel_counts.network_multiply_adds("actor_critic_backward", (empty, empty, *arguments)) == \
         2 * rows * gradients
+
+
+def test_the_loss_op_is_counted_as_its_launcher_runs_on_a_gpu():
+    """``fused_loss.ppo_loss_gradients``: one Triton launch per trunk, each reading the observations and, in place of
+    the head's outputs' gradient, the minibatch's columns its head's loss takes (the actor's the actions, their
+    log-probabilities and advantages; the critic's the returns, and the rollout's values when clipped); then the
+    sums of the statistics and of the gradients. Its multiply-adds: the gradients' kernels' and the heads' again."""
+    import pytest
+    pytest.importorskip("triton")
+    from warpsim.train import fused_backward, fused_loss
+    runs, rows, inputs, hidden, levels = 1, 8, 6, 16, 3
+
+    def bf16(*shape: int) -> torch.Tensor:
+        return torch.ones(shape, dtype=torch.bfloat16)
+
+    networks = (bf16(runs, hidden, inputs), bf16(runs, hidden), bf16(runs, 0, hidden, hidden), bf16(runs, 0, hidden),
+                bf16(runs, hidden, inputs), bf16(runs, hidden), bf16(runs, 0, hidden, hidden), bf16(runs, 0, hidden),
+                bf16(runs, 2 * levels, hidden), bf16(runs, 2 * levels), torch.ones(runs, 1, hidden),
+                torch.ones(runs, 1))
+    columns = torch.ones(runs, rows)
+    minibatch = (torch.zeros(runs, rows, 2, dtype=torch.int32), columns, columns, columns, columns,
+                 torch.ones(runs, 4), levels)
+    observations, counts = bf16(runs, rows, inputs), []
+    for value_clip in (False, True):
+        counter = kernel_counts.Counter()
+        with counter:
+            fused_loss.ppo_loss_gradients(observations, *minibatch, value_clip, *networks)
+        counts.append(counter.tally)
+    unclipped, clipped = counts
+    launches = 2  # two trunks
+    assert dict(unclipped.by_op) == {"actor_critic_backward_kernel": launches, "amax": 1, "sum": 2, "cat": 1}
+    assert unclipped.kernels == launches + 4 and unclipped.launched_within == launches + 3
+    assert clipped.bytes - unclipped.bytes == rows * 4, "the rollout's values read once more"
+    arguments = (observations, *networks, False)
+    backward = kernel_counts.network_multiply_adds("actor_critic_backward", (None, None, *arguments))
+    assert unclipped.network_multiply_adds == backward + rows * (2 * levels + 1) * hidden
+    assert unclipped.gradient_multiply_adds == unclipped.network_multiply_adds, "at the gradients' rate"
+    parameters = sum(t[0].numel() for t in networks)
+    statistics = fused_backward.PARTIAL_SUMS * fused_loss.STATISTIC_SLOTS * 4
+    assert unclipped.bytes > launches * rows * inputs * 2 + 2 * fused_backward.PARTIAL_SUMS * parameters * 4 \
+        + statistics

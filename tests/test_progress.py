@@ -77,7 +77,7 @@ def test_the_start_line_names_the_networks_gpu_and_its_compute_capability(monkey
     trainer = SimpleNamespace(config=TrainConfig(**GRID), iteration=0, env=SimpleNamespace(backend="cuda"),
                               env_device=gpu, device=gpu, precision="fp32", launches="cuda-graph",
                               update_launches="cuda-graph", minibatches=4, compiled=True,
-                              policies=SimpleNamespace(gradient_kernels=False))
+                              policies=SimpleNamespace(gradient_kernels=False, loss_kernels=False))
     line = start_line(cast(Any, trainer), [cast(Any, SimpleNamespace(path=tmp_path / "run"))], resumed=False)
     assert ": environments on the cuda backend (cuda:0), networks on cuda:0 (Tesla T4, compute capability 7.5) in " \
            "fp32, cuda-graph rollouts" in line

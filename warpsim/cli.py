@@ -163,7 +163,7 @@ def _add_bench(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gradient-kernels", choices=GRADIENT_KERNELS, nargs="?", const="on",
                         help="policy tiers on the fused path under bf16: the update's networks and their gradients "
                              "as warpsim's kernels, as training's gradient_kernels (default auto: on a Hopper GPU "
-                             "with networks at most 64 wide; alone: on)")
+                             "with networks at most 64 wide; alone: on; loss: the loss computed in them too)")
     parser.add_argument("--compile-loss", action=RemovedOption, version="0.2.0",
                         replacement="--compile on compiles the whole minibatch step and the policy step")
     parser.add_argument("--no-baseline", action="store_true",

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 
-from warpsim.train import compiled
+from warpsim.train import compiled, fused_backward, fused_loss
 
 FREE = {"view", "_unsafe_view", "reshape", "transpose", "t", "permute", "expand", "select", "slice", "unsqueeze",
         "squeeze", "split", "split_with_sizes", "unbind", "chunk", "narrow", "as_strided", "detach", "alias",
@@ -52,12 +52,12 @@ EXTERN_KERNELS = {"mm", "bmm", "addmm", "baddbmm", "matmul", "linear", "actor_cr
 and warpsim's own kernels (the networks', ``fused_forward.actor_critic``, the rollout's ``actor_critic_sample``
 and the gradients, and the loss's ``categorical_terms`` both ways). Each moves its operands, its inputs and its
 outputs; but see ``OWN_LAUNCHERS``."""
-NETWORK_KERNELS = {"actor_critic", "actor_critic_sample", "actor_critic_backward"}
+NETWORK_KERNELS = {"actor_critic", "actor_critic_sample", "actor_critic_backward", "ppo_loss_gradients"}
 """warpsim's networks' kernels, whose multiply-adds are counted (``network_multiply_adds``)."""
-OWN_LAUNCHERS = {"actor_critic_backward", "gradient_norms"}
+OWN_LAUNCHERS = {"actor_critic_backward", "ppo_loss_gradients", "gradient_norms"}
 """warpsim's operations that launch several kernels on a GPU (``fused_backward.launch_backward``,
-``gradient_norms.launch``): counted as that launcher runs them, its Triton kernel's launches recorded
-(``RecordedKernel``) and its torch operations counted, rather than as one kernel of its operands."""
+``fused_loss.launch``, ``gradient_norms.launch``): counted as that launcher runs them, its Triton kernel's launches
+recorded (``RecordedKernel``) and its torch operations counted, rather than as one kernel of its operands."""
 FOREACH_NORM_LAUNCHES = 3
 """Kernels of torch's multi-tensor norm on a GPU: a fill of its partial sums, a pass over the list and one
 that finishes the sums."""
@@ -117,16 +117,20 @@ def network_multiply_adds(name: str, args: tuple) -> int:
     """The multiply-adds of warpsim's networks' kernels on these arguments: ``actor_critic``'s forward pass
     (each trunk's layers, then both heads; ``actor_critic_sample``'s the same), or ``actor_critic_backward``'s
     gradients as its whole-trunk launches compute them (the trunks again, the features' gradients and each
-    head's, each layer's weight's and the gradients below each further layer). Every row of the observations
-    as the kernels take them, their padding included."""
-    operands = args[2:] if name == "actor_critic_backward" else args
+    head's, each layer's weight's and the gradients below each further layer), and ``ppo_loss_gradients``' those
+    and the heads again, whose outputs the loss takes. Every row of the observations as the kernels take them,
+    their padding included."""
+    operands = args[2:] if name == "actor_critic_backward" else (args[0], *args[9:], False) \
+        if name == "ppo_loss_gradients" else args
     observations, weight, hidden_weights, policy_weight, shared = (operands[index] for index in (0, 1, 3, 9, 13))
     runs, rows, inputs = observations.shape
     hidden, further, outputs = weight.shape[1], hidden_weights.shape[1], policy_weight.shape[1]
     trunk, heads, trunks = inputs * hidden + further * hidden * hidden, (outputs + 1) * hidden, 1 if shared else 2
     per_row = trunks * trunk + heads
-    if name == "actor_critic_backward":
+    if name in ("actor_critic_backward", "ppo_loss_gradients"):
         per_row += heads + trunks * (trunk + further * hidden * hidden)
+    if name == "ppo_loss_gradients":
+        per_row += heads
     return runs * rows * per_row
 
 
@@ -164,7 +168,8 @@ class RecordedKernel:
     launcher runs on the CPU: each launch counts one kernel, whose programs of each block of inputs read
     the observations, the head's gradients and the trunk's and head's weights once, and which writes its
     partial sums: of one layer's weight and bias (``fused_actor_critic_backward``) or of the whole
-    trunk's and its head's (``fused_trunk_backward``)."""
+    trunk's and its head's (``fused_trunk_backward``); with the loss computed in it (LOSS), the minibatch's
+    columns its head's loss reads in place of the head's gradient, and it writes its sums of the statistics too."""
 
     def __init__(self, kernel, tally: Tally):
         self.arg_names, self.tally = kernel.arg_names, tally
@@ -174,7 +179,12 @@ class RecordedKernel:
             named = dict(zip(self.arg_names, args))
             trunk_and_head = ["weight_ptr", "bias_ptr", "hidden_weights_ptr", "hidden_biases_ptr", "head_weight_ptr"]
             value = ["value_weight_ptr", "value_gradient_ptr"] if constants["WITH_VALUE"] else []
-            read = ["observations_ptr", *trunk_and_head, "head_gradient_ptr", *value]
+            if constants.get("LOSS"):  # the head's loss: from the minibatch's columns that it reads
+                loss = (["old_values_ptr"] if constants["VALUE_CLIP"] else []) + ["returns_ptr"] \
+                    if constants["OUTPUTS"] == 1 else ["actions_ptr", "old_log_probs_ptr", "advantages_ptr"]
+                read = ["observations_ptr", *trunk_and_head, "head_bias_ptr", *loss]
+            else:
+                read = ["observations_ptr", *trunk_and_head, "head_gradient_ptr", *value]
             programs, runs, input_blocks = grid
             if "target_out" in named:  # one layer's weight and bias
                 summed = named["target_out"] * named["target_in"] + named["target_out"]
@@ -182,6 +192,7 @@ class RecordedKernel:
                 summed = sum(named[name].numel() for name in trunk_and_head) // runs + constants["OUTPUTS"]
                 summed += named["value_weight_ptr"].numel() // runs + 1 if value else 0
             self.tally.kernels += 1
+            summed += fused_loss.STATISTIC_SLOTS if constants.get("LOSS") else 0
             self.tally.bytes += input_blocks * sum(touched_bytes(named[name]) for name in read) \
                 + runs * programs * summed * 4
             self.tally.by_op["actor_critic_backward_kernel"] += 1
@@ -202,7 +213,7 @@ class Counter(TorchDispatchMode):
         if name in NETWORK_KERNELS:
             computed = network_multiply_adds(name, args)
             self.tally.network_multiply_adds += computed
-            if name == "actor_critic_backward":
+            if name in ("actor_critic_backward", "ppo_loss_gradients"):
                 self.tally.gradient_multiply_adds += computed
         if name in OWN_LAUNCHERS:
             launched = launcher_tally(name, args)
@@ -255,26 +266,30 @@ def launcher_tally(name: str, args: tuple) -> Tally:
         with counter:
             gradient_norms.launch(*args)
         return counter.tally
-    return backward_tally(args)
+    return backward_tally(name, args)
 
 
-def backward_tally(args: tuple) -> Tally:
-    """The kernels and bytes of ``fused_backward.launch_backward`` on these arguments on a GPU: its Triton
-    kernel's launches recorded, its torch operations counted. Its partial sums are as many as at a real
-    size, where every run has more blocks of rows than programs: a fixed part, not one per block."""
+def backward_tally(name: str, args: tuple) -> Tally:
+    """The kernels and bytes of ``fused_backward.launch_backward`` (``name`` actor_critic_backward) or of
+    ``fused_loss.launch`` (ppo_loss_gradients) on these arguments on a GPU: its Triton kernel's launches recorded,
+    its torch operations counted. Its partial sums are as many as at a real size, where every run has more blocks
+    of rows than programs: a fixed part, not one per block."""
     from unittest import mock
 
-    from warpsim.train import actor_critic_backward_kernel, fused_backward
+    from warpsim.train import actor_critic_backward_kernel
 
     counter = Counter()
     with contextlib.ExitStack() as patched:
-        for name in ("fused_actor_critic_backward", "fused_trunk_backward"):
-            kernel = getattr(actor_critic_backward_kernel, name)
-            patched.enter_context(mock.patch.object(actor_critic_backward_kernel, name,
+        for kernel_name in ("fused_actor_critic_backward", "fused_trunk_backward"):
+            kernel = getattr(actor_critic_backward_kernel, kernel_name)
+            patched.enter_context(mock.patch.object(actor_critic_backward_kernel, kernel_name,
                                                     RecordedKernel(kernel, counter.tally)))
         with counter:
-            launch: Callable[..., torch.Tensor] = fused_backward.launch_backward  # args: the aten call's tuple
-            launch(*args, programs=max(1, fused_backward.PARTIAL_SUMS // args[2].shape[0]))
+            # args: the aten call's tuple
+            launch: Callable[..., object] = fused_backward.launch_backward if name == "actor_critic_backward" \
+                else fused_loss.launch
+            observations = args[2] if name == "actor_critic_backward" else args[0]
+            launch(*args, programs=max(1, fused_backward.PARTIAL_SUMS // observations.shape[0]))
     return counter.tally
 
 

@@ -142,7 +142,8 @@ def run_policy_tier(config: BenchConfig, tier: str, backend: str = "auto", preci
         record["update"] = {"epochs": trainer.config.epochs, "minibatches": trainer.minibatches,
                             "shared_trunk": trainer.config.shared_trunk, "launches": trainer.update_launches,
                             "compiled": trainer.compiled, "compile_seconds": trainer.compile_seconds(),
-                            "gradient_kernels": trainer.policies.gradient_kernels}
+                            "gradient_kernels": trainer.policies.gradient_kernels,
+                            "loss_kernels": trainer.policies.loss_kernels}
         record["rollout_ms"] = spread(phases.rollout_ms)
         record["update_ms"] = spread(phases.update_ms)
     return record

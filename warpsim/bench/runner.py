@@ -280,10 +280,13 @@ def summary(record: dict) -> str:
 
 
 def _networks(record: dict) -> str:
-    """How a policy tier ran the networks, where not eagerly: fused, and with gradient kernels."""
+    """How a policy tier ran the networks, where not eagerly: fused, and with gradient kernels (the loss in them)."""
     if not record.get("compiled"):
         return ""
-    return ", fused networks" + (" and gradient kernels" if record.get("update", {}).get("gradient_kernels") else "")
+    update = record.get("update", {})
+    kernels = (" and gradient kernels with the loss" if update.get("loss_kernels")
+               else " and gradient kernels" if update.get("gradient_kernels") else "")
+    return ", fused networks" + kernels
 
 
 def _host_time(record: dict) -> str:

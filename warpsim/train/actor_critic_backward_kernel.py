@@ -16,6 +16,13 @@ import triton
 import triton.language as tl
 
 from warpsim.train.actor_critic_kernel import _activated, _as_operand, _operand, _round, _trunk
+from warpsim.train.ppo_loss_kernel import (
+    STATISTICS,
+    head_rows,
+    policy_loss_gradient,
+    row_statistics,
+    value_loss_gradient,
+)
 
 
 @triton.jit
@@ -36,12 +43,26 @@ def _inputs(observations_ptr, row, rows, inputs, first_column, BLOCK_IN: tl.cons
 
 
 @triton.jit
-def _column_gradient(gradient_ptr, weight_ptr, row, rows, unit, HIDDEN: tl.constexpr, DOT: tl.constexpr):
+def _column_gradient(gradient, weight_ptr, unit, HIDDEN: tl.constexpr, DOT: tl.constexpr):
     """The gradient at a trunk's features float32[rows, units] from a one-column head's (float32 weight
     [1, H]) gradient float32[rows], rounded to the features' bfloat16."""
-    gradient = tl.load(gradient_ptr + row, mask=row < rows, other=0.0)
     weight = tl.load(weight_ptr + unit, mask=unit < HIDDEN, other=0.0)
     return _round(gradient[:, None] * weight[None, :], DOT)
+
+
+@triton.jit
+def _head_gradient(gradient_ptr, row, rows, OUTPUTS: tl.constexpr, GRADIENT_ENTRIES: tl.constexpr,
+                   BLOCK_OUTPUTS: tl.constexpr, DOT: tl.constexpr):
+    """A head's outputs' gradient on a block of rows, as the loss wrote it: bfloat16 bits [rows, OUTPUTS] in rows of
+    GRADIENT_ENTRIES, as an operand [rows, BLOCK_OUTPUTS]; float32[rows] for one column."""
+    if OUTPUTS == 1:
+        gradient = tl.load(gradient_ptr + row, mask=row < rows, other=0.0)
+    else:
+        output = tl.arange(0, BLOCK_OUTPUTS)
+        bits = tl.load(gradient_ptr + row[:, None].to(tl.int64) * GRADIENT_ENTRIES + output[None, :],
+                       mask=(row[:, None] < rows) & (output[None, :] < OUTPUTS), other=0)
+        gradient = _operand(bits, DOT)
+    return gradient
 
 
 @triton.jit
@@ -68,55 +89,46 @@ def _row_sums(operand, sums, BLOCK_ROWS: tl.constexpr, DOT: tl.constexpr):
 
 
 @triton.jit
-def _head_sums(features, gradient_ptr, row, rows, weight_sum, bias_sum, OUTPUTS: tl.constexpr,
-               GRADIENT_ENTRIES: tl.constexpr, BLOCK_OUTPUTS: tl.constexpr, BLOCK_ROWS: tl.constexpr,
-               DOT: tl.constexpr):
+def _head_sums(features, gradient, weight_sum, bias_sum, OUTPUTS: tl.constexpr, BLOCK_OUTPUTS: tl.constexpr,
+               BLOCK_ROWS: tl.constexpr, DOT: tl.constexpr):
     """A head's weight and bias gradients [BLOCK_OUTPUTS, units] and (``_row_sums``') [BLOCK_OUTPUTS, 16],
-    summed further over a block of rows: its outputs' gradient (bfloat16 bits [rows, OUTPUTS] in rows of
-    GRADIENT_ENTRIES; float32 [rows] for one column) against the trunk's features (an operand)."""
+    summed further over a block of rows: its outputs' gradient (as ``_head_gradient`` gives it) against the
+    trunk's features (an operand)."""
     if OUTPUTS == 1:
-        gradient = tl.load(gradient_ptr + row, mask=row < rows, other=0.0)
         first = tl.arange(0, BLOCK_OUTPUTS) == 0
         column = tl.sum(gradient[:, None] * features.to(tl.float32), axis=0)
         weight_sum += tl.where(first[:, None], column[None, :], 0.0)
         bias_sum += tl.where(first[:, None] & _sum_column(), tl.sum(gradient), 0.0)
     else:
-        output = tl.arange(0, BLOCK_OUTPUTS)
-        bits = tl.load(gradient_ptr + row[:, None].to(tl.int64) * GRADIENT_ENTRIES + output[None, :],
-                       mask=(row[:, None] < rows) & (output[None, :] < OUTPUTS), other=0)
-        gradient = _operand(bits, DOT)
         weight_sum = tl.dot(tl.trans(gradient), features, weight_sum)
         bias_sum = _row_sums(gradient, bias_sum, BLOCK_ROWS, DOT)
     return weight_sum, bias_sum
 
 
 @triton.jit
-def _features_gradient(head_gradient_ptr, head_weight_ptr, value_gradient_ptr, value_weight_ptr, row, rows, unit,
-                       HIDDEN: tl.constexpr, OUTPUTS: tl.constexpr, GRADIENT_ENTRIES: tl.constexpr,
-                       WITH_VALUE: tl.constexpr, BLOCK_OUTPUTS: tl.constexpr, DOT: tl.constexpr):
-    """The gradient at a trunk's features float32[rows, units], rounded to their bfloat16: from its head's
-    (as ``_head_sums`` reads it), plus, ``WITH_VALUE``, from the value's column's."""
+def _features_gradient(gradient, head_weight_ptr, head_row, value_gradient, value_weight_ptr, unit,
+                       HIDDEN: tl.constexpr, OUTPUTS: tl.constexpr, WITH_VALUE: tl.constexpr, DOT: tl.constexpr):
+    """The gradient at a trunk's features float32[rows, units], rounded to their bfloat16: from its head's outputs'
+    (as ``_head_gradient`` gives it; the outputs of its columns ``head_row``, OUTPUTS for none), plus,
+    ``WITH_VALUE``, from the value's column's float32[rows]."""
     if OUTPUTS == 1:
-        gradient = _column_gradient(head_gradient_ptr, head_weight_ptr, row, rows, unit, HIDDEN, DOT)
+        features_gradient = _column_gradient(gradient, head_weight_ptr, unit, HIDDEN, DOT)
     else:
-        output = tl.arange(0, BLOCK_OUTPUTS)
-        bits = tl.load(head_gradient_ptr + row[:, None].to(tl.int64) * GRADIENT_ENTRIES + output[None, :],
-                       mask=(row[:, None] < rows) & (output[None, :] < OUTPUTS), other=0)
-        head = _rows_of(head_weight_ptr, output, unit, HIDDEN, OUTPUTS, DOT)
-        gradient = _round(tl.dot(_operand(bits, DOT), head), DOT)
+        head = _rows_of(head_weight_ptr, head_row, unit, HIDDEN, OUTPUTS, DOT)
+        features_gradient = _round(tl.dot(gradient, head), DOT)
     if WITH_VALUE:
-        gradient = _round(gradient + _column_gradient(value_gradient_ptr, value_weight_ptr, row, rows, unit, HIDDEN,
-                                                      DOT), DOT)
-    return gradient
+        features_gradient = _round(features_gradient + _column_gradient(value_gradient, value_weight_ptr, unit, HIDDEN,
+                                                                        DOT), DOT)
+    return features_gradient
 
 
 @triton.jit
 def _store_sums(weight_sums_ptr, bias_sums_ptr, partial, weight_sum, bias_sum, first_column, target_out, target_in,
-                BLOCK_OUT: tl.constexpr, BLOCK_IN: tl.constexpr):
+                out, BLOCK_IN: tl.constexpr):
     """A program's sums of a weight's gradient [target_out, target_in] (its inputs ``first_column``.. in
-    ``weight_sum``) and of its bias's (``_row_sums``' [BLOCK_OUT, 16]): every block of inputs sums the same bias,
-    the first stores it."""
-    out, into = tl.arange(0, BLOCK_OUT), first_column + tl.arange(0, BLOCK_IN)
+    ``weight_sum``, its outputs ``out`` [BLOCK_OUT] in its rows: at or past ``target_out`` none) and of its bias's
+    (``_row_sums``' [BLOCK_OUT, 16]): every block of inputs sums the same bias, the first stores it."""
+    into = first_column + tl.arange(0, BLOCK_IN)
     tl.store(weight_sums_ptr + partial + out[:, None] * target_in + into[None, :], weight_sum,
              mask=(out[:, None] < target_out) & (into[None, :] < target_in))
     tl.store(bias_sums_ptr + partial + out[:, None] + tl.arange(0, 16)[None, :], bias_sum,
@@ -174,13 +186,16 @@ def fused_actor_critic_backward(
             features = _trunk(observations_ptr, row, rows, inputs, weight_ptr, bias_ptr, hidden_weights_ptr,
                               hidden_biases_ptr, HIDDEN, LAYERS, BLOCK_ROWS, BLOCK_INPUTS, BLOCK_HIDDEN, DOT,
                               INPUT_CHUNKS, INPUT_TAIL)
-            weight_sum, bias_sum = _head_sums(features, head_gradient_ptr, row, rows, weight_sum, bias_sum, OUTPUTS,
-                                              GRADIENT_ENTRIES, BLOCK_OUT, BLOCK_ROWS, DOT)
+            gradient = _head_gradient(head_gradient_ptr, row, rows, OUTPUTS, GRADIENT_ENTRIES, BLOCK_OUT, DOT)
+            weight_sum, bias_sum = _head_sums(features, gradient, weight_sum, bias_sum, OUTPUTS, BLOCK_OUT, BLOCK_ROWS,
+                                              DOT)
         else:
             # The gradient at the trunk's features, then back through the layers above the target.
-            gradient = _features_gradient(head_gradient_ptr, head_weight_ptr, value_gradient_ptr, value_weight_ptr,
-                                          row, rows, unit, HIDDEN, OUTPUTS, GRADIENT_ENTRIES, WITH_VALUE,
-                                          BLOCK_OUTPUTS, DOT)
+            gradient = _features_gradient(
+                _head_gradient(head_gradient_ptr, row, rows, OUTPUTS, GRADIENT_ENTRIES, BLOCK_OUTPUTS, DOT),
+                head_weight_ptr, tl.arange(0, BLOCK_OUTPUTS), tl.load(value_gradient_ptr + row, mask=row < rows,
+                                                                      other=0.0),
+                value_weight_ptr, unit, HIDDEN, OUTPUTS, WITH_VALUE, DOT)
             for layer in tl.static_range(LAYERS - 1, TARGET, -1):
                 features = _trunk(observations_ptr, row, rows, inputs, weight_ptr, bias_ptr, hidden_weights_ptr,
                                   hidden_biases_ptr, HIDDEN, layer + 1, BLOCK_ROWS, BLOCK_INPUTS, BLOCK_HIDDEN, DOT,
@@ -204,10 +219,10 @@ def fused_actor_critic_backward(
             bias_sum = _row_sums(summed, bias_sum, BLOCK_ROWS, DOT)
     partial = (run * programs + program).to(tl.int64) * sums_stride
     _store_sums(weight_sums_ptr, bias_sums_ptr, partial, weight_sum, bias_sum, first_column, target_out, target_in,
-                BLOCK_OUT, BLOCK_IN)
+                tl.arange(0, BLOCK_OUT), BLOCK_IN)
     if TAIL_IN > 0:
         _store_sums(weight_sums_ptr, bias_sums_ptr, partial, tail_sum, bias_sum, BLOCK_IN, target_out, target_in,
-                    BLOCK_OUT, TAIL_IN)
+                    tl.arange(0, BLOCK_OUT), TAIL_IN)
 
 
 @triton.jit
@@ -215,16 +230,27 @@ def fused_trunk_backward(
         observations_ptr, run_stride, weight_ptr, bias_ptr, hidden_weights_ptr, hidden_biases_ptr, head_weight_ptr,
         head_gradient_ptr, value_weight_ptr, value_gradient_ptr, first_weight_sums_ptr, first_bias_sums_ptr,
         hidden_weight_sums_ptr, hidden_bias_sums_ptr, head_weight_sums_ptr, head_bias_sums_ptr,
-        value_weight_sums_ptr, value_bias_sums_ptr, rows, inputs, programs, sums_stride,
+        value_weight_sums_ptr, value_bias_sums_ptr, head_bias_ptr, actions_ptr, old_log_probs_ptr, advantages_ptr,
+        old_values_ptr, returns_ptr, coefficients_ptr, statistics_ptr, rows, inputs, programs, sums_stride,
         HIDDEN: tl.constexpr, LAYERS: tl.constexpr, OUTPUTS: tl.constexpr, GRADIENT_ENTRIES: tl.constexpr,
         WITH_VALUE: tl.constexpr, BLOCK_ROWS: tl.constexpr, BLOCK_INPUTS: tl.constexpr, BLOCK_HIDDEN: tl.constexpr,
         BLOCK_OUTPUTS: tl.constexpr, BLOCK_IN: tl.constexpr, DOT: tl.constexpr, INPUT_CHUNKS: tl.constexpr,
-        INPUT_TAIL: tl.constexpr, TAIL_IN: tl.constexpr):
+        INPUT_TAIL: tl.constexpr, TAIL_IN: tl.constexpr, LOSS: tl.constexpr = False, COMPONENTS: tl.constexpr = 0,
+        LEVELS: tl.constexpr = 0, BLOCK_LEVELS: tl.constexpr = 1, VALUE_CLIP: tl.constexpr = False):
     """``fused_actor_critic_backward`` for every layer of a trunk of one or two layers and its head at once:
     the block's activations computed once, every gradient summed in registers. With ``WITH_VALUE`` the
     value's column's gradients are summed too (a shared trunk). Arguments as there, the partial sums of
     each weight and bias at its own pointer; programs (p, r, c) with c > 0 store only the first layer's
-    weight's inputs c * BLOCK_IN.."""
+    weight's inputs c * BLOCK_IN..
+
+    With LOSS (a trunk of its own under its head), the head's outputs' gradient is PPO's, computed here
+    (ppo_loss_kernel.py) rather than read: the head's bias (``head_bias_ptr``, as its weight) and, per run, the
+    minibatch's rows of the taken actions int32[R, B, COMPONENTS], their log-probabilities when sampled and their
+    advantages (normalised) float32[R, B] for a policy head of COMPONENTS x LEVELS logits, a component's in
+    BLOCK_LEVELS columns of the head's BLOCK_OUTPUTS (``fused_backward.loss_columns``); the rollout's values
+    and the returns float32[R, B] for the value's column (clipped with VALUE_CLIP); the run's coefficients
+    float32[R, 4] (clip, value_clip, value_coef, entropy_coef). Program (p, r, 0) stores its sums of the
+    statistics at ``statistics_ptr`` float32[R, programs, STATISTICS] (the policy's slots, or the value's)."""
     program, run, first_column = tl.program_id(0), tl.program_id(1), tl.program_id(2) * BLOCK_IN
     (observations_ptr, weight_ptr, bias_ptr, hidden_weights_ptr, hidden_biases_ptr, head_weight_ptr, head_gradient_ptr,
      value_weight_ptr, value_gradient_ptr) = _of_run(
@@ -242,6 +268,23 @@ def fused_trunk_backward(
     head_bias_sum = tl.zeros((BLOCK_OUTPUTS, 16), tl.float32)
     value_sum = tl.zeros((16, BLOCK_HIDDEN), tl.float32)
     value_bias_sum = tl.zeros((16, 16), tl.float32)
+    # each row's terms of the statistics over the blocks (ppo_loss_kernel.row_statistics'), summed, or the largest
+    deviations, clipped_terms, kl_terms = (tl.zeros((BLOCK_ROWS,), tl.float32),) * 3
+    policy_terms, squared_terms, entropy_terms = (tl.zeros((BLOCK_ROWS,), tl.float32),) * 3
+    if LOSS:
+        per_row = run.to(tl.int64) * rows
+        head_bias_ptr += run * OUTPUTS
+        actions_ptr += per_row * COMPONENTS
+        old_log_probs_ptr += per_row
+        advantages_ptr += per_row
+        old_values_ptr += per_row
+        returns_ptr += per_row
+        clip, value_clip = tl.load(coefficients_ptr + run * 4), tl.load(coefficients_ptr + run * 4 + 1)
+        value_coef, entropy_coef = tl.load(coefficients_ptr + run * 4 + 2), tl.load(coefficients_ptr + run * 4 + 3)
+    head_row = tl.arange(0, BLOCK_OUTPUTS)
+    if LOSS and OUTPUTS > 1:  # a component's outputs in BLOCK_LEVELS columns
+        head_row, held = head_rows(head_row, COMPONENTS, LEVELS, BLOCK_LEVELS)
+        head_row = tl.where(held, head_row, OUTPUTS)
     if LAYERS == 2:
         hidden = _rows_of(hidden_weights_ptr, unit, unit, HIDDEN, HIDDEN, DOT)
     for block in range(program, tl.cdiv(rows, BLOCK_ROWS), programs):
@@ -253,13 +296,35 @@ def fused_trunk_backward(
             top = _activated(tl.dot(first, tl.trans(hidden)), hidden_biases_ptr, unit, HIDDEN, DOT)
         else:
             top = first
-        head_sum, head_bias_sum = _head_sums(top, head_gradient_ptr, row, rows, head_sum, head_bias_sum, OUTPUTS,
-                                             GRADIENT_ENTRIES, BLOCK_OUTPUTS, BLOCK_ROWS, DOT)
+        if LOSS:
+            if OUTPUTS == 1:
+                head_gradient, squared = value_loss_gradient(
+                    top, head_weight_ptr, head_bias_ptr, old_values_ptr, returns_ptr, row, rows, value_clip,
+                    value_coef, HIDDEN, BLOCK_HIDDEN, VALUE_CLIP)
+                squared_terms += squared
+            else:
+                head_gradient, deviation, clipped, approx_kl, policy, entropy = policy_loss_gradient(
+                    top, head_weight_ptr, head_bias_ptr, actions_ptr, old_log_probs_ptr, advantages_ptr, row, rows,
+                    clip, entropy_coef, HIDDEN, COMPONENTS, LEVELS, BLOCK_OUTPUTS // BLOCK_LEVELS, BLOCK_LEVELS,
+                    BLOCK_HIDDEN, DOT)
+                policy_terms += policy
+                entropy_terms += entropy
+                kl_terms += approx_kl
+                clipped_terms += clipped
+                deviations = tl.maximum(deviations, deviation)
+        else:
+            head_gradient = _head_gradient(head_gradient_ptr, row, rows, OUTPUTS, GRADIENT_ENTRIES, BLOCK_OUTPUTS,
+                                           DOT)
+        head_sum, head_bias_sum = _head_sums(top, head_gradient, head_sum, head_bias_sum, OUTPUTS, BLOCK_OUTPUTS,
+                                             BLOCK_ROWS, DOT)
         if WITH_VALUE:
-            value_sum, value_bias_sum = _head_sums(top, value_gradient_ptr, row, rows, value_sum, value_bias_sum, 1,
-                                                   1, 16, BLOCK_ROWS, DOT)
-        gradient = _features_gradient(head_gradient_ptr, head_weight_ptr, value_gradient_ptr, value_weight_ptr, row,
-                                      rows, unit, HIDDEN, OUTPUTS, GRADIENT_ENTRIES, WITH_VALUE, BLOCK_OUTPUTS, DOT)
+            value_gradient = tl.load(value_gradient_ptr + row, mask=row < rows, other=0.0)
+            value_sum, value_bias_sum = _head_sums(top, value_gradient, value_sum, value_bias_sum, 1, 16, BLOCK_ROWS,
+                                                   DOT)
+        else:
+            value_gradient = head_gradient
+        gradient = _features_gradient(head_gradient, head_weight_ptr, head_row, value_gradient, value_weight_ptr, unit,
+                                      HIDDEN, OUTPUTS, WITH_VALUE, DOT)
         if LAYERS == 2:
             summed = _tanh_gradient(gradient, top, DOT)
             hidden_sum = tl.dot(tl.trans(summed), first, hidden_sum)
@@ -274,17 +339,26 @@ def fused_trunk_backward(
         first_bias_sum = _row_sums(summed, first_bias_sum, BLOCK_ROWS, DOT)
     partial = (run * programs + program).to(tl.int64) * sums_stride
     _store_sums(first_weight_sums_ptr, first_bias_sums_ptr, partial, first_sum, first_bias_sum, first_column,
-                HIDDEN, inputs, BLOCK_HIDDEN, BLOCK_IN)
+                HIDDEN, inputs, unit, BLOCK_IN)
     if TAIL_IN > 0:
         _store_sums(first_weight_sums_ptr, first_bias_sums_ptr, partial, tail_sum, first_bias_sum, BLOCK_IN, HIDDEN,
-                    inputs, BLOCK_HIDDEN, TAIL_IN)
+                    inputs, unit, TAIL_IN)
     # the other sums are the same in every block of inputs: the first's programs store them
     others = tl.where(first_column == 0, 1, 0)
     if LAYERS == 2:
         _store_sums(hidden_weight_sums_ptr, hidden_bias_sums_ptr, partial, hidden_sum, hidden_bias_sum, 0,
-                    HIDDEN * others, HIDDEN, BLOCK_HIDDEN, BLOCK_HIDDEN)
+                    HIDDEN * others, HIDDEN, unit, BLOCK_HIDDEN)
     _store_sums(head_weight_sums_ptr, head_bias_sums_ptr, partial, head_sum, head_bias_sum, 0, OUTPUTS * others,
-                HIDDEN, BLOCK_OUTPUTS, BLOCK_HIDDEN)
+                HIDDEN, head_row, BLOCK_HIDDEN)
     if WITH_VALUE:
         _store_sums(value_weight_sums_ptr, value_bias_sums_ptr, partial, value_sum, value_bias_sum, 0, others,
-                    HIDDEN, 16, BLOCK_HIDDEN)
+                    HIDDEN, tl.arange(0, 16), BLOCK_HIDDEN)
+    if LOSS:
+        slot = tl.arange(0, STATISTICS)
+        if OUTPUTS == 1:
+            mine = slot == 4
+        else:
+            mine = slot != 4
+        statistics = row_statistics(deviations, clipped_terms, kl_terms, policy_terms, squared_terms, entropy_terms)
+        tl.store(statistics_ptr + (run * programs + program) * STATISTICS + slot, statistics,
+                 mask=mine & (slot < STATISTICS * others))

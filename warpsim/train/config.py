@@ -18,7 +18,7 @@ from pathlib import Path
 
 from warpsim.device import BACKENDS
 from warpsim.errors import InvalidValueError, RunFileError, WarpsimError
-from warpsim.train import opponents
+from warpsim.train import fused_backward, opponents
 from warpsim.validation import check_fields, not_allowed, require_bool, require_choice, require_int, require_real
 
 if sys.version_info >= (3, 11):
@@ -31,7 +31,7 @@ GRAPHS = ("auto", "on", "off")
 MAX_SEED = 2**32 - 1
 """The largest seed: environments draw from 32-bit streams (warpsim.kernels.random)."""
 COMPILE_SETTINGS = ("auto", "on", "off")
-GRADIENT_KERNELS = ("auto", "on", "off")
+GRADIENT_KERNELS = ("auto", "on", "off", "loss")
 LR_SCHEDULES = ("kl", "linear", "constant")
 POLICY_HEADS = ("gaussian", "tanh_normal")
 MAX_ENV_STEPS = 10**12
@@ -138,7 +138,10 @@ class TrainConfig:
     at train-ref: an update of 202 ms against 214, for 6 s more of compiling; docs/training.md); on (needs compile
     on, or auto on a GPU, and bf16); off: the compiled eager networks and autograd. Wider than 64, the first
     layer's gradients take 112 KB of shared memory a block: more than an RTX 30x0, 40x0 or 50x0 has (99 KB), where
-    on stops the first update with an error naming this field."""
+    on stops the first update with an error naming this field. loss: on, and PPO's loss computed inside the
+    gradients' kernels too, where a minibatch step otherwise runs the networks' forward kernel and the loss's kernels
+    before them (discrete actions whose components have equal levels, a trunk each of at most two layers 64 wide;
+    not yet timed on a GPU)."""
     log_every: int = 10
     """Iterations between metric reads (the trainer's only host synchronisations) and progress lines."""
     checkpoint_every: int = 50
@@ -183,11 +186,17 @@ class TrainConfig:
         check_fields(self, require_choice, ("graphs",), GRAPHS, what=CONFIG_FIELD)
         check_fields(self, require_choice, ("compile",), COMPILE_SETTINGS, what=CONFIG_FIELD)
         check_fields(self, require_choice, ("gradient_kernels",), GRADIENT_KERNELS, what=CONFIG_FIELD)
-        if self.gradient_kernels == "on":
+        if self.gradient_kernels in ("on", "loss"):
             need(self.compile != "off" and self.precision in ("auto", "bf16"), "gradient_kernels",
-                 f"on needs the fused path under bf16, and this config has compile={self.compile!r}, "
-                 f"precision={self.precision!r}: set compile='on' (or 'auto' on a GPU) and precision='bf16', or "
-                 f"gradient_kernels 'auto' or 'off'")
+                 f"{self.gradient_kernels} needs the fused path under bf16, and this config has compile="
+                 f"{self.compile!r}, precision={self.precision!r}: set compile='on' (or 'auto' on a GPU) and "
+                 f"precision='bf16', or gradient_kernels 'auto' or 'off'")
+        if self.gradient_kernels == "loss":
+            need(not self.shared_trunk and fused_backward.whole_trunks_fit(self.hidden_size, self.hidden_layers),
+                 "gradient_kernels", f"loss needs a trunk each of at most two layers "
+                 f"{fused_backward.WHOLE_TRUNK_HIDDEN} wide, and this config has shared_trunk={self.shared_trunk}, "
+                 f"hidden_size={self.hidden_size}, hidden_layers={self.hidden_layers}: change those, or set "
+                 f"gradient_kernels 'on'")
         check_fields(self, require_choice, ("backend",), BACKENDS, what=CONFIG_FIELD)
         need(is_policy_device(self.policy_device), "policy_device",
              f"choose auto, cpu, cuda or cuda:N (N in [0, {MAX_DEVICE_INDEX}], no leading zero)")

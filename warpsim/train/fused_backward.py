@@ -11,6 +11,7 @@ CPU the gradients are autograd's formulas under bf16 autocast, written out.
 from __future__ import annotations
 
 import itertools
+from typing import NamedTuple
 
 import torch
 
@@ -61,7 +62,7 @@ def actor_critic_backward(policy_gradient: torch.Tensor, value_gradient: torch.T
         value_bias_gradient)], 1)
 
 
-def _offsets(weights: list[torch.Tensor], runs: int) -> list[int]:
+def gradient_offsets(weights: list[torch.Tensor], runs: int) -> list[int]:
     """Where each of ``weights`` starts in a run's row of gradients side by side, and where the last ends (a
     shared trunk's empty critic takes none)."""
     return [0, *itertools.accumulate(weight.numel() // runs for weight in weights)]
@@ -71,7 +72,7 @@ def split_gradients(gradients: torch.Tensor, weights: list[torch.Tensor]) -> lis
     """``actor_critic_backward``'s gradients float32[R, G], one per operand of ``weights`` (its twelve weights
     and biases), in that operand's shape and dtype: a view for a float32 operand, a rounded copy for a bfloat16
     one."""
-    offsets = _offsets(weights, gradients.shape[0])
+    offsets = gradient_offsets(weights, gradients.shape[0])
     return [gradients[:, start:end].view(weight.shape).to(weight.dtype)
             for weight, start, end in zip(weights, offsets, offsets[1:])]
 
@@ -106,7 +107,8 @@ def _trunk_backward(layers: list[torch.Tensor], hidden_weights: torch.Tensor,
 @actor_critic_backward.register_fake
 def _(policy_gradient, value_gradient, observations, *weights_and_shared):
     runs = observations.shape[0]
-    return observations.new_empty((runs, _offsets(list(weights_and_shared[:-1]), runs)[-1]), dtype=torch.float32)
+    entries = gradient_offsets(list(weights_and_shared[:-1]), runs)[-1]
+    return observations.new_empty((runs, entries), dtype=torch.float32)
 
 
 class DifferentiableActorCritic(torch.autograd.Function):
@@ -233,6 +235,137 @@ def backward_warps(hidden: int, whole_trunks: bool) -> int:
     return 8 if whole_trunks or hidden > 64 else 4
 
 
+class LossOperands(NamedTuple):
+    """What the whole-trunk gradients' kernel computes PPO's loss from, besides the networks (``fused_loss``): each
+    run's minibatch and coefficients."""
+
+    actions: torch.Tensor
+    """int32[R, B, A], of A categorical components of ``levels`` logits each"""
+    old_log_probs: torch.Tensor
+    """float32[R, B], of the actions when sampled"""
+    advantages: torch.Tensor
+    """float32[R, B], normalised as the loss normalises them"""
+    old_values: torch.Tensor
+    """float32[R, B], at collection"""
+    returns: torch.Tensor
+    """float32[R, B]"""
+    coefficients: torch.Tensor
+    """float32[R, 4]: clip, value_clip, value_coef, entropy_coef"""
+    levels: int
+    value_clip: bool
+    """Whether the value's error is the larger of its own and the clipped value's."""
+
+
+def loss_columns(components: int, levels: int) -> tuple[int, int]:
+    """How the gradients' kernel lays out a policy head of ``components`` x ``levels`` logits when it computes their
+    loss (``ppo_loss_kernel.head_rows``): powers of two of components and of columns a component, at least 16
+    columns in all (Triton's smallest product), so that each component's log-softmax is one reduction of a tile."""
+    block_components = power_of_two(components, least=1)
+    return block_components, max(power_of_two(levels, least=1), 16 // block_components)
+
+
+class BackwardLaunch:
+    """The launches of the gradients' kernels on one minibatch: ``whole_trunk`` or ``layer`` for each part of the
+    networks, then ``sums``. ``actor_critic``'s observations and its twelve weights and biases (``weights``); a
+    program's shape and their number per run as ``launch_backward`` takes them."""
+
+    def __init__(self, observations: torch.Tensor, weights: list[torch.Tensor], block_rows: int, warps: int | None,
+                 programs: int | None, whole_trunks: bool | None, stages: int, max_registers: int | None):
+        import triton.language as tl
+
+        runs, self.rows, self.inputs = observations.shape
+        self.hidden, self.layers = weights[0].shape[1], weights[2].shape[1] + 1
+        self.observations, self.bits = kernel_operands(observations.contiguous(), weights, weights[8].shape[1])
+        self.weights, self.block_rows, self.stages, self.max_registers = weights, block_rows, stages, max_registers
+        self.programs = programs or min(-(-self.rows // block_rows), max(1, PARTIAL_SUMS // runs))
+        self.whole_trunks = whole_trunks_fit(self.hidden, self.layers) if whole_trunks is None else whole_trunks
+        self.warps = warps or backward_warps(self.hidden, self.whole_trunks)
+        # Every program's partial sums of all the gradients side by side, so that one sum adds them all up.
+        self.offsets = gradient_offsets(weights, runs)
+        self.partial_sums = observations.new_empty((runs, self.programs, self.offsets[-1]), dtype=torch.float32)
+        self.first_columns, self.tail_columns = first_layer_columns(self.inputs)
+        self.dot = tl.float32 if observations.device.type == "cpu" else tl.bfloat16
+
+    def _sums_at(self, index: int) -> torch.Tensor:
+        """Where the partial sums of ``weights[index]``'s gradient start."""
+        return self.partial_sums[:, :, self.offsets[index]:]
+
+    def _head_gradient(self, head_gradients: list[torch.Tensor], head: int) -> tuple[torch.Tensor, int]:
+        """The outputs' gradient of the head whose weight is ``weights[head]`` as the kernels take it (bfloat16 as
+        its bits), and the entries of its rows (GRADIENT_ENTRIES)."""
+        gradient = head_gradients[head == 10]
+        if self.weights[head].shape[1] == 1:
+            return gradient, 1
+        return gradient.view(torch.int16), gradient.stride(1)
+
+    def whole_trunk(self, head_gradients: list[torch.Tensor], trunk: int, head: int, with_value: bool,
+                    loss: LossOperands | None = None, statistics: torch.Tensor | None = None,
+                    max_registers: int | None = None) -> None:
+        """The partial sums of every gradient of the trunk whose weights start at ``weights[trunk]`` and of
+        its head, whose weight is ``weights[head]`` (and of the value's, ``with_value``), from the heads' outputs'
+        gradients (the policy's and the value's); with ``loss``, from PPO's loss instead, computed in the kernel,
+        whose sums of the statistics it writes into ``statistics`` float32[R, programs, STATISTICS].
+        ``max_registers``: this launch's, where not the others'."""
+        from warpsim.train.actor_critic_backward_kernel import fused_trunk_backward
+
+        outputs, bits, inputs = self.weights[head].shape[1], self.bits, self.inputs
+        gradient, entries = self._head_gradient(head_gradients, head)
+        block_outputs, block_levels = power_of_two(outputs), 1
+        if loss is not None and outputs > 1:
+            block_components, block_levels = loss_columns(loss.actions.shape[-1], loss.levels)
+            block_outputs = block_components * block_levels
+        loss_pointers = [gradient] * 8 if loss is None else [
+            bits[head + 1], loss.actions, loss.old_log_probs, loss.advantages, loss.old_values, loss.returns,
+            loss.coefficients, statistics]
+        whole_trunk_inputs = min(WHOLE_TRUNK_BLOCK_INPUTS, power_of_two(inputs))
+        fused_trunk_backward[(self.programs, self.observations.shape[0],
+                              -(-inputs // (self.first_columns + self.tail_columns)))](
+            self.observations.view(torch.int16), self.rows * inputs, *bits[trunk:trunk + 4], bits[head], gradient,
+            bits[10], head_gradients[1], *(self._sums_at(index) for index in (trunk, trunk + 1, trunk + 2, trunk + 3,
+                                                                               head, head + 1, 10, 11)),
+            *loss_pointers, self.rows, inputs, self.programs, self.offsets[-1], HIDDEN=self.hidden,
+            LAYERS=self.layers, OUTPUTS=outputs, GRADIENT_ENTRIES=entries, WITH_VALUE=with_value,
+            BLOCK_ROWS=self.block_rows, BLOCK_INPUTS=whole_trunk_inputs, BLOCK_HIDDEN=power_of_two(self.hidden),
+            BLOCK_OUTPUTS=block_outputs, BLOCK_IN=self.first_columns, TAIL_IN=self.tail_columns, DOT=self.dot,
+            LOSS=loss is not None, COMPONENTS=0 if loss is None else loss.actions.shape[-1],
+            LEVELS=0 if loss is None else loss.levels, BLOCK_LEVELS=block_levels,
+            VALUE_CLIP=loss is not None and loss.value_clip,
+            **chunk_constants(inputs, whole_trunk_inputs), num_warps=self.warps, num_stages=self.stages,
+            maxnreg=max_registers or self.max_registers, **triton_launch.OPTIONS)
+
+    def layer(self, head_gradients: list[torch.Tensor], trunk: int, target: int, head: int, with_value: bool) -> None:
+        """The partial sums of the gradients of layer ``target``'s weight and bias of the trunk whose
+        weights start at ``weights[trunk]`` (0: the actor's, 4: the critic's), or for ``target == layers``
+        of its head's, whose weight is ``weights[head]`` (8: the policy's, 10: the value's)."""
+        from warpsim.train.actor_critic_backward_kernel import fused_actor_critic_backward
+
+        weights, layers, hidden, inputs, offsets = self.weights, self.layers, self.hidden, self.inputs, self.offsets
+        out, into = weights[head].shape[1:] if target == layers else (hidden, inputs if target == 0 else hidden)
+        summed = head if target == layers else trunk if target == 0 else trunk + 2
+        further = target - 1 if 0 < target < layers else 0  # the stacked layer's place
+        weight_start, bias_start = offsets[summed] + further * out * into, offsets[summed + 1] + further * out
+        outputs = weights[head].shape[1]
+        gradient, entries = self._head_gradient(head_gradients, head)
+        columns, tail = (self.first_columns, self.tail_columns) if target == 0 else (power_of_two(into), 0)
+        layer_inputs = min(BLOCK_INPUTS, power_of_two(inputs))
+        fused_actor_critic_backward[(self.programs, self.observations.shape[0], -(-into // (columns + tail)))](
+            self.observations.view(torch.int16), self.rows * inputs, *self.bits[trunk:trunk + 4], self.bits[head],
+            gradient, self.bits[10], head_gradients[1], self.partial_sums[:, :, weight_start:],
+            self.partial_sums[:, :, bias_start:], self.rows, inputs, self.programs, offsets[-1], out, into,
+            HIDDEN=hidden, LAYERS=layers, OUTPUTS=outputs, GRADIENT_ENTRIES=entries, TARGET=target,
+            WITH_VALUE=with_value, BLOCK_ROWS=self.block_rows, BLOCK_INPUTS=layer_inputs,
+            BLOCK_HIDDEN=power_of_two(hidden), BLOCK_OUTPUTS=power_of_two(outputs), BLOCK_OUT=power_of_two(out),
+            BLOCK_IN=columns, TAIL_IN=tail, DOT=self.dot, **chunk_constants(inputs, layer_inputs),
+            num_warps=self.warps, num_stages=self.stages, maxnreg=self.max_registers, **triton_launch.OPTIONS)
+
+    def sums(self, shared_trunk: bool) -> torch.Tensor:
+        """The programs' partial sums added up: ``actor_critic_backward``'s gradients."""
+        sums = self.partial_sums.sum(1)
+        if shared_trunk and self.offsets[8] > self.offsets[4]:  # a critic trunk given but unused: no program summed it
+            sums[:, self.offsets[4]:self.offsets[8]] = 0
+        return sums
+
+
 def launch_backward(policy_gradient: torch.Tensor, value_gradient: torch.Tensor, observations: torch.Tensor,
                     actor_weight: torch.Tensor, actor_bias: torch.Tensor, actor_hidden_weights: torch.Tensor,
                     actor_hidden_biases: torch.Tensor, critic_weight: torch.Tensor, critic_bias: torch.Tensor,
@@ -250,93 +383,24 @@ def launch_backward(policy_gradient: torch.Tensor, value_gradient: torch.Tensor,
     ``num_stages``), ``max_registers`` holds a thread to that many (Triton's ``maxnreg``; default: ptxas's choice);
     ``programs``: per run, how many partial sums each launch makes (default ``PARTIAL_SUMS``
     over the runs, at most one per block of rows; a program left without rows sums to zero)."""
-    import triton.language as tl
-
-    from warpsim.train.actor_critic_backward_kernel import fused_actor_critic_backward, fused_trunk_backward
-
-    runs, rows, inputs = observations.shape
-    hidden, layers = actor_weight.shape[1], actor_hidden_weights.shape[1] + 1
     weights = [actor_weight, actor_bias, actor_hidden_weights, actor_hidden_biases, critic_weight, critic_bias,
                critic_hidden_weights, critic_hidden_biases, policy_weight, policy_bias, value_weight, value_bias]
-    observations, bits = kernel_operands(observations.contiguous(), weights, policy_weight.shape[1])
+    launch = BackwardLaunch(observations, weights, block_rows, warps, programs, whole_trunks, stages, max_registers)
     if policy_gradient.dtype != policy_dtype(policy_weight):
         raise TypeError(f"actor_critic_backward takes the policy's gradient in {policy_dtype(policy_weight)}")
     # the loss's gradient of discrete actions read in the rows it writes (categorical_terms.gradient_width)
     head_gradients = [policy_gradient if categorical_terms.padded_rows(policy_gradient)
                       else policy_gradient.contiguous(), value_gradient.contiguous()]
-    programs = programs or min(-(-rows // block_rows), max(1, PARTIAL_SUMS // runs))
-    if whole_trunks is None:
-        whole_trunks = whole_trunks_fit(hidden, layers)
-    warps = warps or backward_warps(hidden, whole_trunks)
-    # Every program's partial sums of all the gradients side by side, so that one sum adds them all up.
-    offsets = _offsets(weights, runs)
-    partial_sums = observations.new_empty((runs, programs, offsets[-1]), dtype=torch.float32)
-    first_columns, tail_columns = first_layer_columns(inputs)
-    dot = tl.float32 if observations.device.type == "cpu" else tl.bfloat16
-    whole_trunk_inputs = min(WHOLE_TRUNK_BLOCK_INPUTS, power_of_two(inputs))
-    layer_inputs = min(BLOCK_INPUTS, power_of_two(inputs))
-
-    def sums_at(index: int) -> torch.Tensor:
-        """Where the partial sums of ``weights[index]``'s gradient start."""
-        return partial_sums[:, :, offsets[index]:]
-
-    def head_gradient(head: int) -> tuple[torch.Tensor, int]:
-        """The outputs' gradient of the head whose weight is ``weights[head]`` as the kernels take it (bfloat16 as
-        its bits), and the entries of its rows (GRADIENT_ENTRIES)."""
-        gradient = head_gradients[head == 10]
-        if weights[head].shape[1] == 1:
-            return gradient, 1
-        return gradient.view(torch.int16), gradient.stride(1)
-
-    def launch_trunk(trunk: int, head: int, with_value: bool) -> None:
-        """The partial sums of every gradient of the trunk whose weights start at ``weights[trunk]`` and of
-        its head, whose weight is ``weights[head]`` (and of the value's, ``with_value``)."""
-        outputs = weights[head].shape[1]
-        gradient, entries = head_gradient(head)
-        fused_trunk_backward[(programs, runs, -(-inputs // (first_columns + tail_columns)))](
-            observations.view(torch.int16), rows * inputs, *bits[trunk:trunk + 4], bits[head], gradient, bits[10],
-            head_gradients[1], *(sums_at(index) for index in (trunk, trunk + 1, trunk + 2, trunk + 3, head, head + 1,
-                                                              10, 11)),
-            rows, inputs, programs, offsets[-1], HIDDEN=hidden, LAYERS=layers, OUTPUTS=outputs,
-            GRADIENT_ENTRIES=entries, WITH_VALUE=with_value, BLOCK_ROWS=block_rows, BLOCK_INPUTS=whole_trunk_inputs,
-            BLOCK_HIDDEN=power_of_two(hidden), BLOCK_OUTPUTS=power_of_two(outputs), BLOCK_IN=first_columns,
-            TAIL_IN=tail_columns, DOT=dot, **chunk_constants(inputs, whole_trunk_inputs), num_warps=warps,
-            num_stages=stages, maxnreg=max_registers, **triton_launch.OPTIONS)
-
-    def launch_for(trunk: int, target: int, head: int, with_value: bool) -> None:
-        """The partial sums of the gradients of layer ``target``'s weight and bias of the trunk whose
-        weights start at ``weights[trunk]`` (0: the actor's, 4: the critic's), or for ``target == layers``
-        of its head's, whose weight is ``weights[head]`` (8: the policy's, 10: the value's)."""
-        out, into = weights[head].shape[1:] if target == layers else (hidden, inputs if target == 0 else hidden)
-        summed = head if target == layers else trunk if target == 0 else trunk + 2
-        further = target - 1 if 0 < target < layers else 0  # the stacked layer's place
-        weight_start, bias_start = offsets[summed] + further * out * into, offsets[summed + 1] + further * out
-        outputs = weights[head].shape[1]
-        gradient, entries = head_gradient(head)
-        columns, tail = (first_columns, tail_columns) if target == 0 else (power_of_two(into), 0)
-        fused_actor_critic_backward[(programs, runs, -(-into // (columns + tail)))](
-            observations.view(torch.int16), rows * inputs, *bits[trunk:trunk + 4], bits[head], gradient, bits[10],
-            head_gradients[1], partial_sums[:, :, weight_start:], partial_sums[:, :, bias_start:], rows, inputs,
-            programs, offsets[-1], out, into, HIDDEN=hidden, LAYERS=layers, OUTPUTS=outputs,
-            GRADIENT_ENTRIES=entries, TARGET=target, WITH_VALUE=with_value, BLOCK_ROWS=block_rows,
-            BLOCK_INPUTS=layer_inputs, BLOCK_HIDDEN=power_of_two(hidden), BLOCK_OUTPUTS=power_of_two(outputs),
-            BLOCK_OUT=power_of_two(out), BLOCK_IN=columns, TAIL_IN=tail, DOT=dot,
-            **chunk_constants(inputs, layer_inputs), num_warps=warps, num_stages=stages, maxnreg=max_registers,
-            **triton_launch.OPTIONS)
-
-    if whole_trunks:
-        launch_trunk(0, 8, shared_trunk)
+    if launch.whole_trunks:
+        launch.whole_trunk(head_gradients, 0, 8, shared_trunk)
         if not shared_trunk:
-            launch_trunk(4, 10, False)
+            launch.whole_trunk(head_gradients, 4, 10, False)
     else:
-        for target in range(layers + 1):
-            launch_for(0, target, 8, shared_trunk)
-        for target in [layers] if shared_trunk else range(layers + 1):
-            launch_for(0 if shared_trunk else 4, target, 10, False)
-    sums = partial_sums.sum(1)
-    if shared_trunk and offsets[8] > offsets[4]:  # a critic trunk given but unused: no program summed it
-        sums[:, offsets[4]:offsets[8]] = 0
-    return sums
+        for target in range(launch.layers + 1):
+            launch.layer(head_gradients, 0, target, 8, shared_trunk)
+        for target in [launch.layers] if shared_trunk else range(launch.layers + 1):
+            launch.layer(head_gradients, 0 if shared_trunk else 4, target, 10, False)
+    return launch.sums(shared_trunk)
 
 
 @actor_critic_backward.register_kernel("cuda")

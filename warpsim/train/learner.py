@@ -27,6 +27,7 @@ from torch.func import functional_call, grad
 
 from warpsim.roles import Role
 from warpsim.train import ppo
+from warpsim.train.action_heads import CategoricalHeads
 from warpsim.train.adam import RunAdam, adam_update
 from warpsim.train.compiled import Compiled
 from warpsim.train.config import TrainConfig
@@ -98,8 +99,8 @@ class Learner:
         self.gae: Callable[..., tuple[torch.Tensor, torch.Tensor]] = (
             Compiled(ppo.gae, "GAE") if self.compiled else ppo.gae)
         self.fused_step: Compiled[None] | None = (
-            Compiled(self._fused_step, "the update's minibatch step",
-                     ("gradient_kernels='off'",) if self.policies.gradient_kernels else ()) if self.compiled else None)
+            Compiled(self._fused_step, "the update's minibatch step", _ways_out(self.policies)) if self.compiled
+            else None)
         """The whole minibatch step as one compiled function, on the fused path (None: eager)."""
         if self.compiled:
             self._set_up_fused_step()
@@ -183,6 +184,19 @@ class Learner:
             per_role.append(role_stats)
         return loss, torch.stack(per_role)
 
+    def _losses_in_kernels(self, minibatches: list[Samples],
+                           operands: list[tuple]) -> tuple[torch.Tensor, torch.Tensor]:
+        """``_losses`` computed in the gradients' kernels, from each learning role's networks' ``fused_operands``
+        on its minibatch (their last, the shared trunk's flag, dropped: a trunk each)."""
+        loss = torch.zeros(len(self.configs), device=self.device)
+        per_role = []
+        for role, batch, (observations, *weights) in zip(self.learners, minibatches, operands):
+            head = self.policies.heads[role.name]
+            assert isinstance(head, CategoricalHeads)
+            loss, role_stats = self.loss.in_kernels(loss, head, observations, tuple(weights[:-1]), batch)
+            per_role.append(role_stats)
+        return loss, torch.stack(per_role)
+
     def _record(self, loss: torch.Tensor, stats: torch.Tensor, row: torch.Tensor) -> None:
         """A minibatch step's statistics: the epoch's KL, whether a loss was not finite, and the step's
         row of ``update_stats`` (``row``, float32[R, STATS])."""
@@ -215,10 +229,14 @@ class Learner:
         names = [role.name for role in self.learners]
 
         def total(learned: dict[str, torch.Tensor]) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
-            with self.autocast():
-                outputs = functional_call(self.policies, learned, ([batch.observations for batch in minibatches],
-                                                                    names))
-            loss, stats = self._losses(minibatches, outputs)
+            observations = [batch.observations for batch in minibatches]
+            if self.policies.loss_kernels:
+                operands = functional_call(self.policies, learned, (observations, names), {"operands": True})
+                loss, stats = self._losses_in_kernels(minibatches, operands)
+            else:
+                with self.autocast():
+                    outputs = functional_call(self.policies, learned, (observations, names))
+                loss, stats = self._losses(minibatches, outputs)
             return loss.sum(), (loss, stats)
 
         gradients, (loss, stats) = grad(total, has_aux=True)(self.learned)
@@ -234,6 +252,14 @@ class Learner:
         return {"learning_rates": self.learning_rates.run_state_dict(run),
                 "optimizer": self.optimizer.run_state_dict(run),
                 "scaler": None if self.scaler is None else self.scaler.state_dict()}
+
+
+def _ways_out(policies: RunPolicies) -> tuple[str, ...]:
+    """The settings that turn off, one after the other, what the fused update runs of warpsim's kernels (before
+    compile='off')."""
+    if policies.loss_kernels:
+        return "gradient_kernels='on'", "gradient_kernels='off'"
+    return ("gradient_kernels='off'",) if policies.gradient_kernels else ()
 
 
 def clip_gradients(groups: list[list[torch.Tensor]], max_norm: torch.Tensor) -> None:

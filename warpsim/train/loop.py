@@ -267,7 +267,8 @@ def _fusion(trainer: Trainer) -> str:
     resolved)."""
     if not trainer.compiled:
         return "not fused"
-    kernels = ", the update's gradients as kernels" if trainer.policies.gradient_kernels else ""
+    kernels = (", the update's loss and gradients as kernels" if trainer.policies.loss_kernels
+               else ", the update's gradients as kernels" if trainer.policies.gradient_kernels else "")
     return f"fused{kernels} (compiled at the first iteration)"
 
 

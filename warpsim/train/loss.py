@@ -19,6 +19,7 @@ from warpsim.train import ppo
 from warpsim.train.action_heads import ActionHead, CategoricalHeads
 from warpsim.train.categorical_terms import DifferentiableCategoricalTerms
 from warpsim.train.config import TrainConfig
+from warpsim.train.fused_loss import DifferentiablePPOLoss
 from warpsim.train.rollout import Samples
 from warpsim.train.runs import per_run
 
@@ -45,6 +46,10 @@ class MinibatchLoss:
         self.value_clip = None if configs[0].value_clip is None else per_run(configs, "value_clip", device)[:, None]
         self.normalize = configs[0].normalize_advantages
         self.fused = fused
+        self.coefficients = torch.stack([self.clip[:, 0], torch.zeros_like(self.value_coef) if self.value_clip is None
+                                         else self.value_clip[:, 0], self.value_coef, self.entropy_coef], -1)
+        """float32[R, 4]: each run's clip, value_clip (0 without), value_coef and entropy_coef, as
+        ``in_kernels`` passes them to the gradients' kernel."""
 
     def __call__(self, total: torch.Tensor, head: ActionHead, logits: torch.Tensor, value: torch.Tensor,
                  batch: Samples) -> tuple[torch.Tensor, torch.Tensor]:
@@ -65,3 +70,14 @@ class MinibatchLoss:
                              ((ratio - 1) - (new_log_prob - batch.log_probs)).mean(-1), policy_loss.detach(),
                              value_loss.detach(), entropy.detach()], dim=-1)
         return total + policy_loss + self.value_coef * value_loss - self.entropy_coef * entropy, stats
+
+    def in_kernels(self, total: torch.Tensor, head: CategoricalHeads, observations: torch.Tensor,
+                   weights: tuple, batch: Samples) -> tuple[torch.Tensor, torch.Tensor]:
+        """``__call__``'s loss and statistics, its networks' outputs and its gradients computed in the gradients'
+        kernels (``fused_loss``): ``observations`` and ``weights`` as ``fused_forward.actor_critic`` takes them
+        (``StackedActorCritic.fused_operands``), a trunk each."""
+        advantages = ppo.normalize(batch.advantages) if self.normalize else batch.advantages
+        loss, stats, _ = DifferentiablePPOLoss.apply(observations, batch.actions, batch.log_probs, advantages,
+                                                      batch.values, batch.returns, self.coefficients,
+                                                      head.action_levels[0], self.value_clip is not None, *weights)
+        return total + loss, stats

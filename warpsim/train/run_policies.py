@@ -219,11 +219,19 @@ class RunPolicies(HeadsByRole):
         self.gradient_kernels = False
         """Whether, with ``fused``, they learn by the kernels too (their gradients as kernels); otherwise a forward
         pass that records gradients runs the eager networks (``TrainConfig.gradient_kernels``)."""
+        self.loss_kernels = False
+        """Whether, with ``gradient_kernels``, the update's loss is computed in the gradients' kernels too
+        (``fused_loss``, ``TrainConfig.gradient_kernels='loss'``)."""
 
     def forward(self, observations: list[torch.Tensor], role_names: list[str] | None = None,
-                weights: dict[str, tuple] | None = None):
-        """``weights``, with ``fused``: the named roles' ``fused_weights``, made beforehand."""
+                weights: dict[str, tuple] | None = None, operands: bool = False):
+        """``weights``, with ``fused``: the named roles' ``fused_weights``, made beforehand. With ``operands``, each
+        named role's networks' ``fused_operands`` on its observations in place of their outputs: what the update's
+        loss in the gradients' kernels takes (``loss_kernels``), as ``functional_call`` makes them of the parameters
+        it is given."""
         names = self.role_names if role_names is None else role_names
+        if operands:
+            return [self.network(name).fused_operands(batch) for name, batch in zip(names, observations)]
         if self.fused and (self.gradient_kernels or not torch.is_grad_enabled()):
             return [self.network(name).fused(batch, None if weights is None else weights[name])
                     for name, batch in zip(names, observations)]

@@ -34,6 +34,7 @@ from warpsim.registry import layout, make
 from warpsim.removed import removed
 from warpsim.roles import roles_of
 from warpsim.train import fused_backward, fused_forward, opponents
+from warpsim.train.action_heads import CategoricalHeads
 from warpsim.train.checkpoint import signature
 from warpsim.train.collect import Collector
 from warpsim.train.compiled import Compiled, resolve_compile
@@ -216,24 +217,40 @@ class Trainer:
         # The fused path plays every role's networks as one kernel each: what bf16 autocast computes.
         self.policies.fused = self.compiled and self.precision == "bf16" and all(
             self.policies.network(name).fusable() for name in role_names)
-        if config.gradient_kernels == "on" and not self.policies.fused:
+        if config.gradient_kernels in ("on", "loss") and not self.policies.fused:
             missing = {"compile='on'": not self.compiled, "precision='bf16'": self.precision != "bf16",
                        f"hidden_size at most {fused_forward.MAX_HIDDEN}": not 2 <= config.hidden_size
                        <= fused_forward.MAX_HIDDEN}
             ways = [way for way, needed in missing.items() if needed]
             raise InvalidValueError(
-                f"config field gradient_kernels='on' needs the fused path under bf16 with networks at most "
-                f"{fused_forward.MAX_HIDDEN} wide, and this run resolved to compile={self.compiled}, precision="
+                f"config field gradient_kernels={config.gradient_kernels!r} needs the fused path under bf16 with "
+                f"networks at most {fused_forward.MAX_HIDDEN} wide, and this run resolved to compile={self.compiled}, "
+                f"precision="
                 f"{self.precision!r}, hidden_size={config.hidden_size}: set {' and '.join(ways)}, or "
                 f"gradient_kernels 'auto' or 'off'")
         self.policies.gradient_kernels = self.policies.fused and (
-            config.gradient_kernels == "on" or config.gradient_kernels == "auto"
+            config.gradient_kernels in ("on", "loss") or config.gradient_kernels == "auto"
             and fused_backward.pay_off(self.device, config.hidden_size, config.hidden_layers))
+        self.policies.loss_kernels = config.gradient_kernels == "loss"
+        if self.policies.loss_kernels:
+            self._check_loss_kernels_take_the_actions()
         for name in role_names:
             self.policies.network(name).joint_first_layers = self.compiled
         self.model: torch.nn.Module = self.policies
         if self.world.size > 1:
             self.model = DistributedDataParallel(self.policies)
+
+    def _check_loss_kernels_take_the_actions(self) -> None:
+        """An InvalidValueError unless every learning role acts by categorical components of equal levels, whose
+        loss ``gradient_kernels='loss'`` computes in the gradients' kernels."""
+        for role in self.learners:
+            head = self.policies.heads[role.name]
+            if not (isinstance(head, CategoricalHeads) and len(set(head.action_levels)) == 1):
+                actions = (f"components of {list(head.action_levels)} levels" if isinstance(head, CategoricalHeads)
+                           else "continuous actions")
+                raise InvalidValueError(
+                    f"config field gradient_kernels='loss' needs discrete actions whose components have equal "
+                    f"levels, and role {role.name!r} of {self.config.env} has {actions}: set gradient_kernels 'on'")
 
     def _captured_settings(self) -> dict:
         """What a captured update bakes in, by name: each run's config fields (learning rate bounds,

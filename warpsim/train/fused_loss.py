@@ -1,0 +1,168 @@
+"""PPO's loss of a role with categorical actions and its gradients at the networks' weights in one pass
+(``ppo_loss_gradients``): on a GPU the gradients' kernels compute the policy's and the value's loss in their
+registers (``TrainConfig.gradient_kernels='loss'``), where otherwise a minibatch step runs the networks' forward
+kernel, writes the policy's logits and the values, runs the loss's kernels on them and writes their gradient for the
+gradients' kernels to read, which compute the networks again.
+
+The loss is ``loss.MinibatchLoss``'s: the clipped objective of the normalised advantages, the value's error (clipped
+or not) and the entropy, each a mean over the minibatch, weighed by the run's coefficients; its gradient at the
+heads' outputs is autograd's, written out (at a tie of the minimum's or the maximum's two sides each takes half; a
+clamp passes the gradient at its bounds). On the CPU the formulas in torch, the kernel's reference.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from warpsim.train import categorical_terms, fused_backward, fused_forward, ppo
+from warpsim.train.fused_backward import LossOperands
+
+STATISTIC_SUMS = ("ratio_deviation", "clipped", "approx_kl", "policy_loss", "squared_error", "entropy")
+"""What the kernel keeps of a minibatch's rows, per program, in the order of its slots: the largest ratio deviation,
+and sums (``loss.STATS`` times the rows; the squared errors, twice the value loss times the rows)."""
+STATISTIC_SLOTS = 8
+"""The slots of a program's sums of the statistics: ``STATISTIC_SUMS``, then unused ones to a power of two (a
+Triton block's size)."""
+CRITIC_REGISTERS = 128
+"""A thread's registers in the critic's launch: two programs an SM, as without the loss, and no spills (ptxas, sm_90,
+at train-ref's shapes; left to its choice, 168 and one program an SM). The actor's, at 220, spills when held to
+fewer (benchmarks/network_kernel_resources.py)."""
+
+
+@torch.library.custom_op("warpsim::ppo_loss_gradients", mutates_args=(), tags=(torch.Tag.flexible_layout,))
+def ppo_loss_gradients(observations: torch.Tensor, actions: torch.Tensor, old_log_probs: torch.Tensor,
+                       advantages: torch.Tensor, old_values: torch.Tensor, returns: torch.Tensor,
+                       coefficients: torch.Tensor, levels: int, value_clip: bool, actor_weight: torch.Tensor,
+                       actor_bias: torch.Tensor, actor_hidden_weights: torch.Tensor, actor_hidden_biases: torch.Tensor,
+                       critic_weight: torch.Tensor, critic_bias: torch.Tensor, critic_hidden_weights: torch.Tensor,
+                       critic_hidden_biases: torch.Tensor, policy_weight: torch.Tensor, policy_bias: torch.Tensor,
+                       value_weight: torch.Tensor, value_bias: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(sums float32[R, 6]: the ``STATISTIC_SUMS`` of each run's minibatch; gradients float32[R, G]: of its loss at
+    the twelve weights and biases, as ``fused_backward.actor_critic_backward`` gives them). The networks as
+    ``fused_forward.actor_critic`` takes them, with a trunk each; the minibatch and the coefficients as
+    ``fused_backward.LossOperands`` holds them, the actions of A components of ``levels`` logits each."""
+    weights = [actor_weight, actor_bias, actor_hidden_weights, actor_hidden_biases, critic_weight, critic_bias,
+               critic_hidden_weights, critic_hidden_biases, policy_weight, policy_bias, value_weight, value_bias]
+    policy, values = fused_forward.actor_critic(observations, *weights, False)
+    logits = policy[..., :policy_weight.shape[1]]
+    operands = LossOperands(actions, old_log_probs, advantages, old_values, returns, coefficients, levels, value_clip)
+    log_prob_gradient, entropy_gradient, value_gradient, sums = _loss_gradients(logits, values, operands)
+    components = [levels] * actions.shape[-1]
+    policy_gradient = categorical_terms.categorical_terms_backward(log_prob_gradient, entropy_gradient, logits,
+                                                                   actions, components)
+    gradients = fused_backward.actor_critic_backward(policy_gradient[..., :logits.shape[-1]], value_gradient,
+                                                     observations, *weights, False)
+    return sums, gradients
+
+
+def _tie_weight(mine: torch.Tensor, other: torch.Tensor, passed: torch.Tensor | float) -> torch.Tensor:
+    """The share of a minimum's gradient that reaches ``mine`` (against ``other``): 1, at a tie half, past ``other``
+    none, times ``passed`` (1.0 where its bound passes the gradient on)."""
+    return torch.where(mine < other, 1.0, torch.where(mine == other, 0.5, 0.0)) * passed
+
+
+def _loss_gradients(logits: torch.Tensor, values: torch.Tensor,
+                    operands: LossOperands) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The loss's gradients at the taken actions' joint log-probability, at the joint entropy and at the values
+    float32[R, B]; and the ``STATISTIC_SUMS`` float32[R, 6]."""
+    rows = values.shape[-1]
+    clip, value_clip, value_coef, entropy_coef = operands.coefficients.unbind(-1)
+    clip, value_clip = clip[:, None], value_clip[:, None]
+    log_probs = ppo.split_heads(logits.float(), (operands.levels,) * operands.actions.shape[-1])
+    new_log_prob, entropy = ppo.log_prob(log_probs, operands.actions), ppo.entropy(log_probs)
+    advantage, old_log_prob = operands.advantages, operands.old_log_probs
+    ratio = torch.exp(new_log_prob - old_log_prob)
+    unclipped = advantage * ratio
+    clipped = advantage * torch.clamp(ratio, 1.0 - clip, 1.0 + clip)
+    within = ((ratio >= 1.0 - clip) & (ratio <= 1.0 + clip)).float()
+    shares = _tie_weight(unclipped, clipped, 1.0) + _tie_weight(clipped, unclipped, within)
+    log_prob_gradient = -(shares * advantage) / rows * ratio
+    entropy_gradient = (-entropy_coef / rows)[:, None].expand_as(entropy)
+    error = values - operands.returns
+    scale = (value_coef * 0.5 / rows)[:, None]
+    if operands.value_clip:
+        moved = values - operands.old_values
+        clipped_error = operands.old_values + torch.clamp(moved, -value_clip, value_clip) - operands.returns
+        value_within = ((moved >= -value_clip) & (moved <= value_clip)).float()
+        squared, clipped_squared = error * error, clipped_error * clipped_error
+        value_gradient = scale * (_tie_weight(-squared, -clipped_squared, 1.0) * 2.0 * error
+                                  + _tie_weight(-clipped_squared, -squared, value_within) * 2.0 * clipped_error)
+        squared = torch.maximum(squared, clipped_squared)
+    else:
+        squared = error * error
+        value_gradient = scale * 2.0 * error
+    deviation = (ratio - 1.0).abs()
+    sums = torch.stack([deviation.amax(-1), (deviation > clip).float().sum(-1),
+                        ((ratio - 1.0) - (new_log_prob - old_log_prob)).sum(-1),
+                        -torch.minimum(unclipped, clipped).sum(-1), squared.sum(-1), entropy.sum(-1)], -1)
+    return log_prob_gradient, entropy_gradient.contiguous(), value_gradient, sums
+
+
+@ppo_loss_gradients.register_fake
+def _(observations, actions, old_log_probs, advantages, old_values, returns, coefficients, levels, value_clip,
+      *weights):
+    runs = observations.shape[0]
+    entries = fused_backward.gradient_offsets(list(weights), runs)[-1]
+    return (observations.new_empty((runs, len(STATISTIC_SUMS)), dtype=torch.float32),
+            observations.new_empty((runs, entries), dtype=torch.float32))
+
+
+def launch(observations: torch.Tensor, actions: torch.Tensor, old_log_probs: torch.Tensor, advantages: torch.Tensor,
+           old_values: torch.Tensor, returns: torch.Tensor, coefficients: torch.Tensor, levels: int, value_clip: bool,
+           *weights: torch.Tensor, programs: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """``ppo_loss_gradients`` by the whole-trunk gradients' kernel (``actor_critic_backward_kernel``), one launch
+    per trunk, on the observations' device (a CPU through Triton's interpreter); ``programs`` as
+    ``fused_backward.launch_backward`` takes them."""
+    backward = fused_backward.BackwardLaunch(observations, list(weights), fused_backward.BACKWARD_BLOCK_ROWS, None,
+                                             programs, True, 1, None)
+    actions, old_log_probs, advantages, old_values, returns, coefficients = (
+        tensor.contiguous() for tensor in (actions, old_log_probs, advantages, old_values, returns, coefficients))
+    operands = LossOperands(actions, old_log_probs, advantages, old_values, returns, coefficients, levels, value_clip)
+    partial = observations.new_empty((observations.shape[0], backward.programs, STATISTIC_SLOTS),
+                                     dtype=torch.float32)
+    unread = [old_log_probs, old_values]  # the heads' outputs' gradients: the kernel computes them
+    backward.whole_trunk(unread, 0, 8, False, operands, partial)
+    backward.whole_trunk(unread, 4, 10, False, operands, partial, CRITIC_REGISTERS)
+    largest = partial[:, :, 0].amax(1, keepdim=True)
+    return torch.cat([largest, partial[:, :, 1:len(STATISTIC_SUMS)].sum(1)], 1), backward.sums(False)
+
+
+@ppo_loss_gradients.register_kernel("cuda")
+def _(*args):
+    return launch(*args)
+
+
+def takes(levels: list[int], shared_trunk: bool, hidden: int, layers: int) -> bool:
+    """Whether ``ppo_loss_gradients`` takes a role's networks and actions: categorical components of equal
+    sizes, a trunk each, whole trunks a launch (``fused_backward.whole_trunks_fit``)."""
+    return (len(set(levels)) == 1 and not shared_trunk and fused_backward.whole_trunks_fit(hidden, layers))
+
+
+class DifferentiablePPOLoss(torch.autograd.Function):
+    """Each run's loss float32[R], its ``loss.STATS`` float32[R, 6] and the gradients float32[R, G] that the op
+    computed with it, from ``ppo_loss_gradients``' arguments: an autograd Function, which ``torch.func.grad`` (the
+    fused update's) differentiates, whose backward pass gives those gradients times the loss's own."""
+
+    @staticmethod
+    def forward(observations, actions, old_log_probs, advantages, old_values, returns, coefficients, levels, value_clip,
+                *weights):
+        sums, gradients = ppo_loss_gradients(observations, actions, old_log_probs, advantages, old_values, returns,
+                                             coefficients, levels, value_clip, *weights)
+        rows = observations.shape[1]
+        statistics = sums * torch.tensor([1.0, 1.0 / rows, 1.0 / rows, 1.0 / rows, 0.5 / rows, 1.0 / rows],
+                                         device=sums.device)
+        loss = statistics[:, 3] + coefficients[:, 2] * statistics[:, 4] - coefficients[:, 3] * statistics[:, 5]
+        return loss, statistics, gradients
+
+    @staticmethod
+    def setup_context(ctx, inputs: tuple, output) -> None:
+        ctx.save_for_backward(output[2], *inputs[9:])
+        ctx.mark_non_differentiable(output[1], output[2])
+
+    @staticmethod
+    def backward(ctx, loss_gradient: torch.Tensor, *_) -> tuple:
+        gradients, *weights = ctx.saved_tensors
+        with torch.no_grad():  # once differentiable: torch.func.grad records the backward pass otherwise
+            scaled = gradients * loss_gradient[:, None]
+        return None, None, None, None, None, None, None, None, None, *fused_backward.split_gradients(scaled, weights)
+

@@ -1,0 +1,119 @@
+"""PPO's loss on a block of rows inside the gradients' kernel (``fused_trunk_backward`` with LOSS): a categorical
+policy's clipped objective and entropy from the actor's features, the value's error from the critic's, each with its
+gradient at the head's outputs, which the kernel then carries back through the trunk, and the sums of the
+minibatch's statistics. What ``fused_loss.ppo_loss_gradients`` computes on the CPU, as autograd differentiates
+``loss.MinibatchLoss``: at a tie of the clipped and the unclipped objective (or of the two values' errors) each
+takes half the gradient, and a bound reached passes it on."""
+
+import triton
+import triton.language as tl
+
+from warpsim.train.actor_critic_kernel import _as_operand, _bfloat16, _column, _operand, _round
+from warpsim.train.categorical_terms_kernel import _exp
+from warpsim.train.fused_loss import STATISTIC_SLOTS
+
+STATISTICS = tl.constexpr(STATISTIC_SLOTS)
+"""Slots of a program's sums of the statistics (``fused_loss.STATISTIC_SUMS`` in the first)."""
+
+
+@triton.jit
+def _tie_weight(mine, other, passed):
+    """The share of a minimum's (``mine`` below ``other``) gradient that reaches ``mine``: 1, at a tie half, past
+    ``other`` none, times ``passed`` (1.0 where its bound passes the gradient on)."""
+    return tl.where(mine < other, 1.0, tl.where(mine == other, 0.5, 0.0)) * passed
+
+
+@triton.jit
+def row_statistics(deviation, clipped, approx_kl, policy, squared, entropy):
+    """A program's ``STATISTIC_SUMS`` float32[STATISTICS] from its rows' terms, each float32[rows] summed over its
+    blocks of rows: the largest ratio ``deviation``, and the others' sums."""
+    slot = tl.arange(0, STATISTICS)
+    sums = tl.where(slot == 0, tl.max(deviation), 0.0) + tl.where(slot == 1, tl.sum(clipped), 0.0)
+    sums += tl.where(slot == 2, tl.sum(approx_kl), 0.0) + tl.where(slot == 3, tl.sum(policy), 0.0)
+    return sums + tl.where(slot == 4, tl.sum(squared), 0.0) + tl.where(slot == 5, tl.sum(entropy), 0.0)
+
+
+@triton.jit
+def head_rows(output, COMPONENTS: tl.constexpr, LEVELS: tl.constexpr, BLOCK_LEVELS: tl.constexpr):
+    """The policy head's outputs at columns ``output`` of the loss's tiles, where each component takes BLOCK_LEVELS
+    columns (its LEVELS, then padding), and whether a column holds one."""
+    component, level = output // BLOCK_LEVELS, output % BLOCK_LEVELS
+    return component * LEVELS + level, (level < LEVELS) & (component < COMPONENTS)
+
+
+@triton.jit
+def policy_loss_gradient(features, weight_ptr, bias_ptr, actions_ptr, old_log_probs_ptr, advantages_ptr, row, rows,
+                         clip, entropy_coef, HIDDEN: tl.constexpr, COMPONENTS: tl.constexpr,
+                         LEVELS: tl.constexpr, BLOCK_COMPONENTS: tl.constexpr, BLOCK_LEVELS: tl.constexpr,
+                         BLOCK_HIDDEN: tl.constexpr, DOT: tl.constexpr):
+    """The policy head's outputs' gradient on a block of rows, as an operand [rows, BLOCK_COMPONENTS x
+    BLOCK_LEVELS], a component's in BLOCK_LEVELS columns (``head_rows``), and the rows' terms of the statistics
+    float32[rows] (``row_statistics``' but the squared errors; 0 past the last row): the head (weight and bias as
+    bfloat16 bits [COMPONENTS x LEVELS, H] and [COMPONENTS x LEVELS]) on the actor's ``features`` (an operand), the
+    taken actions int32[rows, COMPONENTS], their log-probabilities when sampled and their advantages (normalised)
+    float32[rows]. The objective is clipped at ``clip``, the entropy weighs ``entropy_coef``; both are means over
+    ``rows``."""
+    output = tl.arange(0, BLOCK_COMPONENTS * BLOCK_LEVELS)
+    head_row, held = head_rows(output, COMPONENTS, LEVELS, BLOCK_LEVELS)
+    bits = tl.load(weight_ptr + head_row[None, :] * HIDDEN + tl.arange(0, BLOCK_HIDDEN)[:, None],
+                   mask=held[None, :] & (tl.arange(0, BLOCK_HIDDEN)[:, None] < HIDDEN), other=0)
+    bias = _bfloat16(tl.load(bias_ptr + head_row, mask=held, other=0))
+    logits = _round(tl.dot(features, _operand(bits, DOT)) + bias[None, :], DOT)  # as the forward kernel writes them
+    kept = row < rows
+    fast = DOT == tl.bfloat16
+    shape: tl.constexpr = (row.shape[0], BLOCK_COMPONENTS, BLOCK_LEVELS)
+    level = tl.arange(0, BLOCK_LEVELS)[None, None, :]
+    inside = (level < LEVELS) & (tl.arange(0, BLOCK_COMPONENTS)[None, :, None] < COMPONENTS)
+    logits = tl.where(inside, tl.reshape(logits, shape), float("-inf"))
+    shifted = logits - tl.max(logits, axis=2)[:, :, None]
+    log_p = tl.where(inside, shifted - tl.log(tl.sum(_exp(shifted, fast), axis=2))[:, :, None], 0.0)
+    p = tl.where(inside & kept[:, None, None], _exp(log_p, fast), 0.0)
+    component = tl.arange(0, BLOCK_COMPONENTS)[None, :]
+    action = tl.load(actions_ptr + row[:, None].to(tl.int64) * COMPONENTS + component,
+                     mask=kept[:, None] & (component < COMPONENTS), other=-1)
+    taken = tl.where(level == action[:, :, None], 1.0, 0.0)
+    new_log_prob = tl.sum(tl.sum(taken * log_p, axis=2), axis=1)
+    component_entropy = -tl.sum(p * log_p, axis=2)
+    old_log_prob = tl.load(old_log_probs_ptr + row, mask=kept, other=0.0)
+    advantage = tl.load(advantages_ptr + row, mask=kept, other=0.0)
+    ratio = tl.exp(new_log_prob - old_log_prob)
+    unclipped = advantage * ratio
+    clipped = advantage * tl.minimum(tl.maximum(ratio, 1.0 - clip), 1.0 + clip)
+    within = tl.where((ratio >= 1.0 - clip) & (ratio <= 1.0 + clip), 1.0, 0.0)
+    shares = _tie_weight(unclipped, clipped, 1.0) + _tie_weight(clipped, unclipped, within)
+    log_prob_gradient = tl.where(kept, -(shares * advantage) / rows * ratio, 0.0)
+    entropy_gradient = -entropy_coef / rows
+    gradient = (log_prob_gradient[:, None, None] * (taken - p)
+                - entropy_gradient * p * (log_p + component_entropy[:, :, None]))
+    deviation = tl.where(kept, tl.abs(ratio - 1.0), 0.0)
+    return (_as_operand(tl.reshape(gradient, (row.shape[0], BLOCK_COMPONENTS * BLOCK_LEVELS)), DOT), deviation,
+            tl.where(deviation > clip, 1.0, 0.0), tl.where(kept, (ratio - 1.0) - (new_log_prob - old_log_prob), 0.0),
+            tl.where(kept, -tl.minimum(unclipped, clipped), 0.0), tl.sum(component_entropy, axis=1))
+
+
+@triton.jit
+def value_loss_gradient(features, weight_ptr, bias_ptr, old_values_ptr, returns_ptr, row, rows, value_clip,
+                        value_coef, HIDDEN: tl.constexpr, BLOCK_HIDDEN: tl.constexpr, VALUE_CLIP: tl.constexpr):
+    """The value's gradient float32[rows] on a block of rows and its rows' squared errors (0 past the last row): the
+    value's column (float32 weight [1, H] and bias [1]) on the critic's ``features``, against the returns
+    float32[rows]; with VALUE_CLIP the larger of that error and the clipped value's (the rollout's value
+    float32[rows] moved by at most ``value_clip``). Half their mean weighs ``value_coef``."""
+    kept = row < rows
+    value = _column(features, weight_ptr, bias_ptr, HIDDEN, BLOCK_HIDDEN)
+    returns = tl.load(returns_ptr + row, mask=kept, other=0.0)
+    error = value - returns
+    scale = value_coef * 0.5 / rows
+    if VALUE_CLIP:
+        old_value = tl.load(old_values_ptr + row, mask=kept, other=0.0)
+        moved = value - old_value
+        clipped_error = old_value + tl.minimum(tl.maximum(moved, -value_clip), value_clip) - returns
+        within = tl.where((moved >= -value_clip) & (moved <= value_clip), 1.0, 0.0)
+        squared, clipped_squared = error * error, clipped_error * clipped_error
+        # the maximum's gradient: the minimum's, of the errors negated
+        gradient = scale * (_tie_weight(-squared, -clipped_squared, 1.0) * 2.0 * error
+                            + _tie_weight(-clipped_squared, -squared, within) * 2.0 * clipped_error)
+        squared = tl.maximum(squared, clipped_squared)
+    else:
+        squared = error * error
+        gradient = scale * 2.0 * error
+    return tl.where(kept, gradient, 0.0), tl.where(kept, squared, 0.0)
