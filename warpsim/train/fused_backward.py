@@ -298,31 +298,36 @@ class BackwardLaunch:
             return gradient, 1
         return gradient.view(torch.int16), gradient.stride(1)
 
-    def whole_trunk(self, head_gradients: list[torch.Tensor], trunk: int, head: int, with_value: bool,
+    def whole_trunk(self, head_gradients: list[torch.Tensor] | None, trunk: int, head: int, with_value: bool,
                     loss: LossOperands | None = None, statistics: torch.Tensor | None = None,
                     max_registers: int | None = None) -> None:
         """The partial sums of every gradient of the trunk whose weights start at ``weights[trunk]`` and of
         its head, whose weight is ``weights[head]`` (and of the value's, ``with_value``), from the heads' outputs'
-        gradients (the policy's and the value's); with ``loss``, from PPO's loss instead, computed in the kernel,
-        whose sums of the statistics it writes into ``statistics`` float32[R, programs, STATISTICS].
-        ``max_registers``: this launch's, where not the others'."""
+        gradients (the policy's and the value's); with ``loss`` (and None for those), from PPO's loss instead,
+        computed in the kernel, whose sums of the statistics it writes into ``statistics`` float32[R, programs,
+        STATISTICS]. ``max_registers``: this launch's, where not the others'."""
         from warpsim.train.actor_critic_backward_kernel import fused_trunk_backward
 
         outputs, bits, inputs = self.weights[head].shape[1], self.bits, self.inputs
-        gradient, entries = self._head_gradient(head_gradients, head)
         block_outputs, block_levels = power_of_two(outputs), 1
-        if loss is not None and outputs > 1:
-            block_components, block_levels = loss_columns(loss.actions.shape[-1], loss.levels)
-            block_outputs = block_components * block_levels
-        loss_pointers = [gradient] * 8 if loss is None else [
-            bits[head + 1], loss.actions, loss.old_log_probs, loss.advantages, loss.old_values, loss.returns,
-            loss.coefficients, statistics]
+        if loss is None:
+            assert head_gradients is not None
+            (gradient, entries), value_gradient = self._head_gradient(head_gradients, head), head_gradients[1]
+            loss_pointers = [gradient] * 8  # not read
+        else:
+            assert statistics is not None
+            gradient, entries, value_gradient = statistics, 1, statistics  # not read: the kernel computes them
+            loss_pointers = [bits[head + 1], loss.actions, loss.old_log_probs, loss.advantages, loss.old_values,
+                             loss.returns, loss.coefficients, statistics]
+            if outputs > 1:
+                block_components, block_levels = loss_columns(loss.actions.shape[-1], loss.levels)
+                block_outputs = block_components * block_levels
         whole_trunk_inputs = min(WHOLE_TRUNK_BLOCK_INPUTS, power_of_two(inputs))
         fused_trunk_backward[(self.programs, self.observations.shape[0],
                               -(-inputs // (self.first_columns + self.tail_columns)))](
             self.observations.view(torch.int16), self.rows * inputs, *bits[trunk:trunk + 4], bits[head], gradient,
-            bits[10], head_gradients[1], *(self._sums_at(index) for index in (trunk, trunk + 1, trunk + 2, trunk + 3,
-                                                                               head, head + 1, 10, 11)),
+            bits[10], value_gradient, *(self._sums_at(index) for index in (trunk, trunk + 1, trunk + 2, trunk + 3,
+                                                                            head, head + 1, 10, 11)),
             *loss_pointers, self.rows, inputs, self.programs, self.offsets[-1], HIDDEN=self.hidden,
             LAYERS=self.layers, OUTPUTS=outputs, GRADIENT_ENTRIES=entries, WITH_VALUE=with_value,
             BLOCK_ROWS=self.block_rows, BLOCK_INPUTS=whole_trunk_inputs, BLOCK_HIDDEN=power_of_two(self.hidden),

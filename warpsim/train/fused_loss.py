@@ -120,9 +120,8 @@ def launch(observations: torch.Tensor, actions: torch.Tensor, old_log_probs: tor
     operands = LossOperands(actions, old_log_probs, advantages, old_values, returns, coefficients, levels, value_clip)
     partial = observations.new_empty((observations.shape[0], backward.programs, STATISTIC_SLOTS),
                                      dtype=torch.float32)
-    unread = [old_log_probs, old_values]  # the heads' outputs' gradients: the kernel computes them
-    backward.whole_trunk(unread, 0, 8, False, operands, partial)
-    backward.whole_trunk(unread, 4, 10, False, operands, partial, CRITIC_REGISTERS)
+    backward.whole_trunk(None, 0, 8, False, operands, partial)
+    backward.whole_trunk(None, 4, 10, False, operands, partial, CRITIC_REGISTERS)
     largest = partial[:, :, 0].amax(1, keepdim=True)
     return torch.cat([largest, partial[:, :, 1:len(STATISTIC_SUMS)].sum(1)], 1), backward.sums(False)
 
