@@ -23,17 +23,20 @@ def session(tmp_path) -> Path:
     return tmp_path
 
 
+def predicted(model: dict) -> str:
+    """A cost model record's prediction as the table gives it."""
+    return f"{model['rollout']['predicted_ms']:.0f} / {model['update']['predicted_ms']:.0f}"
+
+
 def test_each_policy_tier_record_is_a_row_with_the_models_prediction_for_its_config_and_path(session, capsys):
     """The eager row beside the model's eager baseline, the fused rows beside its fused figures, and those
-    with gradient kernels beside the record's main figures, its own."""
+    with gradient kernels beside its gradient kernels' (the record's main figures being the loss's in them)."""
     assert script.main([str(session), "--top", "3"]) == 0
     lines = capsys.readouterr().out.splitlines()
     rows = [line.split(" | ") for line in lines if line.startswith("| train-ref | train")]
     model = json.loads((session / "iteration-cost.json").read_text())["train-ref"]
-    eager, fused = (f"{model[path]['rollout']['predicted_ms']:.0f} / {model[path]['update']['predicted_ms']:.0f}"
-                    for path in ("baseline", "fused"))
-    kernels = f"{model['rollout']['predicted_ms']:.0f} / {model['update']['predicted_ms']:.0f}"
-    assert len({eager, fused, kernels}) == 3
+    eager, fused, kernels = (predicted(model[path]) for path in ("baseline", "fused", "kernels"))
+    assert len({eager, fused, kernels, predicted(model)}) == 4
     assert [(row[2], row[3], row[4], row[5], row[6]) for row in rows] == [
         ("eager", "2.58e+07", "150.5", "701.2", eager), ("fused", "4.67e+07", "65.6", "404.9", fused),
         ("fused, gradient kernels", "7.79e+07", "44.3", "238.0", kernels),
@@ -80,3 +83,14 @@ def test_the_matrix_products_loading_under_16_bytes_are_told_apart_by_their_kern
     script.main([str(session), "--top", "3"])
     assert ("an optimizer step: 225.3 kernels, 4.250 ms of GPU time; matrix products loading under 16 bytes at a "
             "time: 6 launches, 0.716 ms") in capsys.readouterr().out
+
+
+def test_a_record_with_the_loss_in_the_gradient_kernels_is_named_so_beside_the_models_figures_for_it(session, capsys):
+    records = json.loads((session / "bench" / "nvidia-h200.json").read_text())
+    loss = next(dict(record, update={**record["update"], "loss_kernels": True}) for record in reversed(records)
+                if record["config"] == "train-ref" and record.get("update", {}).get("gradient_kernels"))
+    (session / "bench" / "nvidia-h200.json").write_text(json.dumps([loss]))
+    assert script.main([str(session)]) == 0
+    (row,) = [line.split(" | ") for line in capsys.readouterr().out.splitlines() if line.startswith("| train-ref")]
+    model = json.loads((session / "iteration-cost.json").read_text())["train-ref"]
+    assert model["path"] == "loss" and (row[2], row[6]) == ("fused, the loss in the gradient kernels", predicted(model))
