@@ -44,6 +44,7 @@ from warpsim.source_commit import source_commit
 from warpsim.train import categorical_terms, fused_backward, fused_forward, fused_loss
 from warpsim.train.action_heads import CategoricalHeads, roles_noise
 from warpsim.train.config import TrainConfig
+from warpsim.train.fused_backward import TrunkLaunch
 from warpsim.train.policy import RolePolicies
 from warpsim.train.run_policies import RunPolicies
 
@@ -63,6 +64,17 @@ one program; held to 128 by 8 at 32 rows, two programs an SM, with 192 bytes of 
 24 and none; ptxas, sm_90) or a layer's (``launch_backward``'s ``whole_trunks``); the last the default before rows
 were aligned. A block of 32 rows by 8 warps issues 120 machine instructions a row in the actor's program, 16 by 8
 held to 128 registers 162, 32 by 8 held so 133: which keeps an SM the busier, only a GPU tells."""
+
+
+LOSS_LAUNCH_SHAPES = [
+    (TrunkLaunch(16, 4, None), TrunkLaunch(32, 8, 128)), (TrunkLaunch(32, 8, None), TrunkLaunch(32, 8, 128)),
+    (TrunkLaunch(16, 4, None), TrunkLaunch(16, 4, None)), (TrunkLaunch(16, 8, None), TrunkLaunch(16, 8, None)),
+    (TrunkLaunch(32, 8, 168), TrunkLaunch(32, 8, 128))]
+"""(the actor's program, the critic's) at which a GPU times the gradients' kernels computing the loss
+(``fused_loss.launch``): the default first (``fused_loss.ACTOR_LAUNCH``, ``CRITIC_LAUNCH``), then the shape of the
+gradients' kernels without the loss (the actor's one program an SM), both trunks at 16 rows by 4 warps (the critic's
+220 registers, two programs an SM, 120 instructions a row against 142) and by 8 (one program, fewer registers), and
+the actor's held to 168 registers (120 bytes of spills; ptxas, sm_90, at train-ref's shapes)."""
 
 
 def timed(step, repeats: int, device: torch.device) -> float:
@@ -296,7 +308,8 @@ def loss_times(policies: RunPolicies, names: list[str], inputs: list[torch.Tenso
     a minibatch: computed in the gradients' kernels (``fused_loss.ppo_loss_gradients``, ``gradient_kernels='loss'``)
     against the kernels that the update runs without it (the networks' forward kernel, the loss's kernels of
     discrete actions both ways and the gradients' kernels; the loss's own arithmetic between them, which the compiled
-    step fuses into a few kernels, left out). None where no role's are taken."""
+    step fuses into a few kernels, left out); on a GPU the former also at each of ``LOSS_LAUNCH_SHAPES``. None where
+    no role's are taken."""
     cases = []
     for name, batch in zip(names, inputs):
         head, network = policies.heads[name], policies.network(name)
@@ -326,7 +339,22 @@ def loss_times(policies: RunPolicies, names: list[str], inputs: list[torch.Tenso
 
     with torch.no_grad():
         return {"in_kernels_ms": 1e3 * timed(in_kernels, repeats, device),
-                "apart_ms": 1e3 * timed(apart, repeats, device)}
+                "apart_ms": 1e3 * timed(apart, repeats, device),
+                "launch_shapes": loss_launch_shape_times(cases, repeats, device) if device.type == "cuda" else []}
+
+
+def loss_launch_shape_times(cases: list[tuple], repeats: int, device: torch.device) -> list[dict]:
+    """The gradients' kernels computing the loss (``fused_loss.launch``) at each of ``LOSS_LAUNCH_SHAPES``, on
+    ``cases``: (``fused_operands``, actions int32[1, B, A], columns float32[4, 1, B] (the log-probabilities when
+    sampled, the advantages, the values, the returns), coefficients float32[1, 4], levels) of each role."""
+    def at_shape(actor: TrunkLaunch, critic: TrunkLaunch) -> None:
+        for (observations, *weights, _), actions, columns, coefficients, levels in cases:
+            fused_loss.launch(observations, actions, *columns, coefficients, levels[0], False, *weights, actor=actor,
+                              critic=critic)
+
+    return [{"actor": actor._asdict(), "critic": critic._asdict(),
+             "ms": 1e3 * timed(functools.partial(at_shape, actor, critic), repeats, device)}
+            for actor, critic in LOSS_LAUNCH_SHAPES]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -371,6 +399,11 @@ def main(argv: list[str] | None = None) -> int:
     if result["loss"]:
         print(f"  their update's loss and gradients, in the gradients' kernels {result['loss']['in_kernels_ms']:.3f} "
               f"ms, their kernels apart {result['loss']['apart_ms']:.3f} ms")
+        for shape in result["loss"]["launch_shapes"]:
+            actor, critic = (f"{part['block_rows']} rows x {part['warps']} warps"
+                             + (f" held to {part['max_registers']} registers" if part["max_registers"] else "")
+                             for part in (shape["actor"], shape["critic"]))
+            print(f"    the actor's programs {actor}, the critic's {critic}: {shape['ms']:.3f} ms")
     print(saved_note(args.results_dir, [path]))
     return 0
 

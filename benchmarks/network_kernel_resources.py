@@ -157,8 +157,8 @@ def trunk_backward_launch(outputs: int, with_value: bool, aligned: bool, unrolle
     (``with_value``); not ``unrolled``, its first layer's products in a loop (``fused_backward.input_chunks``); not
     ``narrow_tail``, the inputs in whole blocks of 64 and the first layer's weight's gradient in one block of 128,
     where the launch takes a narrower block for the 16 inputs past 64 (``fused_backward.first_layer_columns``);
-    with ``loss``, as ``fused_loss.launch`` launches it, computing PPO's loss of two components of 21 actions (the
-    actor's) or of the value's unclipped error (the critic's)."""
+    with ``loss``, as ``fused_loss.launch`` launches it (``ACTOR_LAUNCH``, ``CRITIC_LAUNCH``), computing PPO's loss
+    of two components of 21 actions (the actor's) or of the value's unclipped error (the critic's)."""
     from warpsim.train.actor_critic_backward_kernel import fused_trunk_backward
     hidden, block_inputs = fused_backward.WHOLE_TRUNK_HIDDEN, fused_backward.WHOLE_TRUNK_BLOCK_INPUTS
     if narrow_tail:
@@ -181,10 +181,14 @@ def trunk_backward_launch(outputs: int, with_value: bool, aligned: bool, unrolle
     float32 |= {"value_weight_ptr", "value_gradient_ptr", "old_log_probs_ptr", "advantages_ptr", "old_values_ptr",
                 "returns_ptr", "coefficients_ptr", "statistics_ptr"}
     float32 |= {"head_weight_ptr", "head_gradient_ptr", "head_bias_ptr"} if outputs == 1 else set()
-    return dict(kernel=fused_trunk_backward, constants=constants, float32=float32,
-                warps=fused_backward.backward_warps(hidden, True),
+    shape = fused_backward.TrunkLaunch(fused_backward.BACKWARD_BLOCK_ROWS, fused_backward.backward_warps(hidden, True),
+                                       None)
+    if loss:
+        shape = fused_loss.ACTOR_LAUNCH if outputs > 1 else fused_loss.CRITIC_LAUNCH
+    constants["BLOCK_ROWS"] = shape.block_rows
+    return dict(kernel=fused_trunk_backward, constants=constants, float32=float32, warps=shape.warps,
                 divisible=frozenset({"run_stride", "inputs"} if aligned else ()), pointers={"actions_ptr": "*i32"},
-                max_registers=fused_loss.CRITIC_REGISTERS if loss and outputs == 1 else None)
+                max_registers=shape.max_registers)
 
 
 def trunk_backward(outputs: int, with_value: bool, aligned: bool, unrolled: bool = True,
@@ -255,8 +259,10 @@ def table() -> str:
                  trunk_backward(outputs, with_value, aligned))
                 for name, outputs, with_value in (("actor", 42, False), ("critic", 1, False))
                 for aligned in (False, True)]
-    entries += [(f"gradients with the loss, {name}", "32 rows x 8 warps", rows(True), 1,
-                 trunk_backward(outputs, False, True, loss=True)) for name, outputs in (("actor", 42), ("critic", 1))]
+    entries += [(f"gradients with the loss, {name}", f"{shape.block_rows} rows x {shape.warps} warps", rows(True), 1,
+                 trunk_backward(outputs, False, True, loss=True))
+                for name, outputs, shape in (("actor", 42, fused_loss.ACTOR_LAUNCH),
+                                             ("critic", 1, fused_loss.CRITIC_LAUNCH))]
     entries += [(name, f"{categorical_terms.BLOCK_ROWS} rows x 4 warps", "42 logits", 1, categorical(kernel_name))
                 for name, kernel_name in (("loss's log-probabilities and entropy", "categorical_terms"),
                                           ("loss's gradient", "categorical_terms_backward"))]

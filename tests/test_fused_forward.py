@@ -446,6 +446,40 @@ print(json.dumps(script.launch_shape_times([arguments], [(*output_gradients(argu
     assert all(shape["ms"] > 0 for shape in (forward, before, whole, by_layer, whole_before))
 
 
+def test_its_benchmarks_launch_shapes_of_the_loss_in_the_gradients_kernels_run_in_tritons_interpreter():
+    """The GPU's sweep of the loss's launch shapes (``loss_launch_shape_times``), at two of them, on the CPU through
+    the interpreter: a time for each, under each trunk's shape."""
+    pytest.importorskip("triton")
+    tests = Path(__file__).resolve().parent
+    case = dict(CASES[0], outputs=42)
+    program = f"""
+import json, sys
+import torch
+sys.path[:0] = [{str(tests)!r}]
+from helpers import load_script
+from interpret_actor_critic import weights
+from pathlib import Path
+script = load_script(Path({str(tests.parent / "benchmarks" / "fused_forward.py")!r}))
+from warpsim.train.fused_backward import TrunkLaunch
+script.LOSS_LAUNCH_SHAPES = [(TrunkLaunch(16, 4, None), TrunkLaunch(32, 8, 128)),
+                             (TrunkLaunch(32, 8, None), TrunkLaunch(16, 4, None))]
+operands = weights({case!r})
+rows = operands[0].shape[1]
+actions = torch.randint(0, 21, (1, rows, 2), dtype=torch.int32)
+case = ([operand[:1] if isinstance(operand, torch.Tensor) else operand for operand in operands], actions,
+        torch.randn(4, 1, rows), torch.tensor([[0.2, 0.0, 0.5, 0.01]]), [21, 21])
+print(json.dumps(script.loss_launch_shape_times([case], 1, torch.device("cpu"))))
+"""
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                            env={**os.environ, "TRITON_INTERPRET": "1"}, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    first, second = json.loads(result.stdout)
+    assert (first["actor"], first["critic"]) == ({"block_rows": 16, "warps": 4, "max_registers": None},
+                                                 {"block_rows": 32, "warps": 8, "max_registers": 128})
+    assert (second["actor"]["block_rows"], second["critic"]["block_rows"]) == (32, 16)
+    assert first["ms"] > 0 and second["ms"] > 0
+
+
 def test_the_kernel_refuses_weights_that_are_not_bfloat16():
     """Their bits are read as bfloat16: float32 weights would be read as garbage, not refused later."""
     pytest.importorskip("triton")

@@ -264,6 +264,15 @@ def loss_columns(components: int, levels: int) -> tuple[int, int]:
     return block_components, max(power_of_two(levels, least=1), 16 // block_components)
 
 
+class TrunkLaunch(NamedTuple):
+    """A program of a whole trunk's gradients' kernel: its rows, its warps, and the registers a thread is held to
+    (None: ptxas's choice)."""
+
+    block_rows: int
+    warps: int
+    max_registers: int | None
+
+
 class BackwardLaunch:
     """The launches of the gradients' kernels on one minibatch: ``whole_trunk`` or ``layer`` for each part of the
     networks, then ``sums``. ``actor_critic``'s observations and its twelve weights and biases (``weights``); a
@@ -300,12 +309,12 @@ class BackwardLaunch:
 
     def whole_trunk(self, head_gradients: list[torch.Tensor] | None, trunk: int, head: int, with_value: bool,
                     loss: LossOperands | None = None, statistics: torch.Tensor | None = None,
-                    max_registers: int | None = None) -> None:
+                    shape: TrunkLaunch | None = None) -> None:
         """The partial sums of every gradient of the trunk whose weights start at ``weights[trunk]`` and of
         its head, whose weight is ``weights[head]`` (and of the value's, ``with_value``), from the heads' outputs'
         gradients (the policy's and the value's); with ``loss`` (and None for those), from PPO's loss instead,
         computed in the kernel, whose sums of the statistics it writes into ``statistics`` float32[R, programs,
-        STATISTICS]. ``max_registers``: this launch's, where not the others'."""
+        STATISTICS]. ``shape``: this launch's program, where not the others' (its rows at most theirs)."""
         from warpsim.train.actor_critic_backward_kernel import fused_trunk_backward
 
         outputs, bits, inputs = self.weights[head].shape[1], self.bits, self.inputs
@@ -330,13 +339,15 @@ class BackwardLaunch:
                                                                             head, head + 1, 10, 11)),
             *loss_pointers, self.rows, inputs, self.programs, self.offsets[-1], HIDDEN=self.hidden,
             LAYERS=self.layers, OUTPUTS=outputs, GRADIENT_ENTRIES=entries, WITH_VALUE=with_value,
-            BLOCK_ROWS=self.block_rows, BLOCK_INPUTS=whole_trunk_inputs, BLOCK_HIDDEN=power_of_two(self.hidden),
+            BLOCK_ROWS=shape.block_rows if shape else self.block_rows, BLOCK_INPUTS=whole_trunk_inputs,
+            BLOCK_HIDDEN=power_of_two(self.hidden),
             BLOCK_OUTPUTS=block_outputs, BLOCK_IN=self.first_columns, TAIL_IN=self.tail_columns, DOT=self.dot,
             LOSS=loss is not None, COMPONENTS=0 if loss is None else loss.actions.shape[-1],
             LEVELS=0 if loss is None else loss.levels, BLOCK_LEVELS=block_levels,
             VALUE_CLIP=loss is not None and loss.value_clip,
-            **chunk_constants(inputs, whole_trunk_inputs), num_warps=self.warps, num_stages=self.stages,
-            maxnreg=max_registers or self.max_registers, **triton_launch.OPTIONS)
+            **chunk_constants(inputs, whole_trunk_inputs), num_warps=shape.warps if shape else self.warps,
+            num_stages=self.stages, maxnreg=shape.max_registers if shape else self.max_registers,
+            **triton_launch.OPTIONS)
 
     def layer(self, head_gradients: list[torch.Tensor], trunk: int, target: int, head: int, with_value: bool) -> None:
         """The partial sums of the gradients of layer ``target``'s weight and bias of the trunk whose

@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 
 from warpsim.train import categorical_terms, fused_backward, fused_forward, ppo
-from warpsim.train.fused_backward import LossOperands
+from warpsim.train.fused_backward import LossOperands, TrunkLaunch
 
 STATISTIC_SUMS = ("ratio_deviation", "clipped", "approx_kl", "policy_loss", "squared_error", "entropy")
 """What the kernel keeps of a minibatch's rows, per program, in the order of its slots: the largest ratio deviation,
@@ -23,10 +23,14 @@ and sums (``loss.STATS`` times the rows; the squared errors, twice the value los
 STATISTIC_SLOTS = 8
 """The slots of a program's sums of the statistics: ``STATISTIC_SUMS``, then unused ones to a power of two (a
 Triton block's size)."""
-CRITIC_REGISTERS = 128
-"""A thread's registers in the critic's launch: two programs an SM, as without the loss, and no spills (ptxas, sm_90,
-at train-ref's shapes; left to its choice, 168 and one program an SM). The actor's, at 220, spills when held to
-fewer (benchmarks/network_kernel_resources.py)."""
+ACTOR_LAUNCH = TrunkLaunch(16, 4, None)
+"""The actor's program: 16 rows by 4 warps, 254 registers and two programs an SM, 248 machine instructions a row;
+32 rows by 8 warps, as without the loss, took 220 registers and one program, 292 instructions a row (ptxas, sm_90,
+at train-ref's shapes; benchmarks/network_kernel_resources.py). Not yet timed on a GPU
+(benchmarks/fused_forward.py's ``LOSS_LAUNCH_SHAPES`` times the others)."""
+CRITIC_LAUNCH = TrunkLaunch(32, 8, 128)
+"""The critic's program: held to 128 registers, two programs an SM as without the loss, no spills, 142 instructions
+a row (left to its choice, 168 registers and one program an SM)."""
 
 
 @torch.library.custom_op("warpsim::ppo_loss_gradients", mutates_args=(), tags=(torch.Tag.flexible_layout,))
@@ -109,19 +113,21 @@ def _(observations, actions, old_log_probs, advantages, old_values, returns, coe
 
 def launch(observations: torch.Tensor, actions: torch.Tensor, old_log_probs: torch.Tensor, advantages: torch.Tensor,
            old_values: torch.Tensor, returns: torch.Tensor, coefficients: torch.Tensor, levels: int, value_clip: bool,
-           *weights: torch.Tensor, programs: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+           *weights: torch.Tensor, programs: int | None = None, actor: TrunkLaunch = ACTOR_LAUNCH,
+           critic: TrunkLaunch = CRITIC_LAUNCH) -> tuple[torch.Tensor, torch.Tensor]:
     """``ppo_loss_gradients`` by the whole-trunk gradients' kernel (``actor_critic_backward_kernel``), one launch
-    per trunk, on the observations' device (a CPU through Triton's interpreter); ``programs`` as
-    ``fused_backward.launch_backward`` takes them."""
-    backward = fused_backward.BackwardLaunch(observations, list(weights), fused_backward.BACKWARD_BLOCK_ROWS, None,
-                                             programs, True, 1, None)
+    per trunk at its program's shape (``actor``, ``critic``), on the observations' device (a CPU through Triton's
+    interpreter); ``programs`` as ``fused_backward.launch_backward`` takes them (by default as many as the larger
+    block of rows makes)."""
+    backward = fused_backward.BackwardLaunch(observations, list(weights), max(actor.block_rows, critic.block_rows),
+                                             None, programs, True, 1, None)
     actions, old_log_probs, advantages, old_values, returns, coefficients = (
         tensor.contiguous() for tensor in (actions, old_log_probs, advantages, old_values, returns, coefficients))
     operands = LossOperands(actions, old_log_probs, advantages, old_values, returns, coefficients, levels, value_clip)
     partial = observations.new_empty((observations.shape[0], backward.programs, STATISTIC_SLOTS),
                                      dtype=torch.float32)
-    backward.whole_trunk(None, 0, 8, False, operands, partial)
-    backward.whole_trunk(None, 4, 10, False, operands, partial, CRITIC_REGISTERS)
+    backward.whole_trunk(None, 0, 8, False, operands, partial, actor)
+    backward.whole_trunk(None, 4, 10, False, operands, partial, critic)
     largest = partial[:, :, 0].amax(1, keepdim=True)
     return torch.cat([largest, partial[:, :, 1:len(STATISTIC_SUMS)].sum(1)], 1), backward.sums(False)
 
