@@ -2,7 +2,7 @@
 against ``fused_loss.ppo_loss_gradients``' CPU form, for each case given as JSON on the command line
 (``interpret_actor_critic.CASES``' fields with ``levels``, a list of equal sizes, as ``outputs``; ``programs``:
 partial sums per run; ``value_clip``). Prints as JSON, for each case, each gradient's largest difference relative to
-its largest entry and that entry, and each statistic's sums both ways. Run with ``TRITON_INTERPRET=1`` set.
+its largest entry and that entry, and each statistic of each run both ways. Run with ``TRITON_INTERPRET=1`` set.
 
     TRITON_INTERPRET=1 python tests/interpret_ppo_loss.py '[{"runs": 2, ...}]'
 """
@@ -15,6 +15,7 @@ from interpret_actor_critic import weights
 from interpret_actor_critic_backward import NAMES, largest, relative_difference
 
 from warpsim.train import fused_backward, fused_forward, fused_loss, ppo
+from warpsim.train.loss import STATS
 
 
 def minibatch(case: dict, arguments: tuple) -> tuple:
@@ -42,16 +43,15 @@ def main() -> None:
     for case in json.loads(sys.argv[1]):
         arguments = weights(case)
         operands = (arguments[0], *minibatch(case, arguments), *arguments[1:-1])
-        sums, gradients = fused_loss.ppo_loss_gradients(*operands)
-        kernel_sums, kernel_gradients = fused_loss.launch(*operands, programs=case["programs"])
+        statistics, gradients = fused_loss.ppo_loss_gradients(*operands)
+        kernel_statistics, kernel_gradients = fused_loss.launch(*operands, programs=case["programs"])
         weights_of = list(arguments[1:-1])
         pairs = zip(NAMES, fused_backward.split_gradients(kernel_gradients, weights_of),
                     fused_backward.split_gradients(gradients, weights_of))
         found.append({"gradients": {name: {"difference": relative_difference(mine, theirs), "largest": largest(theirs)}
                                     for name, mine, theirs in pairs},
-                      "sums": {name: [float(mine), float(theirs)] for name, mine, theirs in
-                               zip(fused_loss.STATISTIC_SUMS, kernel_sums.T.flatten(), sums.T.flatten())}
-                      | {"runs": sums.shape[0]}})
+                      "statistics": {name: [mine.tolist(), theirs.tolist()] for name, mine, theirs in
+                                     zip(STATS, kernel_statistics.T, statistics.T, strict=True)}})
     print(json.dumps(found))
 
 

@@ -249,8 +249,9 @@ def fused_trunk_backward(
     advantages (normalised) float32[R, B] for a policy head of COMPONENTS x LEVELS logits, a component's in
     BLOCK_LEVELS columns of the head's BLOCK_OUTPUTS (``fused_backward.loss_columns``); the rollout's values
     and the returns float32[R, B] for the value's column (clipped with VALUE_CLIP); the run's coefficients
-    float32[R, 4] (clip, value_clip, value_coef, entropy_coef). Program (p, r, 0) stores its sums of the
-    statistics at ``statistics_ptr`` float32[R, programs, STATISTICS] (the policy's slots, or the value's)."""
+    float32[R, 4] (clip, value_clip, value_coef, entropy_coef). Program (p, r, 0) stores its part of the
+    statistics at ``statistics_ptr`` float32[R, programs, STATISTICS] (``ppo_loss_kernel.row_statistics``: the
+    policy's slots, or the value's)."""
     program, run, first_column = tl.program_id(0), tl.program_id(1), tl.program_id(2) * BLOCK_IN
     (observations_ptr, weight_ptr, bias_ptr, hidden_weights_ptr, hidden_biases_ptr, head_weight_ptr, head_gradient_ptr,
      value_weight_ptr, value_gradient_ptr) = _of_run(
@@ -359,6 +360,7 @@ def fused_trunk_backward(
             mine = slot == 4
         else:
             mine = slot != 4
-        statistics = row_statistics(deviations, clipped_terms, kl_terms, policy_terms, squared_terms, entropy_terms)
+        statistics = row_statistics(deviations, clipped_terms, kl_terms, policy_terms, squared_terms, entropy_terms,
+                                    rows)
         tl.store(statistics_ptr + (run * programs + program) * STATISTICS + slot, statistics,
                  mask=mine & (slot < STATISTICS * others))

@@ -313,8 +313,8 @@ class BackwardLaunch:
         """The partial sums of every gradient of the trunk whose weights start at ``weights[trunk]`` and of
         its head, whose weight is ``weights[head]`` (and of the value's, ``with_value``), from the heads' outputs'
         gradients (the policy's and the value's); with ``loss`` (and None for those), from PPO's loss instead,
-        computed in the kernel, whose sums of the statistics it writes into ``statistics`` float32[R, programs,
-        STATISTICS]. ``shape``: this launch's program, where not the others' (its rows at most theirs)."""
+        computed in the kernel, whose part of the statistics each program writes into ``statistics`` float32[R,
+        programs, STATISTICS]. ``shape``: this launch's program, where not the others' (its rows at most theirs)."""
         from warpsim.train.actor_critic_backward_kernel import fused_trunk_backward
 
         outputs, bits, inputs = self.weights[head].shape[1], self.bits, self.inputs

@@ -17,12 +17,12 @@ import torch
 from warpsim.train import categorical_terms, fused_backward, fused_forward, ppo
 from warpsim.train.fused_backward import LossOperands, TrunkLaunch
 
-STATISTIC_SUMS = ("ratio_deviation", "clipped", "approx_kl", "policy_loss", "squared_error", "entropy")
-"""What the kernel keeps of a minibatch's rows, per program, in the order of its slots: the largest ratio deviation,
-and sums (``loss.STATS`` times the rows; the squared errors, twice the value loss times the rows)."""
+STATISTICS = 6
+"""The minibatch's statistics that ``ppo_loss_gradients`` gives, ``loss.STATS`` in its order: the largest ratio
+deviation, and means over the rows (the clip fraction, approx_kl, the policy loss, the value loss, the entropy)."""
 STATISTIC_SLOTS = 8
-"""The slots of a program's sums of the statistics: ``STATISTIC_SUMS``, then unused ones to a power of two (a
-Triton block's size)."""
+"""A program's slots of them in the kernel: its rows' largest deviation and its share of each mean (its rows' sum
+over the minibatch's), then unused slots to a power of two (a Triton block's size)."""
 ACTOR_LAUNCH = TrunkLaunch(16, 4, None)
 """The actor's program: 16 rows by 4 warps, 254 registers and two programs an SM, 248 machine instructions a row;
 32 rows by 8 warps, as without the loss, took 220 registers and one program, 292 instructions a row (ptxas, sm_90,
@@ -41,8 +41,8 @@ def ppo_loss_gradients(observations: torch.Tensor, actions: torch.Tensor, old_lo
                        critic_weight: torch.Tensor, critic_bias: torch.Tensor, critic_hidden_weights: torch.Tensor,
                        critic_hidden_biases: torch.Tensor, policy_weight: torch.Tensor, policy_bias: torch.Tensor,
                        value_weight: torch.Tensor, value_bias: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(sums float32[R, 6]: the ``STATISTIC_SUMS`` of each run's minibatch; gradients float32[R, G]: of its loss at
-    the twelve weights and biases, as ``fused_backward.actor_critic_backward`` gives them). The networks as
+    """(statistics float32[R, STATISTICS]: ``loss.STATS`` of each run's minibatch; gradients float32[R, G]: of its
+    loss at the twelve weights and biases, as ``fused_backward.actor_critic_backward`` gives them). The networks as
     ``fused_forward.actor_critic`` takes them, with a trunk each; the minibatch and the coefficients as
     ``fused_backward.LossOperands`` holds them, the actions of A components of ``levels`` logits each."""
     weights = [actor_weight, actor_bias, actor_hidden_weights, actor_hidden_biases, critic_weight, critic_bias,
@@ -50,13 +50,13 @@ def ppo_loss_gradients(observations: torch.Tensor, actions: torch.Tensor, old_lo
     policy, values = fused_forward.actor_critic(observations, *weights, False)
     logits = policy[..., :policy_weight.shape[1]]
     operands = LossOperands(actions, old_log_probs, advantages, old_values, returns, coefficients, levels, value_clip)
-    log_prob_gradient, entropy_gradient, value_gradient, sums = _loss_gradients(logits, values, operands)
+    log_prob_gradient, entropy_gradient, value_gradient, statistics = _loss_gradients(logits, values, operands)
     components = [levels] * actions.shape[-1]
     policy_gradient = categorical_terms.categorical_terms_backward(log_prob_gradient, entropy_gradient, logits,
                                                                    actions, components)
     gradients = fused_backward.actor_critic_backward(policy_gradient[..., :logits.shape[-1]], value_gradient,
                                                      observations, *weights, False)
-    return sums, gradients
+    return statistics, gradients
 
 
 def _tie_weight(mine: torch.Tensor, other: torch.Tensor, passed: torch.Tensor | float) -> torch.Tensor:
@@ -68,7 +68,7 @@ def _tie_weight(mine: torch.Tensor, other: torch.Tensor, passed: torch.Tensor | 
 def _loss_gradients(logits: torch.Tensor, values: torch.Tensor,
                     operands: LossOperands) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """The loss's gradients at the taken actions' joint log-probability, at the joint entropy and at the values
-    float32[R, B]; and the ``STATISTIC_SUMS`` float32[R, 6]."""
+    float32[R, B]; and ``loss.STATS`` float32[R, STATISTICS], as ``loss.MinibatchLoss`` computes them."""
     rows = values.shape[-1]
     clip, value_clip, value_coef, entropy_coef = operands.coefficients.unbind(-1)
     clip, value_clip = clip[:, None], value_clip[:, None]
@@ -96,10 +96,11 @@ def _loss_gradients(logits: torch.Tensor, values: torch.Tensor,
         squared = error * error
         value_gradient = scale * 2.0 * error
     deviation = (ratio - 1.0).abs()
-    sums = torch.stack([deviation.amax(-1), (deviation > clip).float().sum(-1),
-                        ((ratio - 1.0) - (new_log_prob - old_log_prob)).sum(-1),
-                        -torch.minimum(unclipped, clipped).sum(-1), squared.sum(-1), entropy.sum(-1)], -1)
-    return log_prob_gradient, entropy_gradient.contiguous(), value_gradient, sums
+    statistics = torch.stack([deviation.amax(-1), (deviation > clip).float().mean(-1),
+                              ((ratio - 1.0) - (new_log_prob - old_log_prob)).mean(-1),
+                              -torch.minimum(unclipped, clipped).mean(-1), 0.5 * squared.mean(-1), entropy.mean(-1)],
+                             -1)
+    return log_prob_gradient, entropy_gradient.contiguous(), value_gradient, statistics
 
 
 @ppo_loss_gradients.register_fake
@@ -107,7 +108,7 @@ def _(observations, actions, old_log_probs, advantages, old_values, returns, coe
       *weights):
     runs = observations.shape[0]
     entries = fused_backward.gradient_offsets(list(weights), runs)[-1]
-    return (observations.new_empty((runs, len(STATISTIC_SUMS)), dtype=torch.float32),
+    return (observations.new_empty((runs, STATISTICS), dtype=torch.float32),
             observations.new_empty((runs, entries), dtype=torch.float32))
 
 
@@ -129,7 +130,7 @@ def launch(observations: torch.Tensor, actions: torch.Tensor, old_log_probs: tor
     backward.whole_trunk(None, 0, 8, False, operands, partial, actor)
     backward.whole_trunk(None, 4, 10, False, operands, partial, critic)
     largest = partial[:, :, 0].amax(1, keepdim=True)
-    return torch.cat([largest, partial[:, :, 1:len(STATISTIC_SUMS)].sum(1)], 1), backward.sums(False)
+    return torch.cat([largest, partial[:, :, 1:STATISTICS].sum(1)], 1), backward.sums(False)
 
 
 @ppo_loss_gradients.register_kernel("cuda")
@@ -151,11 +152,8 @@ class DifferentiablePPOLoss(torch.autograd.Function):
     @staticmethod
     def forward(observations, actions, old_log_probs, advantages, old_values, returns, coefficients, levels, value_clip,
                 *weights):
-        sums, gradients = ppo_loss_gradients(observations, actions, old_log_probs, advantages, old_values, returns,
-                                             coefficients, levels, value_clip, *weights)
-        rows = observations.shape[1]
-        statistics = sums * torch.tensor([1.0, 1.0 / rows, 1.0 / rows, 1.0 / rows, 0.5 / rows, 1.0 / rows],
-                                         device=sums.device)
+        statistics, gradients = ppo_loss_gradients(observations, actions, old_log_probs, advantages, old_values,
+                                                   returns, coefficients, levels, value_clip, *weights)
         loss = statistics[:, 3] + coefficients[:, 2] * statistics[:, 4] - coefficients[:, 3] * statistics[:, 5]
         return loss, statistics, gradients
 

@@ -13,7 +13,7 @@ from warpsim.train.categorical_terms_kernel import _exp
 from warpsim.train.fused_loss import STATISTIC_SLOTS
 
 STATISTICS = tl.constexpr(STATISTIC_SLOTS)
-"""Slots of a program's sums of the statistics (``fused_loss.STATISTIC_SUMS`` in the first)."""
+"""Slots of a program's part of the statistics (``fused_loss.STATISTIC_SLOTS``)."""
 
 
 @triton.jit
@@ -24,13 +24,15 @@ def _tie_weight(mine, other, passed):
 
 
 @triton.jit
-def row_statistics(deviation, clipped, approx_kl, policy, squared, entropy):
-    """A program's ``STATISTIC_SUMS`` float32[STATISTICS] from its rows' terms, each float32[rows] summed over its
-    blocks of rows: the largest ratio ``deviation``, and the others' sums."""
+def row_statistics(deviation, clipped, approx_kl, policy, squared, entropy, rows):
+    """A program's part of ``loss.STATS`` float32[STATISTICS] from its rows' terms, each float32[rows of a block]
+    summed over its blocks: the largest ratio ``deviation``, and the others' sums over the minibatch's ``rows`` (the
+    squared errors' halved: the value loss)."""
     slot = tl.arange(0, STATISTICS)
-    sums = tl.where(slot == 0, tl.max(deviation), 0.0) + tl.where(slot == 1, tl.sum(clipped), 0.0)
-    sums += tl.where(slot == 2, tl.sum(approx_kl), 0.0) + tl.where(slot == 3, tl.sum(policy), 0.0)
-    return sums + tl.where(slot == 4, tl.sum(squared), 0.0) + tl.where(slot == 5, tl.sum(entropy), 0.0)
+    sums = tl.where(slot == 1, tl.sum(clipped), 0.0) + tl.where(slot == 2, tl.sum(approx_kl), 0.0)
+    sums += tl.where(slot == 3, tl.sum(policy), 0.0) + tl.where(slot == 4, 0.5 * tl.sum(squared), 0.0)
+    sums += tl.where(slot == 5, tl.sum(entropy), 0.0)
+    return tl.where(slot == 0, tl.max(deviation), sums / rows)
 
 
 @triton.jit
