@@ -15,8 +15,8 @@ eager computation, so only the Python path is exercised. The kernel's bytes are 
 also timed alone at each launch shape (rows and warps per program). The update's side is timed
 as a forward pass with gradients and a backward pass from random gradients of the outputs, the
 eager networks' (autograd) against the kernels' (``launch_backward``, also at each of its launch
-shapes on a GPU). Autograd's products whose rows are not aligned (the first layers, the policy head)
-are timed as they are and padded (``product_alignment_times``). The discrete roles' rollout step is timed
+shapes on a GPU, and at numbers of programs that are multiples of its SMs). Autograd's products whose rows are
+not aligned (the first layers, the policy head) are timed as they are and padded (``product_alignment_times``). The discrete roles' rollout step is timed
 with their actions sampled in the kernel and sampled after it in torch (``sampling_times``), and their update's loss
 and gradients computed in the gradients' kernels against the kernels apart (``loss_times``). The record
 (device, config, commit) is summarised on a few lines, and with --results-dir DIR appended to
@@ -157,6 +157,24 @@ def launch_shape_times(operands: list[tuple], backward_operands: list[tuple], in
     return forward_times, backward_times
 
 
+PROGRAM_WAVES = (2, 4, 8)
+"""Programs of the gradients' kernels per run, as multiples of the GPU's SMs, at which a GPU times them beside the
+default (``fused_backward.PARTIAL_SUMS``, 512 over the runs: on an H200's 132 SMs the actor's last wave is 88% full,
+one program an SM)."""
+
+
+def program_count_times(backward_operands: list[tuple], multiprocessors: int, repeats: int,
+                        device: torch.device) -> list[dict]:
+    """The gradients' kernels at their default shape on ``backward_operands`` (one run's), with the default number
+    of programs (``programs`` None) and with each of ``PROGRAM_WAVES`` times ``multiprocessors``."""
+    def backward(programs: int | None) -> None:
+        for arguments in backward_operands:
+            fused_backward.launch_backward(*arguments, programs=programs)
+
+    return [{"programs": programs, "ms": 1e3 * timed(functools.partial(backward, programs), repeats, device)}
+            for programs in (None, *(waves * multiprocessors for waves in PROGRAM_WAVES))]
+
+
 def product_alignment_times(networks: list, inputs: list[torch.Tensor], repeats: int,
                             device: torch.device) -> list[dict]:
     """The products of autograd's update (the fused path without gradient kernels) whose operands' rows are not
@@ -261,6 +279,9 @@ def measure(config_name: str, num_envs: int, repeats: int, device: torch.device,
     # the kernels alone at each launch shape, on a GPU: the defaults' choice, measured
     shapes, backward_shapes = launch_shape_times(operands, backward_operands, [batch.shape[-1] for batch in inputs],
                                                  repeats, device) if device.type == "cuda" else ([], [])
+    program_counts = program_count_times(
+        backward_operands, torch.cuda.get_device_properties(device).multi_processor_count, repeats,
+        device) if device.type == "cuda" else []
     return {"config": config_name, "num_envs": num_envs, "hidden_size": hidden_size, "agents": agents,
             "eager_ms": 1e3 * eager_seconds, "fused_ms": 1e3 * fused_seconds, "speedup": eager_seconds / fused_seconds,
             "fused_bytes_per_agent": moved / agents, "fused_bytes_per_second": moved / fused_seconds,
@@ -270,8 +291,8 @@ def measure(config_name: str, num_envs: int, repeats: int, device: torch.device,
             "learning_speedup": eager_learning_seconds / fused_learning_seconds,
             "default_backward_block_rows": fused_backward.BACKWARD_BLOCK_ROWS,
             "default_whole_trunks": fused_backward.whole_trunks_fit(hidden_size, settings.hidden_layers),
-            "backward_launch_shapes": backward_shapes, "product_alignment": alignment, "sampling": sampling,
-            "loss": loss}
+            "backward_launch_shapes": backward_shapes, "backward_program_counts": program_counts,
+            "product_alignment": alignment, "sampling": sampling, "loss": loss}
 
 
 def sampling_times(policies: RunPolicies, names: list[str], inputs: list[torch.Tensor], generator: torch.Generator,
@@ -388,6 +409,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  the gradients' kernels alone, {'a whole trunk' if shape['whole_trunks'] else 'a layer'} a launch, "
               f"{shape['block_rows']} rows by {shape['warps']} warps a program, {shape['stages']} stages{held}, rows "
               f"{'aligned' if shape['aligned'] else 'unaligned'}: {shape['ms']:.3f} ms")
+    for count in result["backward_program_counts"]:
+        print(f"  the gradients' kernels alone, {count['programs'] or 'the default number of'} programs: "
+              f"{count['ms']:.3f} ms")
     for products in ("first layers", "policy head"):
         unaligned_ms, aligned_ms = (case["ms"] for case in result["product_alignment"]
                                     if case["products"] == products)

@@ -129,7 +129,7 @@ for stage in "$@"; do
             # beside the fused train tier without them, on the same machine
             step gradient-kernels-tests 60 python3 -m pytest -m gpu -q -p no:cacheprovider -n 0 \
                 tests/test_fused_forward.py -k gradients
-            step gradient-kernels-train-ref 80 python3 benchmarks/fused_forward.py --config train-ref \
+            step gradient-kernels-train-ref 150 python3 benchmarks/fused_forward.py --config train-ref \
                 --results-dir "$out/fused_forward"
             bench train-ref-gradient-kernels 140 --config train-ref --tier train --precision bf16 --graphs on \
                 --compile on --gradient-kernels on --repeats 3

@@ -446,6 +446,31 @@ print(json.dumps(script.launch_shape_times([arguments], [(*output_gradients(argu
     assert all(shape["ms"] > 0 for shape in (forward, before, whole, by_layer, whole_before))
 
 
+def test_its_benchmarks_numbers_of_programs_run_in_tritons_interpreter():
+    """The GPU's sweep of the gradients' kernels' numbers of programs (``program_count_times``), on the CPU through
+    the interpreter for a GPU of 2 SMs: the default, then 4, 8 and 16 programs, a time for each."""
+    pytest.importorskip("triton")
+    tests = Path(__file__).resolve().parent
+    program = f"""
+import json, sys
+import torch
+sys.path[:0] = [{str(tests)!r}]
+from helpers import load_script
+from interpret_actor_critic import weights
+from interpret_actor_critic_backward import output_gradients
+from pathlib import Path
+script = load_script(Path({str(tests.parent / "benchmarks" / "fused_forward.py")!r}))
+arguments = weights({dict(CASES[1], rows=200)!r})
+print(json.dumps(script.program_count_times([(*output_gradients(arguments, 0), *arguments)], 2, 1,
+                                            torch.device("cpu"))))
+"""
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                            env={**os.environ, "TRITON_INTERPRET": "1"}, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    counts = json.loads(result.stdout)
+    assert [count["programs"] for count in counts] == [None, 4, 8, 16] and all(count["ms"] > 0 for count in counts)
+
+
 def test_its_benchmarks_launch_shapes_of_the_loss_in_the_gradients_kernels_run_in_tritons_interpreter():
     """The GPU's sweep of the loss's launch shapes (``loss_launch_shape_times``), at two of them, on the CPU through
     the interpreter: a time for each, under each trunk's shape."""
