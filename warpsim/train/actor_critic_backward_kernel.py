@@ -66,6 +66,17 @@ def _head_gradient(gradient_ptr, row, rows, OUTPUTS: tl.constexpr, GRADIENT_ENTR
 
 
 @triton.jit
+def _value_gradient(value_gradient_ptr, row, rows, WITH_VALUE: tl.constexpr):
+    """The value's column's gradient float32[rows] where the trunk feeds it (``WITH_VALUE``), read; zeros otherwise,
+    which nothing reads."""
+    if WITH_VALUE:
+        gradient = tl.load(value_gradient_ptr + row, mask=row < rows, other=0.0)
+    else:
+        gradient = tl.zeros(row.shape, tl.float32)
+    return gradient
+
+
+@triton.jit
 def _tanh_gradient(gradient, features, DOT: tl.constexpr):
     """The gradient at a tanh layer's sum from that at its output float32 and the output (an operand):
     times 1 - tanh^2, rounded, as an operand."""
@@ -191,11 +202,11 @@ def fused_actor_critic_backward(
                                               DOT)
         else:
             # The gradient at the trunk's features, then back through the layers above the target.
-            gradient = _features_gradient(
-                _head_gradient(head_gradient_ptr, row, rows, OUTPUTS, GRADIENT_ENTRIES, BLOCK_OUTPUTS, DOT),
-                head_weight_ptr, tl.arange(0, BLOCK_OUTPUTS), tl.load(value_gradient_ptr + row, mask=row < rows,
-                                                                      other=0.0),
-                value_weight_ptr, unit, HIDDEN, OUTPUTS, WITH_VALUE, DOT)
+            head_gradient = _head_gradient(head_gradient_ptr, row, rows, OUTPUTS, GRADIENT_ENTRIES, BLOCK_OUTPUTS,
+                                           DOT)
+            gradient = _features_gradient(head_gradient, head_weight_ptr, tl.arange(0, BLOCK_OUTPUTS),
+                                          _value_gradient(value_gradient_ptr, row, rows, WITH_VALUE), value_weight_ptr,
+                                          unit, HIDDEN, OUTPUTS, WITH_VALUE, DOT)
             for layer in tl.static_range(LAYERS - 1, TARGET, -1):
                 features = _trunk(observations_ptr, row, rows, inputs, weight_ptr, bias_ptr, hidden_weights_ptr,
                                   hidden_biases_ptr, HIDDEN, layer + 1, BLOCK_ROWS, BLOCK_INPUTS, BLOCK_HIDDEN, DOT,
@@ -318,12 +329,10 @@ def fused_trunk_backward(
                                            DOT)
         head_sum, head_bias_sum = _head_sums(top, head_gradient, head_sum, head_bias_sum, OUTPUTS, BLOCK_OUTPUTS,
                                              BLOCK_ROWS, DOT)
+        value_gradient = _value_gradient(value_gradient_ptr, row, rows, WITH_VALUE)
         if WITH_VALUE:
-            value_gradient = tl.load(value_gradient_ptr + row, mask=row < rows, other=0.0)
             value_sum, value_bias_sum = _head_sums(top, value_gradient, value_sum, value_bias_sum, 1, 16, BLOCK_ROWS,
                                                    DOT)
-        else:
-            value_gradient = head_gradient
         gradient = _features_gradient(head_gradient, head_weight_ptr, head_row, value_gradient, value_weight_ptr, unit,
                                       HIDDEN, OUTPUTS, WITH_VALUE, DOT)
         if LAYERS == 2:
