@@ -2,7 +2,8 @@
 # Everything warpsim owes a GPU, in stages that each fit one 10-minute command:
 #   benchmarks/gpu_session.sh OUT_DIR STAGE...
 # Stages: first (what a session lent a GPU runs first, in one command of about 7 minutes: the GPU
-# tests, then train-ref's train tier with the gradients' kernels and without, and their table),
+# tests, then train-ref's train tier with the gradients' kernels, and with the loss computed in them, and their
+# table),
 # tests (pytest -m gpu over 8 pytest-xdist workers; it includes `warpsim check` at
 # scale), bench (the targets of docs/benchmarks.md), bf16 (headline with bfloat16 observations, to
 # set beside bench's headline), train-speed (the train tier, fused and eager, the cost model of
@@ -83,12 +84,13 @@ peer_packages() {  # the peers' packages the image lacks (MPE2, PettingZoo, VMAS
 
 for stage in "$@"; do
     case $stage in
-        first)  # whether the kernels compute right on this GPU, then which update path is the faster
+        first)  # whether the kernels compute right on this GPU, then which update path is the faster: the gradient
+            # kernels (the default on an H100 or H200) or those computing the loss too
             step pytest-gpu 300 python3 -m pytest -m gpu -v -p no:cacheprovider -n 8 --maxprocesses 8 -rfEs --durations=15
             bench train-ref-gradient-kernels 110 --config train-ref --tier train --precision bf16 --graphs on \
                 --compile on --gradient-kernels on --repeats 2
-            bench train-ref-fused 90 --config train-ref --tier train --precision bf16 --graphs on --compile on \
-                --gradient-kernels off --repeats 2
+            bench train-ref-loss-kernels 110 --config train-ref --tier train --precision bf16 --graphs on \
+                --compile on --gradient-kernels loss --repeats 2
             step train-speed-table 15 python3 benchmarks/train_speed_table.py "$out" ;;
         tests)
             # each test's result on a line of its own, as it ends: a stage cut short still names them
