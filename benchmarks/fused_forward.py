@@ -67,14 +67,15 @@ held to 128 registers 162, 32 by 8 held so 133: which keeps an SM the busier, on
 
 
 LOSS_LAUNCH_SHAPES = [
-    (TrunkLaunch(16, 4, None), TrunkLaunch(32, 8, 128)), (TrunkLaunch(32, 8, None), TrunkLaunch(32, 8, 128)),
-    (TrunkLaunch(16, 4, None), TrunkLaunch(16, 4, None)), (TrunkLaunch(16, 8, None), TrunkLaunch(16, 8, None)),
+    (TrunkLaunch(16, 4, None), TrunkLaunch(16, 4, None)), (TrunkLaunch(16, 4, None), TrunkLaunch(32, 8, 128)),
+    (TrunkLaunch(32, 8, None), TrunkLaunch(32, 8, 128)), (TrunkLaunch(16, 8, None), TrunkLaunch(16, 8, None)),
     (TrunkLaunch(32, 8, 168), TrunkLaunch(32, 8, 128))]
 """(the actor's program, the critic's) at which a GPU times the gradients' kernels computing the loss
-(``fused_loss.launch``): the default first (``fused_loss.ACTOR_LAUNCH``, ``CRITIC_LAUNCH``), then the shape of the
-gradients' kernels without the loss (the actor's one program an SM), both trunks at 16 rows by 4 warps (the critic's
-220 registers, two programs an SM, 120 instructions a row against 142) and by 8 (one program, fewer registers), and
-the actor's held to 168 registers (120 bytes of spills; ptxas, sm_90, at train-ref's shapes)."""
+(``fused_loss.launch``): the default first (``fused_loss.ACTOR_LAUNCH``, ``CRITIC_LAUNCH``), then the critic's at 32
+rows by 8 warps held to 128 registers (two programs an SM of twice the warps, 147 instructions a row against 125),
+both at the shape of the gradients' kernels without the loss (the actor's one program an SM), both at 16 rows by 8
+warps (one program, fewer registers), and the actor's held to 168 registers (120 bytes of spills; ptxas, sm_90, at
+train-ref's shapes)."""
 
 
 def timed(step, repeats: int, device: torch.device) -> float:
@@ -338,20 +339,23 @@ def loss_times(policies: RunPolicies, names: list[str], inputs: list[torch.Tenso
                 and fused_loss.takes(list(head.action_levels), network.value_trunk is None, hidden_size, layers)):
             continue
         rows, levels = batch.shape[1], list(head.action_levels)
+        picks = torch.randperm(rows, device=device, generator=generator)[None]
         actions = torch.stack([torch.randint(0, level, (1, rows), device=device, generator=generator,
                                              dtype=torch.int32) for level in levels], -1)
         columns = torch.randn((4, 1, rows), device=device, generator=generator)
         coefficients = torch.tensor([[0.2, 0.0, 0.5, 0.01]], device=device)
-        cases.append((network.fused_operands(batch), actions, columns, coefficients, levels))
+        cases.append((network.fused_operands(batch), picks, actions, columns, coefficients, levels))
     if not cases:
         return None
 
     def in_kernels() -> None:
-        for (observations, *weights, _), actions, columns, coefficients, levels in cases:
-            fused_loss.ppo_loss_gradients(observations, actions, *columns, coefficients, levels[0], False, *weights)
+        for (observations, *weights, _), picks, actions, columns, coefficients, levels in cases:
+            fused_loss.ppo_loss_gradients(observations, picks, actions, *columns, coefficients, levels[0], False,
+                                          *weights)
 
     def apart() -> None:
-        for operands, actions, columns, _, levels in cases:
+        for (observations, *weights), picks, actions, columns, _, levels in cases:
+            operands = (observations[:, picks[0]], *weights)  # the minibatch's rows gathered, as without the loss
             policy, values = fused_forward.actor_critic(*operands)
             logits = policy[..., :operands[9].shape[1]]
             categorical_terms.categorical_terms(logits, actions, levels)
@@ -366,12 +370,13 @@ def loss_times(policies: RunPolicies, names: list[str], inputs: list[torch.Tenso
 
 def loss_launch_shape_times(cases: list[tuple], repeats: int, device: torch.device) -> list[dict]:
     """The gradients' kernels computing the loss (``fused_loss.launch``) at each of ``LOSS_LAUNCH_SHAPES``, on
-    ``cases``: (``fused_operands``, actions int32[1, B, A], columns float32[4, 1, B] (the log-probabilities when
-    sampled, the advantages, the values, the returns), coefficients float32[1, 4], levels) of each role."""
+    ``cases``: (``fused_operands``, the minibatch's rows of those observations int64[1, B], actions int32[1, B, A],
+    columns float32[4, 1, B] (the log-probabilities when sampled, the advantages, the values, the returns),
+    coefficients float32[1, 4], levels) of each role."""
     def at_shape(actor: TrunkLaunch, critic: TrunkLaunch) -> None:
-        for (observations, *weights, _), actions, columns, coefficients, levels in cases:
-            fused_loss.launch(observations, actions, *columns, coefficients, levels[0], False, *weights, actor=actor,
-                              critic=critic)
+        for (observations, *weights, _), picks, actions, columns, coefficients, levels in cases:
+            fused_loss.launch(observations, picks, actions, *columns, coefficients, levels[0], False, *weights,
+                              actor=actor, critic=critic)
 
     return [{"actor": actor._asdict(), "critic": critic._asdict(),
              "ms": 1e3 * timed(functools.partial(at_shape, actor, critic), repeats, device)}

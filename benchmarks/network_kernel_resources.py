@@ -187,7 +187,8 @@ def trunk_backward_launch(outputs: int, with_value: bool, aligned: bool, unrolle
         shape = fused_loss.ACTOR_LAUNCH if outputs > 1 else fused_loss.CRITIC_LAUNCH
     constants["BLOCK_ROWS"] = shape.block_rows
     return dict(kernel=fused_trunk_backward, constants=constants, float32=float32, warps=shape.warps,
-                divisible=frozenset({"run_stride", "inputs"} if aligned else ()), pointers={"actions_ptr": "*i32"},
+                divisible=frozenset({"run_stride", "inputs"} if aligned else ()),
+                pointers={"actions_ptr": "*i32", "picks_ptr": "*i64"},
                 max_registers=shape.max_registers)
 
 

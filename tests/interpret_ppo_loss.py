@@ -19,12 +19,18 @@ from warpsim.train.loss import STATS
 
 
 def minibatch(case: dict, arguments: tuple) -> tuple:
-    """The case's minibatch and coefficients as ``ppo_loss_gradients`` takes them, after the observations: actions
+    """The case's observations (``arguments``' first) as the rows of a rollout half as long again that the minibatch
+    picks, in an order of their own, and the minibatch and coefficients, all as ``ppo_loss_gradients`` takes them:
+    actions
     drawn at random; log-probabilities when sampled near the networks' own (a quarter of the rows exactly theirs:
     ratios of 1, where the clipped and the unclipped objectives tie); values near the networks' own; each run with
     coefficients of its own (``MinibatchLoss.coefficients``)."""
     generator = torch.Generator().manual_seed(case["seed"] + 7)
     levels, runs, rows = case["levels"], case["runs"], case["rows"]
+    observations = arguments[0]
+    rollout = torch.randn((runs, rows + rows // 2, observations.shape[-1]), generator=generator).to(torch.bfloat16)
+    picks = torch.stack([torch.randperm(rollout.shape[1], generator=generator)[:rows] for _ in range(runs)])
+    rollout[torch.arange(runs)[:, None], picks] = observations
     actions = torch.randint(0, levels[0], (runs, rows, len(levels)), generator=generator, dtype=torch.int32)
     policy, values = fused_forward.actor_critic(*arguments)
     taken = ppo.log_prob(ppo.split_heads(policy[..., :sum(levels)].float(), tuple(levels)), actions)
@@ -35,14 +41,15 @@ def minibatch(case: dict, arguments: tuple) -> tuple:
     returns = values + torch.randn((runs, rows), generator=generator)
     coefficients = torch.tensor([[0.2, 0.2, 0.5, 0.01], [0.1, 0.3, 1.0, 0.05], [0.3, 0.1, 0.25, 0.0]])[:runs]
     coefficients[:, 1] *= case["value_clip"]  # 0 unclipped, as the loss gives it
-    return actions, old_log_probs, advantages, old_values, returns, coefficients, levels[0], case["value_clip"]
+    return (rollout, picks, actions, old_log_probs, advantages, old_values, returns, coefficients, levels[0],
+            case["value_clip"])
 
 
 def main() -> None:
     found = []
     for case in json.loads(sys.argv[1]):
         arguments = weights(case)
-        operands = (arguments[0], *minibatch(case, arguments), *arguments[1:-1])
+        operands = (*minibatch(case, arguments), *arguments[1:-1])
         statistics, gradients = fused_loss.ppo_loss_gradients(*operands)
         kernel_statistics, kernel_gradients = fused_loss.launch(*operands, programs=case["programs"])
         weights_of = list(arguments[1:-1])

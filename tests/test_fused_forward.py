@@ -491,8 +491,8 @@ script.LOSS_LAUNCH_SHAPES = [(TrunkLaunch(16, 4, None), TrunkLaunch(32, 8, 128))
 operands = weights({case!r})
 rows = operands[0].shape[1]
 actions = torch.randint(0, 21, (1, rows, 2), dtype=torch.int32)
-case = ([operand[:1] if isinstance(operand, torch.Tensor) else operand for operand in operands], actions,
-        torch.randn(4, 1, rows), torch.tensor([[0.2, 0.0, 0.5, 0.01]]), [21, 21])
+case = ([operand[:1] if isinstance(operand, torch.Tensor) else operand for operand in operands],
+        torch.randperm(rows)[None], actions, torch.randn(4, 1, rows), torch.tensor([[0.2, 0.0, 0.5, 0.01]]), [21, 21])
 print(json.dumps(script.loss_launch_shape_times([case], 1, torch.device("cpu"))))
 """
     result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,

@@ -55,7 +55,8 @@ def test_the_cpu_form_is_autograd_of_the_updates_loss_bit_for_bit(case):
     outputs differentiated by autograd, the advantages normalised as it normalises them; ties of the clipped and the
     unclipped objective (ratios of 1) in a quarter of the rows."""
     arguments = weights(case)
-    actions, old_log_probs, advantages, old_values, returns, coefficients, _, _ = minibatch(case, arguments)
+    rollout, picks, actions, old_log_probs, advantages, old_values, returns, coefficients, _, _ = minibatch(
+        case, arguments)
     loss = MinibatchLoss(configs_of(case), torch.device("cpu"), fused=True)
     assert torch.equal(loss.coefficients, coefficients)
     batch = Samples(arguments[0], actions, old_log_probs, old_values, advantages, returns)
@@ -64,7 +65,8 @@ def test_the_cpu_form_is_autograd_of_the_updates_loss_bit_for_bit(case):
                                    for _ in range(2))
     policy, values = DifferentiableActorCritic.apply(arguments[0], *eager_leaves, False)
     total, stats = loss(zeros, head, policy, values, batch)
-    in_kernels, kernel_stats = loss.in_kernels(zeros, head, arguments[0], tuple(kernel_leaves), batch)
+    in_kernels, kernel_stats = loss.in_kernels(zeros, head, rollout, picks, tuple(kernel_leaves),
+                                               batch._replace(observations=rollout))
     torch.testing.assert_close(in_kernels, total, rtol=1e-6, atol=1e-6)
     torch.testing.assert_close(kernel_stats, stats, rtol=1e-5, atol=1e-6)
     expected = torch.autograd.grad(total.sum(), eager_leaves)
@@ -82,10 +84,10 @@ def test_its_gradients_are_the_losss_through_autograd_times_the_losss_own():
     arguments = weights(case)
     operands = minibatch(case, arguments)
     leaves = [weight.detach().clone().requires_grad_() for weight in arguments[1:-1]]
-    loss, stats, _ = fused_loss.DifferentiablePPOLoss.apply(arguments[0], *operands, *leaves)
+    loss, stats, _ = fused_loss.DifferentiablePPOLoss.apply(*operands, *leaves)
     assert loss.shape == (2,) and stats.shape == (2, len(STATS))
     scaled = torch.autograd.grad((loss * torch.tensor([3.0, 0.0])).sum(), leaves)
-    _, gradients = fused_loss.ppo_loss_gradients(arguments[0], *operands, *arguments[1:-1])
+    _, gradients = fused_loss.ppo_loss_gradients(*operands, *arguments[1:-1])
     for mine, theirs in zip(scaled, fused_backward.split_gradients(gradients, leaves)):
         torch.testing.assert_close(mine[0], (3 * theirs[0].float()).to(mine.dtype))
         assert not mine[1].any()
@@ -111,7 +113,7 @@ def test_the_kernel_computes_as_the_cpu_form_in_tritons_interpreter():
 @pytest.mark.parametrize("case", CASES, ids=["train-ref", "one component", "three components"])
 def test_the_kernel_computes_as_the_cpu_form_on_a_gpu(case):
     arguments = weights(case)
-    operands = (arguments[0], *minibatch(case, arguments), *arguments[1:-1])
+    operands = (*minibatch(case, arguments), *arguments[1:-1])
     statistics, gradients = fused_loss.ppo_loss_gradients(*operands)
     on_the_gpu: list[Any] = [value.cuda() if isinstance(value, torch.Tensor) else value for value in operands]
     kernel_statistics, kernel_gradients = fused_loss.ppo_loss_gradients(*on_the_gpu)

@@ -231,10 +231,11 @@ def test_the_networks_multiply_adds_count_further_layers_and_a_shared_trunk_once
 
 
 def test_the_loss_op_is_counted_as_its_launcher_runs_on_a_gpu():
-    """``fused_loss.ppo_loss_gradients``: one Triton launch per trunk, each reading the observations and, in place of
-    the head's outputs' gradient, the minibatch's columns its head's loss takes (the actor's the actions, their
-    log-probabilities and advantages; the critic's the returns, and the rollout's values when clipped); then the
-    sums of the statistics and of the gradients. Its multiply-adds: the gradients' kernels' and the heads' again."""
+    """``fused_loss.ppo_loss_gradients``: one Triton launch per trunk, each reading the minibatch's rows of the
+    rollout's observations (however long the rollout) and, in place of the head's outputs' gradient, the minibatch's
+    columns its head's loss takes (the actor's the actions, their log-probabilities and advantages; the critic's the
+    returns, and the rollout's values when clipped); then the sums of the statistics and of the gradients. Its
+    multiply-adds: the gradients' kernels' and the heads' again, for the minibatch's rows."""
     import pytest
     pytest.importorskip("triton")
     from warpsim.train import fused_backward, fused_loss
@@ -248,20 +249,22 @@ def test_the_loss_op_is_counted_as_its_launcher_runs_on_a_gpu():
                 bf16(runs, 2 * levels, hidden), bf16(runs, 2 * levels), torch.ones(runs, 1, hidden),
                 torch.ones(runs, 1))
     columns = torch.ones(runs, rows)
-    minibatch = (torch.zeros(runs, rows, 2, dtype=torch.int32), columns, columns, columns, columns,
-                 torch.ones(runs, 4), levels)
-    observations, counts = bf16(runs, rows, inputs), []
-    for value_clip in (False, True):
+    minibatch = (torch.randperm(3 * rows)[None, :rows], torch.zeros(runs, rows, 2, dtype=torch.int32), columns,
+                 columns, columns, columns, torch.ones(runs, 4), levels)
+    counts = []
+    for rollout, value_clip in ((3, False), (3, True), (5, False)):
+        observations = bf16(runs, rollout * rows, inputs)
         counter = kernel_counts.Counter()
         with counter:
             fused_loss.ppo_loss_gradients(observations, *minibatch, value_clip, *networks)
         counts.append(counter.tally)
-    unclipped, clipped = counts
+    unclipped, clipped, longer = counts
+    assert longer.bytes == unclipped.bytes, "of the rollout's observations, the minibatch's rows alone"
     launches = 2  # two trunks
     assert dict(unclipped.by_op) == {"actor_critic_backward_kernel": launches, "amax": 1, "sum": 2, "cat": 1}
     assert unclipped.kernels == launches + 4 and unclipped.launched_within == launches + 3
     assert clipped.bytes - unclipped.bytes == rows * 4, "the rollout's values read once more"
-    arguments = (observations, *networks, False)
+    arguments = (bf16(runs, rows, inputs), *networks, False)
     backward = kernel_counts.network_multiply_adds("actor_critic_backward", (None, None, *arguments))
     assert unclipped.network_multiply_adds == backward + rows * (2 * levels + 1) * hidden
     assert unclipped.gradient_multiply_adds == unclipped.network_multiply_adds, "at the gradients' rate"

@@ -120,10 +120,12 @@ def network_multiply_adds(name: str, args: tuple) -> int:
     head's, each layer's weight's and the gradients below each further layer), and ``ppo_loss_gradients``' those
     and the heads again, whose outputs the loss takes. Every row of the observations as the kernels take them,
     their padding included."""
-    operands = args[2:] if name == "actor_critic_backward" else (args[0], *args[9:], False) \
+    operands = args[2:] if name == "actor_critic_backward" else (args[0], *args[10:], False) \
         if name == "ppo_loss_gradients" else args
     observations, weight, hidden_weights, policy_weight, shared = (operands[index] for index in (0, 1, 3, 9, 13))
     runs, rows, inputs = observations.shape
+    if name == "ppo_loss_gradients":  # the minibatch's rows of the rollout's observations
+        rows = args[1].shape[1]
     hidden, further, outputs = weight.shape[1], hidden_weights.shape[1], policy_weight.shape[1]
     trunk, heads, trunks = inputs * hidden + further * hidden * hidden, (outputs + 1) * hidden, 1 if shared else 2
     per_row = trunks * trunk + heads
@@ -168,8 +170,9 @@ class RecordedKernel:
     launcher runs on the CPU: each launch counts one kernel, whose programs of each block of inputs read
     the observations, the head's gradients and the trunk's and head's weights once, and which writes its
     partial sums: of one layer's weight and bias (``fused_actor_critic_backward``) or of the whole
-    trunk's and its head's (``fused_trunk_backward``); with the loss computed in it (LOSS), the minibatch's
-    columns its head's loss reads in place of the head's gradient, and it writes its sums of the statistics too."""
+    trunk's and its head's (``fused_trunk_backward``); with the loss computed in it (LOSS), the minibatch's rows of
+    the rollout's observations, its indices of them and the columns its head's loss reads in place of the head's
+    gradient, and it writes its part of the statistics too."""
 
     def __init__(self, kernel, tally: Tally):
         self.arg_names, self.tally = kernel.arg_names, tally
@@ -179,13 +182,17 @@ class RecordedKernel:
             named = dict(zip(self.arg_names, args))
             trunk_and_head = ["weight_ptr", "bias_ptr", "hidden_weights_ptr", "hidden_biases_ptr", "head_weight_ptr"]
             value = ["value_weight_ptr", "value_gradient_ptr"] if constants["WITH_VALUE"] else []
+            programs, runs, input_blocks = grid
+            observations = named["observations_ptr"]
+            observation_bytes = touched_bytes(observations)
             if constants.get("LOSS"):  # the head's loss: from the minibatch's columns that it reads
                 loss = (["old_values_ptr"] if constants["VALUE_CLIP"] else []) + ["returns_ptr"] \
                     if constants["OUTPUTS"] == 1 else ["actions_ptr", "old_log_probs_ptr", "advantages_ptr"]
-                read = ["observations_ptr", *trunk_and_head, "head_bias_ptr", *loss]
+                read = [*trunk_and_head, "head_bias_ptr", "picks_ptr", *loss]
+                # the minibatch's rows of the rollout's observations, where they lie
+                observation_bytes = named["picks_ptr"].numel() * observations.shape[-1] * observations.element_size()
             else:
-                read = ["observations_ptr", *trunk_and_head, "head_gradient_ptr", *value]
-            programs, runs, input_blocks = grid
+                read = [*trunk_and_head, "head_gradient_ptr", *value]
             if "target_out" in named:  # one layer's weight and bias
                 summed = named["target_out"] * named["target_in"] + named["target_out"]
             else:  # the trunk's, its head's (its bias: OUTPUTS) and, with the value, the value's column's
@@ -193,7 +200,7 @@ class RecordedKernel:
                 summed += named["value_weight_ptr"].numel() // runs + 1 if value else 0
             self.tally.kernels += 1
             summed += fused_loss.STATISTIC_SLOTS if constants.get("LOSS") else 0
-            self.tally.bytes += input_blocks * sum(touched_bytes(named[name]) for name in read) \
+            self.tally.bytes += input_blocks * (observation_bytes + sum(touched_bytes(named[name]) for name in read)) \
                 + runs * programs * summed * 4
             self.tally.by_op["actor_critic_backward_kernel"] += 1
         return launch

@@ -242,7 +242,8 @@ def fused_trunk_backward(
         head_gradient_ptr, value_weight_ptr, value_gradient_ptr, first_weight_sums_ptr, first_bias_sums_ptr,
         hidden_weight_sums_ptr, hidden_bias_sums_ptr, head_weight_sums_ptr, head_bias_sums_ptr,
         value_weight_sums_ptr, value_bias_sums_ptr, head_bias_ptr, actions_ptr, old_log_probs_ptr, advantages_ptr,
-        old_values_ptr, returns_ptr, coefficients_ptr, statistics_ptr, rows, inputs, programs, sums_stride,
+        old_values_ptr, returns_ptr, coefficients_ptr, statistics_ptr, picks_ptr, observation_rows, rows, inputs,
+        programs, sums_stride,
         HIDDEN: tl.constexpr, LAYERS: tl.constexpr, OUTPUTS: tl.constexpr, GRADIENT_ENTRIES: tl.constexpr,
         WITH_VALUE: tl.constexpr, BLOCK_ROWS: tl.constexpr, BLOCK_INPUTS: tl.constexpr, BLOCK_HIDDEN: tl.constexpr,
         BLOCK_OUTPUTS: tl.constexpr, BLOCK_IN: tl.constexpr, DOT: tl.constexpr, INPUT_CHUNKS: tl.constexpr,
@@ -262,7 +263,9 @@ def fused_trunk_backward(
     and the returns float32[R, B] for the value's column (clipped with VALUE_CLIP); the run's coefficients
     float32[R, 4] (clip, value_clip, value_coef, entropy_coef). Program (p, r, 0) stores its part of the
     statistics at ``statistics_ptr`` float32[R, programs, STATISTICS] (``ppo_loss_kernel.row_statistics``: the
-    policy's slots, or the value's)."""
+    policy's slots, or the value's). The minibatch's observations are then the rollout's rows at ``picks_ptr``
+    int64[R, B] of its ``observation_rows`` (a run's ``run_stride`` entries apart), read where they lie, where
+    without LOSS they are the rows ``rows`` themselves."""
     program, run, first_column = tl.program_id(0), tl.program_id(1), tl.program_id(2) * BLOCK_IN
     (observations_ptr, weight_ptr, bias_ptr, hidden_weights_ptr, hidden_biases_ptr, head_weight_ptr, head_gradient_ptr,
      value_weight_ptr, value_gradient_ptr) = _of_run(
@@ -285,6 +288,7 @@ def fused_trunk_backward(
     policy_terms, squared_terms, entropy_terms = (tl.zeros((BLOCK_ROWS,), tl.float32),) * 3
     if LOSS:
         per_row = run.to(tl.int64) * rows
+        picks_ptr += per_row
         head_bias_ptr += run * OUTPUTS
         actions_ptr += per_row * COMPONENTS
         old_log_probs_ptr += per_row
@@ -301,7 +305,12 @@ def fused_trunk_backward(
         hidden = _rows_of(hidden_weights_ptr, unit, unit, HIDDEN, HIDDEN, DOT)
     for block in range(program, tl.cdiv(rows, BLOCK_ROWS), programs):
         row = block * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)
-        first = _trunk(observations_ptr, row, rows, inputs, weight_ptr, bias_ptr, hidden_weights_ptr,
+        if LOSS:  # the rollout's rows picked, those past the last row none (as the observations' rows past theirs)
+            source = tl.where(row < rows, tl.load(picks_ptr + row, mask=row < rows, other=0), observation_rows)
+            source_rows = observation_rows
+        else:
+            source, source_rows = row, rows
+        first = _trunk(observations_ptr, source, source_rows, inputs, weight_ptr, bias_ptr, hidden_weights_ptr,
                        hidden_biases_ptr, HIDDEN, 1, BLOCK_ROWS, BLOCK_INPUTS, BLOCK_HIDDEN, DOT, INPUT_CHUNKS,
                        INPUT_TAIL)
         if LAYERS == 2:
@@ -341,11 +350,11 @@ def fused_trunk_backward(
             hidden_bias_sum = _row_sums(summed, hidden_bias_sum, BLOCK_ROWS, DOT)
             gradient = _round(tl.dot(summed, hidden), DOT)
         summed = _tanh_gradient(gradient, first, DOT)
-        first_sum = tl.dot(tl.trans(summed), _inputs(observations_ptr, row, rows, inputs, first_column, BLOCK_IN, DOT),
-                           first_sum)
+        first_sum = tl.dot(tl.trans(summed), _inputs(observations_ptr, source, source_rows, inputs, first_column,
+                                                     BLOCK_IN, DOT), first_sum)
         if TAIL_IN > 0:
-            tail_sum = tl.dot(tl.trans(summed), _inputs(observations_ptr, row, rows, inputs, BLOCK_IN, TAIL_IN, DOT),
-                              tail_sum)
+            tail_sum = tl.dot(tl.trans(summed), _inputs(observations_ptr, source, source_rows, inputs, BLOCK_IN,
+                                                        TAIL_IN, DOT), tail_sum)
         first_bias_sum = _row_sums(summed, first_bias_sum, BLOCK_ROWS, DOT)
     partial = (run * programs + program).to(tl.int64) * sums_stride
     _store_sums(first_weight_sums_ptr, first_bias_sums_ptr, partial, first_sum, first_bias_sum, first_column,

@@ -239,6 +239,8 @@ class LossOperands(NamedTuple):
     """What the whole-trunk gradients' kernel computes PPO's loss from, besides the networks (``fused_loss``): each
     run's minibatch and coefficients."""
 
+    picks: torch.Tensor
+    """int64[R, B]: the minibatch's rows of the observations (the rollout's, which the kernel reads where they lie)"""
     actions: torch.Tensor
     """int32[R, B, A], of A categorical components of ``levels`` logits each"""
     old_log_probs: torch.Tensor
@@ -276,13 +278,16 @@ class TrunkLaunch(NamedTuple):
 class BackwardLaunch:
     """The launches of the gradients' kernels on one minibatch: ``whole_trunk`` or ``layer`` for each part of the
     networks, then ``sums``. ``actor_critic``'s observations and its twelve weights and biases (``weights``); a
-    program's shape and their number per run as ``launch_backward`` takes them."""
+    program's shape and their number per run as ``launch_backward`` takes them; ``rows``: the minibatch's, where
+    they are picked from the observations' (the loss's launches, ``LossOperands.picks``)."""
 
     def __init__(self, observations: torch.Tensor, weights: list[torch.Tensor], block_rows: int, warps: int | None,
-                 programs: int | None, whole_trunks: bool | None, stages: int, max_registers: int | None):
+                 programs: int | None, whole_trunks: bool | None, stages: int, max_registers: int | None,
+                 rows: int | None = None):
         import triton.language as tl
 
-        runs, self.rows, self.inputs = observations.shape
+        runs, self.observation_rows, self.inputs = observations.shape
+        self.rows = self.observation_rows if rows is None else rows
         self.hidden, self.layers = weights[0].shape[1], weights[2].shape[1] + 1
         self.observations, self.bits = kernel_operands(observations.contiguous(), weights, weights[8].shape[1])
         self.weights, self.block_rows, self.stages, self.max_registers = weights, block_rows, stages, max_registers
@@ -322,29 +327,27 @@ class BackwardLaunch:
         if loss is None:
             assert head_gradients is not None
             (gradient, entries), value_gradient = self._head_gradient(head_gradients, head), head_gradients[1]
-            loss_pointers = [gradient] * 8  # not read
+            loss_pointers = [gradient] * 9  # not read
         else:
             assert statistics is not None
             gradient, entries, value_gradient = statistics, 1, statistics  # not read: the kernel computes them
             loss_pointers = [bits[head + 1], loss.actions, loss.old_log_probs, loss.advantages, loss.old_values,
-                             loss.returns, loss.coefficients, statistics]
+                             loss.returns, loss.coefficients, statistics, loss.picks]
             if outputs > 1:
                 block_components, block_levels = loss_columns(loss.actions.shape[-1], loss.levels)
                 block_outputs = block_components * block_levels
         whole_trunk_inputs = min(WHOLE_TRUNK_BLOCK_INPUTS, power_of_two(inputs))
+        sums = [self._sums_at(index) for index in (trunk, trunk + 1, trunk + 2, trunk + 3, head, head + 1, 10, 11)]
         fused_trunk_backward[(self.programs, self.observations.shape[0],
                               -(-inputs // (self.first_columns + self.tail_columns)))](
-            self.observations.view(torch.int16), self.rows * inputs, *bits[trunk:trunk + 4], bits[head], gradient,
-            bits[10], value_gradient, *(self._sums_at(index) for index in (trunk, trunk + 1, trunk + 2, trunk + 3,
-                                                                            head, head + 1, 10, 11)),
-            *loss_pointers, self.rows, inputs, self.programs, self.offsets[-1], HIDDEN=self.hidden,
-            LAYERS=self.layers, OUTPUTS=outputs, GRADIENT_ENTRIES=entries, WITH_VALUE=with_value,
-            BLOCK_ROWS=shape.block_rows if shape else self.block_rows, BLOCK_INPUTS=whole_trunk_inputs,
-            BLOCK_HIDDEN=power_of_two(self.hidden),
-            BLOCK_OUTPUTS=block_outputs, BLOCK_IN=self.first_columns, TAIL_IN=self.tail_columns, DOT=self.dot,
-            LOSS=loss is not None, COMPONENTS=0 if loss is None else loss.actions.shape[-1],
-            LEVELS=0 if loss is None else loss.levels, BLOCK_LEVELS=block_levels,
-            VALUE_CLIP=loss is not None and loss.value_clip,
+            self.observations.view(torch.int16), self.observation_rows * inputs, *bits[trunk:trunk + 4], bits[head],
+            gradient, bits[10], value_gradient, *sums, *loss_pointers, self.observation_rows, self.rows, inputs,
+            self.programs, self.offsets[-1], HIDDEN=self.hidden, LAYERS=self.layers, OUTPUTS=outputs,
+            GRADIENT_ENTRIES=entries, WITH_VALUE=with_value, BLOCK_ROWS=shape.block_rows if shape else self.block_rows,
+            BLOCK_INPUTS=whole_trunk_inputs, BLOCK_HIDDEN=power_of_two(self.hidden), BLOCK_OUTPUTS=block_outputs,
+            BLOCK_IN=self.first_columns, TAIL_IN=self.tail_columns, DOT=self.dot, LOSS=loss is not None,
+            COMPONENTS=0 if loss is None else loss.actions.shape[-1], LEVELS=0 if loss is None else loss.levels,
+            BLOCK_LEVELS=block_levels, VALUE_CLIP=loss is not None and loss.value_clip,
             **chunk_constants(inputs, whole_trunk_inputs), num_warps=shape.warps if shape else self.warps,
             num_stages=self.stages, maxnreg=shape.max_registers if shape else self.max_registers,
             **triton_launch.OPTIONS)

@@ -24,32 +24,36 @@ STATISTIC_SLOTS = 8
 """A program's slots of them in the kernel: its rows' largest deviation and its share of each mean (its rows' sum
 over the minibatch's), then unused slots to a power of two (a Triton block's size)."""
 ACTOR_LAUNCH = TrunkLaunch(16, 4, None)
-"""The actor's program: 16 rows by 4 warps, 254 registers and two programs an SM, 248 machine instructions a row;
-32 rows by 8 warps, as without the loss, took 220 registers and one program, 292 instructions a row (ptxas, sm_90,
+"""The actor's program: 16 rows by 4 warps, 254 registers and two programs an SM, 253 machine instructions a row;
+32 rows by 8 warps, as without the loss, took 216 registers and one program, 295 instructions a row (ptxas, sm_90,
 at train-ref's shapes; benchmarks/network_kernel_resources.py). Not yet timed on a GPU
 (benchmarks/fused_forward.py's ``LOSS_LAUNCH_SHAPES`` times the others)."""
-CRITIC_LAUNCH = TrunkLaunch(32, 8, 128)
-"""The critic's program: held to 128 registers, two programs an SM as without the loss, no spills, 142 instructions
-a row (left to its choice, 168 registers and one program an SM)."""
+CRITIC_LAUNCH = TrunkLaunch(16, 4, None)
+"""The critic's program: 16 rows by 4 warps, 222 registers and two programs an SM, 125 instructions a row (120
+without the loss at 32 rows by 8 warps); at 32 by 8 held to 128 registers, also two programs an SM, 147."""
 
 
 @torch.library.custom_op("warpsim::ppo_loss_gradients", mutates_args=(), tags=(torch.Tag.flexible_layout,))
-def ppo_loss_gradients(observations: torch.Tensor, actions: torch.Tensor, old_log_probs: torch.Tensor,
-                       advantages: torch.Tensor, old_values: torch.Tensor, returns: torch.Tensor,
-                       coefficients: torch.Tensor, levels: int, value_clip: bool, actor_weight: torch.Tensor,
+def ppo_loss_gradients(observations: torch.Tensor, picks: torch.Tensor, actions: torch.Tensor,
+                       old_log_probs: torch.Tensor, advantages: torch.Tensor, old_values: torch.Tensor,
+                       returns: torch.Tensor, coefficients: torch.Tensor, levels: int, value_clip: bool,
+                       actor_weight: torch.Tensor,
                        actor_bias: torch.Tensor, actor_hidden_weights: torch.Tensor, actor_hidden_biases: torch.Tensor,
                        critic_weight: torch.Tensor, critic_bias: torch.Tensor, critic_hidden_weights: torch.Tensor,
                        critic_hidden_biases: torch.Tensor, policy_weight: torch.Tensor, policy_bias: torch.Tensor,
                        value_weight: torch.Tensor, value_bias: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(statistics float32[R, STATISTICS]: ``loss.STATS`` of each run's minibatch; gradients float32[R, G]: of its
     loss at the twelve weights and biases, as ``fused_backward.actor_critic_backward`` gives them). The networks as
-    ``fused_forward.actor_critic`` takes them, with a trunk each; the minibatch and the coefficients as
-    ``fused_backward.LossOperands`` holds them, the actions of A components of ``levels`` logits each."""
+    ``fused_forward.actor_critic`` takes them, with a trunk each, on the rollout's ``observations`` [R, N, D]; the
+    minibatch (its rows ``picks`` of them) and the coefficients as ``fused_backward.LossOperands`` holds them, the
+    actions of A components of ``levels`` logits each."""
     weights = [actor_weight, actor_bias, actor_hidden_weights, actor_hidden_biases, critic_weight, critic_bias,
                critic_hidden_weights, critic_hidden_biases, policy_weight, policy_bias, value_weight, value_bias]
+    observations = observations[torch.arange(observations.shape[0], device=observations.device)[:, None], picks]
     policy, values = fused_forward.actor_critic(observations, *weights, False)
     logits = policy[..., :policy_weight.shape[1]]
-    operands = LossOperands(actions, old_log_probs, advantages, old_values, returns, coefficients, levels, value_clip)
+    operands = LossOperands(picks, actions, old_log_probs, advantages, old_values, returns, coefficients, levels,
+                            value_clip)
     log_prob_gradient, entropy_gradient, value_gradient, statistics = _loss_gradients(logits, values, operands)
     components = [levels] * actions.shape[-1]
     policy_gradient = categorical_terms.categorical_terms_backward(log_prob_gradient, entropy_gradient, logits,
@@ -104,7 +108,7 @@ def _loss_gradients(logits: torch.Tensor, values: torch.Tensor,
 
 
 @ppo_loss_gradients.register_fake
-def _(observations, actions, old_log_probs, advantages, old_values, returns, coefficients, levels, value_clip,
+def _(observations, picks, actions, old_log_probs, advantages, old_values, returns, coefficients, levels, value_clip,
       *weights):
     runs = observations.shape[0]
     entries = fused_backward.gradient_offsets(list(weights), runs)[-1]
@@ -112,19 +116,22 @@ def _(observations, actions, old_log_probs, advantages, old_values, returns, coe
             observations.new_empty((runs, entries), dtype=torch.float32))
 
 
-def launch(observations: torch.Tensor, actions: torch.Tensor, old_log_probs: torch.Tensor, advantages: torch.Tensor,
-           old_values: torch.Tensor, returns: torch.Tensor, coefficients: torch.Tensor, levels: int, value_clip: bool,
-           *weights: torch.Tensor, programs: int | None = None, actor: TrunkLaunch = ACTOR_LAUNCH,
+def launch(observations: torch.Tensor, picks: torch.Tensor, actions: torch.Tensor, old_log_probs: torch.Tensor,
+           advantages: torch.Tensor, old_values: torch.Tensor, returns: torch.Tensor, coefficients: torch.Tensor,
+           levels: int, value_clip: bool, *weights: torch.Tensor, programs: int | None = None,
+           actor: TrunkLaunch = ACTOR_LAUNCH,
            critic: TrunkLaunch = CRITIC_LAUNCH) -> tuple[torch.Tensor, torch.Tensor]:
     """``ppo_loss_gradients`` by the whole-trunk gradients' kernel (``actor_critic_backward_kernel``), one launch
     per trunk at its program's shape (``actor``, ``critic``), on the observations' device (a CPU through Triton's
-    interpreter); ``programs`` as ``fused_backward.launch_backward`` takes them (by default as many as the larger
-    block of rows makes)."""
+    interpreter), reading the minibatch's rows of the observations where they lie; ``programs`` as
+    ``fused_backward.launch_backward`` takes them (by default as many as the larger block of rows makes)."""
     backward = fused_backward.BackwardLaunch(observations, list(weights), max(actor.block_rows, critic.block_rows),
-                                             None, programs, True, 1, None)
-    actions, old_log_probs, advantages, old_values, returns, coefficients = (
-        tensor.contiguous() for tensor in (actions, old_log_probs, advantages, old_values, returns, coefficients))
-    operands = LossOperands(actions, old_log_probs, advantages, old_values, returns, coefficients, levels, value_clip)
+                                             None, programs, True, 1, None, rows=picks.shape[1])
+    picks, actions, old_log_probs, advantages, old_values, returns, coefficients = (
+        tensor.contiguous() for tensor in (picks, actions, old_log_probs, advantages, old_values, returns,
+                                           coefficients))
+    operands = LossOperands(picks, actions, old_log_probs, advantages, old_values, returns, coefficients, levels,
+                            value_clip)
     partial = observations.new_empty((observations.shape[0], backward.programs, STATISTIC_SLOTS),
                                      dtype=torch.float32)
     backward.whole_trunk(None, 0, 8, False, operands, partial, actor)
@@ -150,16 +157,16 @@ class DifferentiablePPOLoss(torch.autograd.Function):
     fused update's) differentiates, whose backward pass gives those gradients times the loss's own."""
 
     @staticmethod
-    def forward(observations, actions, old_log_probs, advantages, old_values, returns, coefficients, levels, value_clip,
-                *weights):
-        statistics, gradients = ppo_loss_gradients(observations, actions, old_log_probs, advantages, old_values,
-                                                   returns, coefficients, levels, value_clip, *weights)
+    def forward(observations, picks, actions, old_log_probs, advantages, old_values, returns, coefficients, levels,
+                value_clip, *weights):
+        statistics, gradients = ppo_loss_gradients(observations, picks, actions, old_log_probs, advantages,
+                                                   old_values, returns, coefficients, levels, value_clip, *weights)
         loss = statistics[:, 3] + coefficients[:, 2] * statistics[:, 4] - coefficients[:, 3] * statistics[:, 5]
         return loss, statistics, gradients
 
     @staticmethod
     def setup_context(ctx, inputs: tuple, output) -> None:
-        ctx.save_for_backward(output[2], *inputs[9:])
+        ctx.save_for_backward(output[2], *inputs[10:])
         ctx.mark_non_differentiable(output[1], output[2])
 
     @staticmethod
@@ -167,5 +174,5 @@ class DifferentiablePPOLoss(torch.autograd.Function):
         gradients, *weights = ctx.saved_tensors
         with torch.no_grad():  # once differentiable: torch.func.grad records the backward pass otherwise
             scaled = gradients * loss_gradient[:, None]
-        return None, None, None, None, None, None, None, None, None, *fused_backward.split_gradients(scaled, weights)
+        return (None,) * 10 + tuple(fused_backward.split_gradients(scaled, weights))
 

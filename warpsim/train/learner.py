@@ -184,16 +184,17 @@ class Learner:
             per_role.append(role_stats)
         return loss, torch.stack(per_role)
 
-    def _losses_in_kernels(self, minibatches: list[Samples],
+    def _losses_in_kernels(self, minibatches: list[Samples], picks: list[torch.Tensor],
                            operands: list[tuple]) -> tuple[torch.Tensor, torch.Tensor]:
         """``_losses`` computed in the gradients' kernels, from each learning role's networks' ``fused_operands``
-        on its minibatch (their last, the shared trunk's flag, dropped: a trunk each)."""
+        on its rollout's observations (their last, the shared trunk's flag, dropped: a trunk each) and its
+        minibatch, whose rows of them are ``picks``."""
         loss = torch.zeros(len(self.configs), device=self.device)
         per_role = []
-        for role, batch, (observations, *weights) in zip(self.learners, minibatches, operands):
+        for role, batch, role_picks, (observations, *weights) in zip(self.learners, minibatches, picks, operands):
             head = self.policies.heads[role.name]
             assert isinstance(head, CategoricalHeads)
-            loss, role_stats = self.loss.in_kernels(loss, head, observations, tuple(weights[:-1]), batch)
+            loss, role_stats = self.loss.in_kernels(loss, head, observations, role_picks, tuple(weights[:-1]), batch)
             per_role.append(role_stats)
         return loss, torch.stack(per_role)
 
@@ -225,14 +226,16 @@ class Learner:
         """The minibatch step of the fused path, for ``torch.compile``: each role's minibatch of
         ``samples`` at the runs' indices ``picks`` int64[R, b], the networks, the losses, the gradients,
         their clipping, Adam, and the statistics (``_record``, into ``row``)."""
-        minibatches = [s.pick(self.run_index, p) for s, p in zip(samples, picks)]
+        # the loss in the gradients' kernels reads the minibatch's observations where they lie in the rollout
+        minibatches = [s.pick(self.run_index, p, observations=not self.policies.loss_kernels)
+                       for s, p in zip(samples, picks)]
         names = [role.name for role in self.learners]
 
         def total(learned: dict[str, torch.Tensor]) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
             observations = [batch.observations for batch in minibatches]
             if self.policies.loss_kernels:
                 operands = functional_call(self.policies, learned, (observations, names), {"operands": True})
-                loss, stats = self._losses_in_kernels(minibatches, operands)
+                loss, stats = self._losses_in_kernels(minibatches, picks, operands)
             else:
                 with self.autocast():
                     outputs = functional_call(self.policies, learned, (observations, names))

@@ -71,13 +71,14 @@ class MinibatchLoss:
                              value_loss.detach(), entropy.detach()], dim=-1)
         return total + policy_loss + self.value_coef * value_loss - self.entropy_coef * entropy, stats
 
-    def in_kernels(self, total: torch.Tensor, head: CategoricalHeads, observations: torch.Tensor,
+    def in_kernels(self, total: torch.Tensor, head: CategoricalHeads, observations: torch.Tensor, picks: torch.Tensor,
                    weights: tuple, batch: Samples) -> tuple[torch.Tensor, torch.Tensor]:
         """``__call__``'s loss and statistics, its networks' outputs and its gradients computed in the gradients'
-        kernels (``fused_loss``): ``observations`` and ``weights`` as ``fused_forward.actor_critic`` takes them
+        kernels (``fused_loss``) on the minibatch ``batch``, whose observations are the rows ``picks`` int64[R, b] of
+        the rollout's ``observations``: those and ``weights`` as ``fused_forward.actor_critic`` takes them
         (``StackedActorCritic.fused_operands``), a trunk each."""
         advantages = ppo.normalize(batch.advantages) if self.normalize else batch.advantages
-        loss, stats, _ = DifferentiablePPOLoss.apply(observations, batch.actions, batch.log_probs, advantages,
+        loss, stats, _ = DifferentiablePPOLoss.apply(observations, picks, batch.actions, batch.log_probs, advantages,
                                                       batch.values, batch.returns, self.coefficients,
                                                       head.action_levels[0], self.value_clip is not None, *weights)
         return total + loss, stats

@@ -64,6 +64,9 @@ class Samples(NamedTuple):
         """B, the number of samples of each run."""
         return self.observations.shape[1]
 
-    def pick(self, runs: torch.Tensor, indices: torch.Tensor) -> Samples:
-        """Each run's samples at its ``indices`` int64[R, b], copied; ``runs`` is int64[R, 1], 0 to R - 1."""
-        return Samples(*(x[runs, indices] for x in self))
+    def pick(self, runs: torch.Tensor, indices: torch.Tensor, observations: bool = True) -> Samples:
+        """Each run's samples at its ``indices`` int64[R, b], copied; ``runs`` is int64[R, 1], 0 to R - 1. Without
+        ``observations``, the observations are left whole, the rollout's, for kernels that read the picked rows where
+        they lie (``fused_loss``)."""
+        observed = self.observations[runs, indices] if observations else self.observations
+        return Samples(observed, *(x[runs, indices] for x in self[1:]))
