@@ -1,8 +1,9 @@
 """PPO's loss of a role with categorical actions and its gradients at the networks' weights in one pass
 (``ppo_loss_gradients``): on a GPU the gradients' kernels compute the policy's and the value's loss in their
-registers (``TrainConfig.gradient_kernels='loss'``), where otherwise a minibatch step runs the networks' forward
-kernel, writes the policy's logits and the values, runs the loss's kernels on them and writes their gradient for the
-gradients' kernels to read, which compute the networks again.
+registers (``TrainConfig.gradient_kernels='loss'``), reading the minibatch's observations where they lie in the
+rollout, where otherwise a minibatch step gathers them, runs the networks' forward kernel, writes the policy's logits
+and the values, runs the loss's kernels on them and writes their gradient for the gradients' kernels to read, which
+compute the networks again.
 
 The loss is ``loss.MinibatchLoss``'s: the clipped objective of the normalised advantages, the value's error (clipped
 or not) and the entropy, each a mean over the minibatch, weighed by the run's coefficients; its gradient at the
