@@ -159,3 +159,17 @@ def test_training_with_it_where_the_networks_cannot_take_it_stops_before_any_fil
     assert code == 2 and not (tmp_path / "run").exists()
     assert "gradient_kernels='loss' is not allowed; loss needs a trunk each of at most two layers 64 wide" in \
         capsys.readouterr().err
+
+
+def test_its_minibatch_leaves_the_observations_where_they_lie_and_picks_every_other_column():
+    generator = torch.Generator().manual_seed(0)
+    samples = Samples(torch.randn(2, 10, 4, generator=generator), torch.randint(0, 5, (2, 10, 2), generator=generator),
+                      *torch.randn(4, 2, 10, generator=generator))
+    runs, indices = torch.arange(2)[:, None], torch.stack([torch.randperm(10, generator=generator)[:3]
+                                                           for _ in range(2)])
+    whole, in_place = samples.pick(runs, indices), samples.pick(runs, indices, observations=False)
+    assert in_place.observations is samples.observations
+    assert torch.equal(whole.observations, samples.observations[runs, indices])
+    for name in Samples._fields[1:]:
+        assert torch.equal(getattr(in_place, name), getattr(samples, name)[runs, indices]), name
+        assert torch.equal(getattr(in_place, name), getattr(whole, name)), name
