@@ -38,11 +38,11 @@ without the loss at 32 rows by 8 warps); at 32 by 8 held to 128 registers, also 
 def ppo_loss_gradients(observations: torch.Tensor, picks: torch.Tensor, actions: torch.Tensor,
                        old_log_probs: torch.Tensor, advantages: torch.Tensor, old_values: torch.Tensor,
                        returns: torch.Tensor, coefficients: torch.Tensor, levels: int, value_clip: bool,
-                       actor_weight: torch.Tensor,
-                       actor_bias: torch.Tensor, actor_hidden_weights: torch.Tensor, actor_hidden_biases: torch.Tensor,
-                       critic_weight: torch.Tensor, critic_bias: torch.Tensor, critic_hidden_weights: torch.Tensor,
-                       critic_hidden_biases: torch.Tensor, policy_weight: torch.Tensor, policy_bias: torch.Tensor,
-                       value_weight: torch.Tensor, value_bias: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+                       actor_weight: torch.Tensor, actor_bias: torch.Tensor, actor_hidden_weights: torch.Tensor,
+                       actor_hidden_biases: torch.Tensor, critic_weight: torch.Tensor, critic_bias: torch.Tensor,
+                       critic_hidden_weights: torch.Tensor, critic_hidden_biases: torch.Tensor,
+                       policy_weight: torch.Tensor, policy_bias: torch.Tensor, value_weight: torch.Tensor,
+                       value_bias: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(statistics float32[R, STATISTICS]: ``loss.STATS`` of each run's minibatch; gradients float32[R, G]: of its
     loss at the twelve weights and biases, as ``fused_backward.actor_critic_backward`` gives them). The networks as
     ``fused_forward.actor_critic`` takes them, with a trunk each, on the rollout's ``observations`` [R, N, D]; the
