@@ -29,7 +29,8 @@ def minibatch(case: dict, arguments: tuple) -> tuple:
     levels, runs, rows = case["levels"], case["runs"], case["rows"]
     observations = arguments[0]
     rollout = torch.randn((runs, rows + rows // 2, observations.shape[-1]), generator=generator).to(torch.bfloat16)
-    picks = torch.stack([torch.randperm(rollout.shape[1], generator=generator)[:rows] for _ in range(runs)])
+    # a minibatch of each run's epoch order, as the update cuts it: its runs' rows a whole order apart
+    picks = torch.stack([torch.randperm(rollout.shape[1], generator=generator) for _ in range(runs)])[:, :rows]
     rollout[torch.arange(runs)[:, None], picks] = observations
     actions = torch.randint(0, levels[0], (runs, rows, len(levels)), generator=generator, dtype=torch.int32)
     policy, values = fused_forward.actor_critic(*arguments)

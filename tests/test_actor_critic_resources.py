@@ -65,7 +65,7 @@ def test_a_whole_trunks_gradients_kernel_stays_in_registers(outputs, with_value)
 def test_a_whole_trunks_gradients_kernel_computing_the_loss_stays_in_registers(outputs, most_instructions_a_row):
     """At train-ref's shapes, PPO's loss computed in the kernel (``fused_loss``), each program's shape its launch's:
     no spills, two programs an SM, and a row within its budget of instructions (the actor's: 420 at 32 rows by 8 warps
-    when each component's log-softmax was a pass over all 64 columns; 120 without the loss, as the critic's)."""
+    when each component's log-softmax was a pass over all 64 columns; 120 without the loss; the critic's 122)."""
     shape = fused_loss.ACTOR_LAUNCH if outputs > 1 else fused_loss.CRITIC_LAUNCH
     used = NETWORK_KERNELS.trunk_backward(outputs, False, True, loss=True)
     assert used["spill_bytes"] == 0 and used["programs_per_sm"] == 2, used

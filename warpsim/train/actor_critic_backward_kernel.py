@@ -51,6 +51,17 @@ def _column_gradient(gradient, weight_ptr, unit, HIDDEN: tl.constexpr, DOT: tl.c
 
 
 @triton.jit
+def _head_weight(head_weight_ptr, head_row, unit, HIDDEN: tl.constexpr, OUTPUTS: tl.constexpr, DOT: tl.constexpr):
+    """A multi-column head's weight (bfloat16 bits [OUTPUTS, H]) as an operand [BLOCK_OUTPUTS, units], its outputs
+    ``head_row`` in its rows (OUTPUTS for none); a one-column head's, which ``_column_gradient`` reads, its pointer."""
+    if OUTPUTS == 1:
+        weight = head_weight_ptr
+    else:
+        weight = _rows_of(head_weight_ptr, head_row, unit, HIDDEN, OUTPUTS, DOT)
+    return weight
+
+
+@triton.jit
 def _head_gradient(gradient_ptr, row, rows, OUTPUTS: tl.constexpr, GRADIENT_ENTRIES: tl.constexpr,
                    BLOCK_OUTPUTS: tl.constexpr, DOT: tl.constexpr):
     """A head's outputs' gradient on a block of rows, as the loss wrote it: bfloat16 bits [rows, OUTPUTS] in rows of
@@ -117,15 +128,14 @@ def _head_sums(features, gradient, weight_sum, bias_sum, OUTPUTS: tl.constexpr, 
 
 
 @triton.jit
-def _features_gradient(gradient, head_weight_ptr, head_row, value_gradient, value_weight_ptr, unit,
-                       HIDDEN: tl.constexpr, OUTPUTS: tl.constexpr, WITH_VALUE: tl.constexpr, DOT: tl.constexpr):
+def _features_gradient(gradient, head, value_gradient, value_weight_ptr, unit, HIDDEN: tl.constexpr,
+                       OUTPUTS: tl.constexpr, WITH_VALUE: tl.constexpr, DOT: tl.constexpr):
     """The gradient at a trunk's features float32[rows, units], rounded to their bfloat16: from its head's outputs'
-    (as ``_head_gradient`` gives it; the outputs of its columns ``head_row``, OUTPUTS for none), plus,
+    (as ``_head_gradient`` gives it) through the head's weight (as ``_head_weight`` gives it), plus,
     ``WITH_VALUE``, from the value's column's float32[rows]."""
     if OUTPUTS == 1:
-        features_gradient = _column_gradient(gradient, head_weight_ptr, unit, HIDDEN, DOT)
+        features_gradient = _column_gradient(gradient, head, unit, HIDDEN, DOT)
     else:
-        head = _rows_of(head_weight_ptr, head_row, unit, HIDDEN, OUTPUTS, DOT)
         features_gradient = _round(tl.dot(gradient, head), DOT)
     if WITH_VALUE:
         features_gradient = _round(features_gradient + _column_gradient(value_gradient, value_weight_ptr, unit, HIDDEN,
@@ -204,9 +214,10 @@ def fused_actor_critic_backward(
             # The gradient at the trunk's features, then back through the layers above the target.
             head_gradient = _head_gradient(head_gradient_ptr, row, rows, OUTPUTS, GRADIENT_ENTRIES, BLOCK_OUTPUTS,
                                            DOT)
-            gradient = _features_gradient(head_gradient, head_weight_ptr, tl.arange(0, BLOCK_OUTPUTS),
-                                          _value_gradient(value_gradient_ptr, row, rows, WITH_VALUE), value_weight_ptr,
-                                          unit, HIDDEN, OUTPUTS, WITH_VALUE, DOT)
+            head = _head_weight(head_weight_ptr, tl.arange(0, BLOCK_OUTPUTS), unit, HIDDEN, OUTPUTS, DOT)
+            gradient = _features_gradient(head_gradient, head, _value_gradient(value_gradient_ptr, row, rows,
+                                                                               WITH_VALUE),
+                                          value_weight_ptr, unit, HIDDEN, OUTPUTS, WITH_VALUE, DOT)
             for layer in tl.static_range(LAYERS - 1, TARGET, -1):
                 features = _trunk(observations_ptr, row, rows, inputs, weight_ptr, bias_ptr, hidden_weights_ptr,
                                   hidden_biases_ptr, HIDDEN, layer + 1, BLOCK_ROWS, BLOCK_INPUTS, BLOCK_HIDDEN, DOT,
@@ -242,7 +253,8 @@ def fused_trunk_backward(
         head_gradient_ptr, value_weight_ptr, value_gradient_ptr, first_weight_sums_ptr, first_bias_sums_ptr,
         hidden_weight_sums_ptr, hidden_bias_sums_ptr, head_weight_sums_ptr, head_bias_sums_ptr,
         value_weight_sums_ptr, value_bias_sums_ptr, head_bias_ptr, actions_ptr, old_log_probs_ptr, advantages_ptr,
-        old_values_ptr, returns_ptr, coefficients_ptr, statistics_ptr, picks_ptr, observation_rows, rows, inputs,
+        old_values_ptr, returns_ptr, coefficients_ptr, statistics_ptr, picks_ptr, picks_stride, observation_rows, rows,
+        inputs,
         programs, sums_stride,
         HIDDEN: tl.constexpr, LAYERS: tl.constexpr, OUTPUTS: tl.constexpr, GRADIENT_ENTRIES: tl.constexpr,
         WITH_VALUE: tl.constexpr, BLOCK_ROWS: tl.constexpr, BLOCK_INPUTS: tl.constexpr, BLOCK_HIDDEN: tl.constexpr,
@@ -264,8 +276,8 @@ def fused_trunk_backward(
     float32[R, 4] (clip, value_clip, value_coef, entropy_coef). Program (p, r, 0) stores its part of the
     statistics at ``statistics_ptr`` float32[R, programs, STATISTICS] (``ppo_loss_kernel.row_statistics``: the
     policy's slots, or the value's). The minibatch's observations are then the rollout's rows at ``picks_ptr``
-    int64[R, B] of its ``observation_rows`` (a run's ``run_stride`` entries apart), read where they lie, where
-    without LOSS they are the rows ``rows`` themselves."""
+    int64[R, B] (a run's ``picks_stride`` entries apart) of its ``observation_rows`` (a run's ``run_stride`` entries
+    apart), read where they lie, where without LOSS they are the rows ``rows`` themselves."""
     program, run, first_column = tl.program_id(0), tl.program_id(1), tl.program_id(2) * BLOCK_IN
     (observations_ptr, weight_ptr, bias_ptr, hidden_weights_ptr, hidden_biases_ptr, head_weight_ptr, head_gradient_ptr,
      value_weight_ptr, value_gradient_ptr) = _of_run(
@@ -288,7 +300,7 @@ def fused_trunk_backward(
     policy_terms, squared_terms, entropy_terms = (tl.zeros((BLOCK_ROWS,), tl.float32),) * 3
     if LOSS:
         per_row = run.to(tl.int64) * rows
-        picks_ptr += per_row
+        picks_ptr += run.to(tl.int64) * picks_stride
         head_bias_ptr += run * OUTPUTS
         actions_ptr += per_row * COMPONENTS
         old_log_probs_ptr += per_row
@@ -317,6 +329,7 @@ def fused_trunk_backward(
             top = _activated(tl.dot(first, tl.trans(hidden)), hidden_biases_ptr, unit, HIDDEN, DOT)
         else:
             top = first
+        head = _head_weight(head_weight_ptr, head_row, unit, HIDDEN, OUTPUTS, DOT)
         if LOSS:
             if OUTPUTS == 1:
                 head_gradient, squared = value_loss_gradient(
@@ -325,9 +338,8 @@ def fused_trunk_backward(
                 squared_terms += squared
             else:
                 head_gradient, deviation, clipped, approx_kl, policy, entropy = policy_loss_gradient(
-                    top, head_weight_ptr, head_bias_ptr, actions_ptr, old_log_probs_ptr, advantages_ptr, row, rows,
-                    clip, entropy_coef, HIDDEN, COMPONENTS, LEVELS, BLOCK_OUTPUTS // BLOCK_LEVELS, BLOCK_LEVELS,
-                    BLOCK_HIDDEN, DOT)
+                    top, head, head_bias_ptr, actions_ptr, old_log_probs_ptr, advantages_ptr, row, rows,
+                    clip, entropy_coef, COMPONENTS, LEVELS, BLOCK_OUTPUTS // BLOCK_LEVELS, BLOCK_LEVELS, DOT)
                 policy_terms += policy
                 entropy_terms += entropy
                 kl_terms += approx_kl
@@ -342,8 +354,8 @@ def fused_trunk_backward(
         if WITH_VALUE:
             value_sum, value_bias_sum = _head_sums(top, value_gradient, value_sum, value_bias_sum, 1, 16, BLOCK_ROWS,
                                                    DOT)
-        gradient = _features_gradient(head_gradient, head_weight_ptr, head_row, value_gradient, value_weight_ptr, unit,
-                                      HIDDEN, OUTPUTS, WITH_VALUE, DOT)
+        gradient = _features_gradient(head_gradient, head, value_gradient, value_weight_ptr, unit, HIDDEN, OUTPUTS,
+                                      WITH_VALUE, DOT)
         if LAYERS == 2:
             summed = _tanh_gradient(gradient, top, DOT)
             hidden_sum = tl.dot(tl.trans(summed), first, hidden_sum)

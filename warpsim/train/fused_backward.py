@@ -240,7 +240,8 @@ class LossOperands(NamedTuple):
     run's minibatch and coefficients."""
 
     picks: torch.Tensor
-    """int64[R, B]: the minibatch's rows of the observations (the rollout's, which the kernel reads where they lie)"""
+    """int64[R, B], a run's row of unit stride: the minibatch's rows of the observations (the rollout's, which the
+    kernel reads where they lie)"""
     actions: torch.Tensor
     """int32[R, B, A], of A categorical components of ``levels`` logits each"""
     old_log_probs: torch.Tensor
@@ -323,16 +324,17 @@ class BackwardLaunch:
         from warpsim.train.actor_critic_backward_kernel import fused_trunk_backward
 
         outputs, bits, inputs = self.weights[head].shape[1], self.bits, self.inputs
+        shape = shape or TrunkLaunch(self.block_rows, self.warps, self.max_registers)
         block_outputs, block_levels = power_of_two(outputs), 1
         if loss is None:
             assert head_gradients is not None
             (gradient, entries), value_gradient = self._head_gradient(head_gradients, head), head_gradients[1]
-            loss_pointers = [gradient] * 9  # not read
+            loss_pointers = [gradient] * 9 + [0]  # not read
         else:
             assert statistics is not None
             gradient, entries, value_gradient = statistics, 1, statistics  # not read: the kernel computes them
             loss_pointers = [bits[head + 1], loss.actions, loss.old_log_probs, loss.advantages, loss.old_values,
-                             loss.returns, loss.coefficients, statistics, loss.picks]
+                             loss.returns, loss.coefficients, statistics, loss.picks, loss.picks.stride(0)]
             if outputs > 1:
                 block_components, block_levels = loss_columns(loss.actions.shape[-1], loss.levels)
                 block_outputs = block_components * block_levels
@@ -343,14 +345,13 @@ class BackwardLaunch:
             self.observations.view(torch.int16), self.observation_rows * inputs, *bits[trunk:trunk + 4], bits[head],
             gradient, bits[10], value_gradient, *sums, *loss_pointers, self.observation_rows, self.rows, inputs,
             self.programs, self.offsets[-1], HIDDEN=self.hidden, LAYERS=self.layers, OUTPUTS=outputs,
-            GRADIENT_ENTRIES=entries, WITH_VALUE=with_value, BLOCK_ROWS=shape.block_rows if shape else self.block_rows,
+            GRADIENT_ENTRIES=entries, WITH_VALUE=with_value, BLOCK_ROWS=shape.block_rows,
             BLOCK_INPUTS=whole_trunk_inputs, BLOCK_HIDDEN=power_of_two(self.hidden), BLOCK_OUTPUTS=block_outputs,
             BLOCK_IN=self.first_columns, TAIL_IN=self.tail_columns, DOT=self.dot, LOSS=loss is not None,
             COMPONENTS=0 if loss is None else loss.actions.shape[-1], LEVELS=0 if loss is None else loss.levels,
             BLOCK_LEVELS=block_levels, VALUE_CLIP=loss is not None and loss.value_clip,
-            **chunk_constants(inputs, whole_trunk_inputs), num_warps=shape.warps if shape else self.warps,
-            num_stages=self.stages, maxnreg=shape.max_registers if shape else self.max_registers,
-            **triton_launch.OPTIONS)
+            **chunk_constants(inputs, whole_trunk_inputs), num_warps=shape.warps, num_stages=self.stages,
+            maxnreg=shape.max_registers, **triton_launch.OPTIONS)
 
     def layer(self, head_gradients: list[torch.Tensor], trunk: int, target: int, head: int, with_value: bool) -> None:
         """The partial sums of the gradients of layer ``target``'s weight and bias of the trunk whose

@@ -30,7 +30,7 @@ ACTOR_LAUNCH = TrunkLaunch(16, 4, None)
 at train-ref's shapes; benchmarks/network_kernel_resources.py). Not yet timed on a GPU
 (benchmarks/fused_forward.py's ``LOSS_LAUNCH_SHAPES`` times the others)."""
 CRITIC_LAUNCH = TrunkLaunch(16, 4, None)
-"""The critic's program: 16 rows by 4 warps, 222 registers and two programs an SM, 125 instructions a row (120
+"""The critic's program: 16 rows by 4 warps, 222 registers and two programs an SM, 125 instructions a row (122
 without the loss at 32 rows by 8 warps); at 32 by 8 held to 128 registers, also two programs an SM, 147."""
 
 
@@ -128,9 +128,10 @@ def launch(observations: torch.Tensor, picks: torch.Tensor, actions: torch.Tenso
     ``fused_backward.launch_backward`` takes them (by default as many as the larger block of rows makes)."""
     backward = fused_backward.BackwardLaunch(observations, list(weights), max(actor.block_rows, critic.block_rows),
                                              None, programs, True, 1, None, rows=picks.shape[1])
-    picks, actions, old_log_probs, advantages, old_values, returns, coefficients = (
-        tensor.contiguous() for tensor in (picks, actions, old_log_probs, advantages, old_values, returns,
-                                           coefficients))
+    actions, old_log_probs, advantages, old_values, returns, coefficients = (
+        tensor.contiguous() for tensor in (actions, old_log_probs, advantages, old_values, returns, coefficients))
+    # a run's minibatch of the epoch's order, as it lies (its runs apart by the stride the kernel takes)
+    picks = picks if picks.stride(1) == 1 else picks.contiguous()
     operands = LossOperands(picks, actions, old_log_probs, advantages, old_values, returns, coefficients, levels,
                             value_clip)
     partial = observations.new_empty((observations.shape[0], backward.programs, STATISTIC_SLOTS),

@@ -8,7 +8,7 @@ takes half the gradient, and a bound reached passes it on."""
 import triton
 import triton.language as tl
 
-from warpsim.train.actor_critic_kernel import _as_operand, _bfloat16, _column, _operand, _round
+from warpsim.train.actor_critic_kernel import _as_operand, _bfloat16, _column, _round
 from warpsim.train.categorical_terms_kernel import _exp
 from warpsim.train.fused_loss import STATISTIC_SLOTS
 
@@ -44,23 +44,19 @@ def head_rows(output, COMPONENTS: tl.constexpr, LEVELS: tl.constexpr, BLOCK_LEVE
 
 
 @triton.jit
-def policy_loss_gradient(features, weight_ptr, bias_ptr, actions_ptr, old_log_probs_ptr, advantages_ptr, row, rows,
-                         clip, entropy_coef, HIDDEN: tl.constexpr, COMPONENTS: tl.constexpr,
-                         LEVELS: tl.constexpr, BLOCK_COMPONENTS: tl.constexpr, BLOCK_LEVELS: tl.constexpr,
-                         BLOCK_HIDDEN: tl.constexpr, DOT: tl.constexpr):
+def policy_loss_gradient(features, head, bias_ptr, actions_ptr, old_log_probs_ptr, advantages_ptr, row, rows,
+                         clip, entropy_coef, COMPONENTS: tl.constexpr, LEVELS: tl.constexpr,
+                         BLOCK_COMPONENTS: tl.constexpr, BLOCK_LEVELS: tl.constexpr, DOT: tl.constexpr):
     """The policy head's outputs' gradient on a block of rows, as an operand [rows, BLOCK_COMPONENTS x
     BLOCK_LEVELS], a component's in BLOCK_LEVELS columns (``head_rows``), and the rows' terms of the statistics
-    float32[rows] (``row_statistics``' but the squared errors; 0 past the last row): the head (weight and bias as
-    bfloat16 bits [COMPONENTS x LEVELS, H] and [COMPONENTS x LEVELS]) on the actor's ``features`` (an operand), the
-    taken actions int32[rows, COMPONENTS], their log-probabilities when sampled and their advantages (normalised)
-    float32[rows]. The objective is clipped at ``clip``, the entropy weighs ``entropy_coef``; both are means over
-    ``rows``."""
-    output = tl.arange(0, BLOCK_COMPONENTS * BLOCK_LEVELS)
-    head_row, held = head_rows(output, COMPONENTS, LEVELS, BLOCK_LEVELS)
-    bits = tl.load(weight_ptr + head_row[None, :] * HIDDEN + tl.arange(0, BLOCK_HIDDEN)[:, None],
-                   mask=held[None, :] & (tl.arange(0, BLOCK_HIDDEN)[:, None] < HIDDEN), other=0)
+    float32[rows] (``row_statistics``' but the squared errors; 0 past the last row): the head (its weight an operand
+    [BLOCK_COMPONENTS x BLOCK_LEVELS, units], its outputs in its rows as ``head_rows`` lays them out; its bias
+    bfloat16 bits [COMPONENTS x LEVELS]) on the actor's ``features`` (an operand), the taken actions int32[rows,
+    COMPONENTS], their log-probabilities when sampled and their advantages (normalised) float32[rows]. The objective
+    is clipped at ``clip``, the entropy weighs ``entropy_coef``; both are means over ``rows``."""
+    head_row, held = head_rows(tl.arange(0, BLOCK_COMPONENTS * BLOCK_LEVELS), COMPONENTS, LEVELS, BLOCK_LEVELS)
     bias = _bfloat16(tl.load(bias_ptr + head_row, mask=held, other=0))
-    logits = _round(tl.dot(features, _operand(bits, DOT)) + bias[None, :], DOT)  # as the forward kernel writes them
+    logits = _round(tl.dot(features, tl.trans(head)) + bias[None, :], DOT)  # as the forward kernel writes them
     kept = row < rows
     fast = DOT == tl.bfloat16
     shape: tl.constexpr = (row.shape[0], BLOCK_COMPONENTS, BLOCK_LEVELS)
