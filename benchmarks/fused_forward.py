@@ -18,7 +18,8 @@ eager networks' (autograd) against the kernels' (``launch_backward``, also at ea
 shapes on a GPU, and at numbers of programs that are multiples of its SMs). Autograd's products whose rows are
 not aligned (the first layers, the policy head) are timed as they are and padded (``product_alignment_times``). The discrete roles' rollout step is timed
 with their actions sampled in the kernel and sampled after it in torch (``sampling_times``), and their update's loss
-and gradients computed in the gradients' kernels against the kernels apart (``loss_times``). The record
+and gradients computed in the gradients' kernels, and in a forward kernel of its own before them, against the kernels
+apart (``loss_times``). The record
 (device, config, commit) is summarised on a few lines, and with --results-dir DIR appended to
 DIR/<device>.json.
 """
@@ -330,8 +331,8 @@ def loss_times(policies: RunPolicies, names: list[str], inputs: list[torch.Tenso
     a minibatch: computed in the gradients' kernels (``fused_loss.ppo_loss_gradients``, ``gradient_kernels='loss'``)
     against the kernels that the update runs without it (the networks' forward kernel, the loss's kernels of
     discrete actions both ways and the gradients' kernels; the loss's own arithmetic between them, which the compiled
-    step fuses into a few kernels, left out); on a GPU the former also at each of ``LOSS_LAUNCH_SHAPES``. None where
-    no role's are taken."""
+    step fuses into a few kernels, left out); on a GPU the former also at each of ``LOSS_LAUNCH_SHAPES``, and the loss
+    computed in a forward kernel of its own instead (``loss_in_forward_ms``). None where no role's are taken."""
     cases = []
     for name, batch in zip(names, inputs):
         head, network = policies.heads[name], policies.network(name)
@@ -365,22 +366,31 @@ def loss_times(policies: RunPolicies, names: list[str], inputs: list[torch.Tenso
     with torch.no_grad():
         return {"in_kernels_ms": 1e3 * timed(in_kernels, repeats, device),
                 "apart_ms": 1e3 * timed(apart, repeats, device),
+                "in_forward_ms": loss_in_forward_ms(cases, repeats, device) if device.type == "cuda" else None,
                 "launch_shapes": loss_launch_shape_times(cases, repeats, device) if device.type == "cuda" else []}
+
+
+def _launch_loss(cases: list[tuple], **options) -> None:
+    """``fused_loss.launch`` with these ``options`` on each of ``cases``: (``fused_operands``, the minibatch's rows of
+    those observations int64[1, B], actions int32[1, B, A], columns float32[4, 1, B] (the log-probabilities when
+    sampled, the advantages, the values, the returns), coefficients float32[1, 4], levels) of each role."""
+    for (observations, *weights, _), picks, actions, columns, coefficients, levels in cases:
+        fused_loss.launch(observations, picks, actions, *columns, coefficients, levels[0], False, *weights, **options)
 
 
 def loss_launch_shape_times(cases: list[tuple], repeats: int, device: torch.device) -> list[dict]:
     """The gradients' kernels computing the loss (``fused_loss.launch``) at each of ``LOSS_LAUNCH_SHAPES``, on
-    ``cases``: (``fused_operands``, the minibatch's rows of those observations int64[1, B], actions int32[1, B, A],
-    columns float32[4, 1, B] (the log-probabilities when sampled, the advantages, the values, the returns),
-    coefficients float32[1, 4], levels) of each role."""
-    def at_shape(actor: TrunkLaunch, critic: TrunkLaunch) -> None:
-        for (observations, *weights, _), picks, actions, columns, coefficients, levels in cases:
-            fused_loss.launch(observations, picks, actions, *columns, coefficients, levels[0], False, *weights,
-                              actor=actor, critic=critic)
-
+    ``cases`` (as ``_launch_loss`` takes them)."""
     return [{"actor": actor._asdict(), "critic": critic._asdict(),
-             "ms": 1e3 * timed(functools.partial(at_shape, actor, critic), repeats, device)}
+             "ms": 1e3 * timed(functools.partial(_launch_loss, cases, actor=actor, critic=critic, in_forward=False),
+                               repeats, device)}
             for actor, critic in LOSS_LAUNCH_SHAPES]
+
+
+def loss_in_forward_ms(cases: list[tuple], repeats: int, device: torch.device) -> float:
+    """The loss computed in a forward kernel of its own, then the gradients' kernels reading its gradients
+    (``fused_loss.launch`` ``in_forward``), on ``cases`` (as ``_launch_loss`` takes them)."""
+    return 1e3 * timed(functools.partial(_launch_loss, cases, in_forward=True), repeats, device)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -428,6 +438,9 @@ def main(argv: list[str] | None = None) -> int:
     if result["loss"]:
         print(f"  their update's loss and gradients, in the gradients' kernels {result['loss']['in_kernels_ms']:.3f} "
               f"ms, their kernels apart {result['loss']['apart_ms']:.3f} ms")
+        if result["loss"]["in_forward_ms"] is not None:
+            print("    in a forward kernel of its own, then the gradients' kernels "
+                  f"{result['loss']['in_forward_ms']:.3f} ms")
         for shape in result["loss"]["launch_shapes"]:
             actor, critic = (f"{part['block_rows']} rows x {part['warps']} warps"
                              + (f" held to {part['max_registers']} registers" if part["max_registers"] else "")

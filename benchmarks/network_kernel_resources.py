@@ -8,7 +8,8 @@ hidden layers of 64, 21 + 21 logits; the forward at tag-chase's width 128 too), 
 observations' rows as they were (71 entries) and aligned (``fused_forward.aligned_rows``: 80),
 the forward kernel sampling those logits (``fused_sampling.actor_critic_sample``), and the kernels of
 discrete actions on them (the update loss's both ways, ``categorical_terms``), and the gradients' kernels computing
-that loss themselves (``fused_loss``), through Triton and ``ptxas -v``;
+that loss themselves (``fused_loss``) or a forward kernel computing it before them (``ppo_loss_forward``), through
+Triton and ``ptxas -v``;
 prints one Markdown table: registers per thread, spill bytes, programs that fit on one SM by their registers and
 shared memory, in the PTX the global loads of 2 bytes and of 16, the asynchronous copies a pipelined loop issues
 (``cp.async``) and the butterfly shuffles (a sum across a warp's lanes takes five), the machine instructions of
@@ -173,7 +174,7 @@ def trunk_backward_launch(outputs: int, with_value: bool, aligned: bool, unrolle
                      BLOCK_HIDDEN=hidden, BLOCK_OUTPUTS=max(16, 1 << (outputs - 1).bit_length()),
                      BLOCK_IN=columns[0], TAIL_IN=columns[1], DOT=tl.bfloat16,
                      **(chunks if unrolled else dict(INPUT_CHUNKS=0, INPUT_TAIL=0)),
-                     LOSS=loss, COMPONENTS=2 if loss else 0, LEVELS=21 if loss else 0, VALUE_CLIP=False)
+                     LOSS=loss, COMPONENTS=2 if loss else 0, LEVELS=21 if loss else 0, VALUE_CLIP=False, PICKED=loss)
     if loss and outputs > 1:
         components, levels = fused_backward.loss_columns(2, 21)
         constants.update(BLOCK_OUTPUTS=components * levels, BLOCK_LEVELS=levels)
@@ -198,6 +199,22 @@ def trunk_backward(outputs: int, with_value: bool, aligned: bool, unrolled: bool
     for a block of rows."""
     return resources(**trunk_backward_launch(outputs, with_value, aligned, unrolled, narrow_tail, loss),
                      loop_passes=-(-TRAIN_REF_INPUTS // fused_backward.WHOLE_TRUNK_BLOCK_INPUTS))
+
+
+def loss_forward_launch() -> dict:
+    """``compiled``'s arguments for the kernel computing PPO's loss in the networks' forward pass
+    (``ppo_loss_kernel.ppo_loss_forward``) as ``fused_loss.launch`` launches it ``in_forward`` at train-ref's
+    shapes: two components of 21 actions, the value's error unclipped, on aligned rows."""
+    from warpsim.train.ppo_loss_kernel import ppo_loss_forward
+    components, levels = fused_backward.loss_columns(2, 21)
+    constants = dict(HIDDEN=64, LAYERS=2, OUTPUTS=42, GRADIENT_ENTRIES=fused_forward.policy_row_entries(42),
+                     BLOCK_ROWS=fused_forward.BLOCK_ROWS, BLOCK_INPUTS=fused_forward.BLOCK_INPUTS, BLOCK_HIDDEN=64,
+                     DOT=tl.bfloat16, COMPONENTS=2, LEVELS=21, BLOCK_COMPONENTS=components, BLOCK_LEVELS=levels,
+                     VALUE_CLIP=False)
+    float32 = {"value_weight_ptr", "value_bias_ptr", "old_log_probs_ptr", "advantages_ptr", "old_values_ptr",
+               "returns_ptr", "coefficients_ptr", "value_gradient_ptr", "statistics_ptr"}
+    return dict(kernel=ppo_loss_forward, constants=constants, float32=float32, warps=4, stages=fused_forward.STAGES,
+                divisible=frozenset({"run_stride", "inputs"}), pointers={"actions_ptr": "*i32", "picks_ptr": "*i64"})
 
 
 def layer_backward_launch(hidden: int, target: int, outputs: int, with_value: bool) -> dict:
@@ -264,6 +281,8 @@ def table() -> str:
                  trunk_backward(outputs, False, True, loss=True))
                 for name, outputs, shape in (("actor", 42, fused_loss.ACTOR_LAUNCH),
                                              ("critic", 1, fused_loss.CRITIC_LAUNCH))]
+    entries += [("the loss in a forward kernel (actor and critic)", f"{fused_forward.BLOCK_ROWS} rows x 4 warps",
+                 rows(True), fused_forward.STAGES, resources(**loss_forward_launch()))]
     entries += [(name, f"{categorical_terms.BLOCK_ROWS} rows x 4 warps", "42 logits", 1, categorical(kernel_name))
                 for name, kernel_name in (("loss's log-probabilities and entropy", "categorical_terms"),
                                           ("loss's gradient", "categorical_terms_backward"))]

@@ -1,8 +1,9 @@
-"""Runs the gradients' kernel computing PPO's loss (``fused_loss.launch``) through Triton's interpreter on the CPU,
+"""Runs the kernels computing PPO's loss (``fused_loss.launch``) through Triton's interpreter on the CPU,
 against ``fused_loss.ppo_loss_gradients``' CPU form, for each case given as JSON on the command line
 (``interpret_actor_critic.CASES``' fields with ``levels``, a list of equal sizes, as ``outputs``; ``programs``:
-partial sums per run; ``value_clip``). Prints as JSON, for each case, each gradient's largest difference relative to
-its largest entry and that entry, and each statistic of each run both ways. Run with ``TRITON_INTERPRET=1`` set.
+partial sums per run; ``value_clip``; ``in_forward``: the launch's). Prints as JSON, for each case, each gradient's
+largest difference relative to its largest entry and that entry, and each statistic of each run both ways. Run with
+``TRITON_INTERPRET=1`` set.
 
     TRITON_INTERPRET=1 python tests/interpret_ppo_loss.py '[{"runs": 2, ...}]'
 """
@@ -52,7 +53,8 @@ def main() -> None:
         arguments = weights(case)
         operands = (*minibatch(case, arguments), *arguments[1:-1])
         statistics, gradients = fused_loss.ppo_loss_gradients(*operands)
-        kernel_statistics, kernel_gradients = fused_loss.launch(*operands, programs=case["programs"])
+        kernel_statistics, kernel_gradients = fused_loss.launch(*operands, programs=case["programs"],
+                                                                in_forward=case["in_forward"])
         weights_of = list(arguments[1:-1])
         pairs = zip(NAMES, fused_backward.split_gradients(kernel_gradients, weights_of),
                     fused_backward.split_gradients(gradients, weights_of))

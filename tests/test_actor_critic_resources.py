@@ -4,6 +4,7 @@ kernel pipelines its first layer's reads; the kernels of discrete actions stay i
 forward kernel's first form took all 255 registers, spilled, and ran no faster than the eager forward on
 an H200 (benchmarks/results/train-speed/README.md)."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -70,6 +71,19 @@ def test_a_whole_trunks_gradients_kernel_computing_the_loss_stays_in_registers(o
     used = NETWORK_KERNELS.trunk_backward(outputs, False, True, loss=True)
     assert used["spill_bytes"] == 0 and used["programs_per_sm"] == 2, used
     assert used["row_loop_instructions"] * shape.warps / shape.block_rows <= most_instructions_a_row, used
+
+
+def test_the_loss_in_a_forward_kernel_stays_in_registers_with_each_rows_logits_in_one_warp():
+    """At train-ref's shapes, PPO's loss computed in a forward kernel of its own (``fused_loss.launch``
+    ``in_forward``): no spills, three programs an SM (136 registers), and a component's log-softmax reduced across
+    a warp's lanes, never through shared memory: at the forward kernel's 64 rows by 4 warps each warp holds 16 whole
+    rows, where the gradients' kernels' 16 rows by 4 warps spread a row's logits over all four."""
+    launch = NETWORK_KERNELS.loss_forward_launch()
+    used = NETWORK_KERNELS.resources(**launch)
+    assert used["spill_bytes"] == 0 and used["programs_per_sm"] >= 3, used
+    products = re.findall(r"nvidia_mma<\{[^}]*warpsPerCTA = \[(\d+), (\d+)\]",
+                          NETWORK_KERNELS.compiled(**launch).asm["ttgir"])
+    assert products and set(products) == {("4", "1")}, products  # the warps split the rows, never a row's columns
 
 
 @pytest.mark.parametrize("hidden", [64, 128], ids=["train-ref", "width 128"])

@@ -471,9 +471,10 @@ print(json.dumps(script.program_count_times([(*output_gradients(arguments, 0), *
     assert [count["programs"] for count in counts] == [None, 4, 8, 16] and all(count["ms"] > 0 for count in counts)
 
 
-def test_its_benchmarks_launch_shapes_of_the_loss_in_the_gradients_kernels_run_in_tritons_interpreter():
-    """The GPU's sweep of the loss's launch shapes (``loss_launch_shape_times``), at two of them, on the CPU through
-    the interpreter: a time for each, under each trunk's shape."""
+def test_its_benchmarks_launches_of_the_loss_run_in_tritons_interpreter():
+    """The GPU's sweep of the loss's launch shapes (``loss_launch_shape_times``), at two of them, and its time of the
+    loss in a forward kernel of its own (``loss_in_forward_ms``), on the CPU through the interpreter: a time for each,
+    under each trunk's shape."""
     pytest.importorskip("triton")
     tests = Path(__file__).resolve().parent
     case = dict(CASES[0], outputs=42)
@@ -493,12 +494,14 @@ rows = operands[0].shape[1]
 actions = torch.randint(0, 21, (1, rows, 2), dtype=torch.int32)
 case = ([operand[:1] if isinstance(operand, torch.Tensor) else operand for operand in operands],
         torch.randperm(rows)[None], actions, torch.randn(4, 1, rows), torch.tensor([[0.2, 0.0, 0.5, 0.01]]), [21, 21])
-print(json.dumps(script.loss_launch_shape_times([case], 1, torch.device("cpu"))))
+print(json.dumps([script.loss_launch_shape_times([case], 1, torch.device("cpu")),
+                  script.loss_in_forward_ms([case], 1, torch.device("cpu"))]))
 """
     result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
                             env={**os.environ, "TRITON_INTERPRET": "1"}, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
-    first, second = json.loads(result.stdout)
+    (first, second), in_forward = json.loads(result.stdout)
+    assert in_forward > 0
     assert (first["actor"], first["critic"]) == ({"block_rows": 16, "warps": 4, "max_registers": None},
                                                  {"block_rows": 32, "warps": 8, "max_registers": 128})
     assert (second["actor"]["block_rows"], second["critic"]["block_rows"]) == (32, 16)

@@ -95,12 +95,16 @@ def test_its_gradients_are_the_losss_through_autograd_times_the_losss_own():
 
 def test_the_kernel_computes_as_the_cpu_form_in_tritons_interpreter():
     """Every weight's and bias's gradient within a bfloat16 rounding of its largest entry, summed over blocks of
-    rows and programs, and each run's statistics within float32's rounding of the CPU form's."""
+    rows and programs, and each run's statistics within float32's rounding of the CPU form's: the loss computed in
+    the gradients' kernels, and in a forward kernel of its own (``in_forward``)."""
     pytest.importorskip("triton")
-    result = subprocess.run([sys.executable, str(TESTS / "interpret_ppo_loss.py"), json.dumps(CASES)],
-                            capture_output=True, text=True, env={**os.environ, "TRITON_INTERPRET": "1"}, timeout=300)
+    launches = [dict(case, in_forward=in_forward) for in_forward in (False, True) for case in CASES]
+    result = subprocess.run([sys.executable, str(TESTS / "interpret_ppo_loss.py"), json.dumps(launches)],
+                            capture_output=True, text=True, env={**os.environ, "TRITON_INTERPRET": "1"}, timeout=600)
     assert result.returncode == 0, result.stderr[-2000:]
-    for case, found in zip(CASES, json.loads(result.stdout)):
+    found_all = json.loads(result.stdout)
+    assert len(found_all) == len(launches)
+    for case, found in zip(launches, found_all):
         for name, difference in found["gradients"].items():
             assert (difference["largest"] == 0) is (case["layers"] == 1 and "hidden" in name), (case, name)
             assert difference["difference"] <= 2 ** -7, (case, name, difference)
@@ -110,13 +114,14 @@ def test_the_kernel_computes_as_the_cpu_form_in_tritons_interpreter():
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("in_forward", [False, True], ids=["in the gradients' kernels", "in a forward kernel"])
 @pytest.mark.parametrize("case", CASES, ids=["train-ref", "one component", "three components"])
-def test_the_kernel_computes_as_the_cpu_form_on_a_gpu(case):
+def test_the_kernel_computes_as_the_cpu_form_on_a_gpu(case, in_forward):
     arguments = weights(case)
     operands = (*minibatch(case, arguments), *arguments[1:-1])
     statistics, gradients = fused_loss.ppo_loss_gradients(*operands)
     on_the_gpu: list[Any] = [value.cuda() if isinstance(value, torch.Tensor) else value for value in operands]
-    kernel_statistics, kernel_gradients = fused_loss.ppo_loss_gradients(*on_the_gpu)
+    kernel_statistics, kernel_gradients = fused_loss.launch(*on_the_gpu, in_forward=in_forward)
     for mine, theirs in zip(fused_backward.split_gradients(kernel_gradients.cpu(), list(arguments[1:-1])),
                             fused_backward.split_gradients(gradients, list(arguments[1:-1]))):
         assert relative_difference(mine, theirs) <= 2 ** -7

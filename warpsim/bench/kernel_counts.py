@@ -170,9 +170,9 @@ class RecordedKernel:
     launcher runs on the CPU: each launch counts one kernel, whose programs of each block of inputs read
     the observations, the head's gradients and the trunk's and head's weights once, and which writes its
     partial sums: of one layer's weight and bias (``fused_actor_critic_backward``) or of the whole
-    trunk's and its head's (``fused_trunk_backward``); with the loss computed in it (LOSS), the minibatch's rows of
-    the rollout's observations, its indices of them and the columns its head's loss reads in place of the head's
-    gradient, and it writes its part of the statistics too."""
+    trunk's and its head's (``fused_trunk_backward``); with the loss computed in it (LOSS), the columns its head's
+    loss reads in place of the head's gradient, and it writes its part of the statistics too; on rows picked
+    (PICKED, which LOSS needs), the minibatch's rows of the rollout's observations and its indices of them."""
 
     def __init__(self, kernel, tally: Tally):
         self.arg_names, self.tally = kernel.arg_names, tally
@@ -188,11 +188,12 @@ class RecordedKernel:
             if constants.get("LOSS"):  # the head's loss: from the minibatch's columns that it reads
                 loss = (["old_values_ptr"] if constants["VALUE_CLIP"] else []) + ["returns_ptr"] \
                     if constants["OUTPUTS"] == 1 else ["actions_ptr", "old_log_probs_ptr", "advantages_ptr"]
-                read = [*trunk_and_head, "head_bias_ptr", "picks_ptr", *loss]
-                # the minibatch's rows of the rollout's observations, where they lie
-                observation_bytes = named["picks_ptr"].numel() * observations.shape[-1] * observations.element_size()
+                read = [*trunk_and_head, "head_bias_ptr", *loss]
             else:
                 read = [*trunk_and_head, "head_gradient_ptr", *value]
+            if constants.get("PICKED"):  # the minibatch's rows of the rollout's observations, where they lie
+                read.append("picks_ptr")
+                observation_bytes = named["picks_ptr"].numel() * observations.shape[-1] * observations.element_size()
             if "target_out" in named:  # one layer's weight and bias
                 summed = named["target_out"] * named["target_in"] + named["target_out"]
             else:  # the trunk's, its head's (its bias: OUTPUTS) and, with the value, the value's column's

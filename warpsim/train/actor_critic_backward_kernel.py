@@ -260,7 +260,8 @@ def fused_trunk_backward(
         WITH_VALUE: tl.constexpr, BLOCK_ROWS: tl.constexpr, BLOCK_INPUTS: tl.constexpr, BLOCK_HIDDEN: tl.constexpr,
         BLOCK_OUTPUTS: tl.constexpr, BLOCK_IN: tl.constexpr, DOT: tl.constexpr, INPUT_CHUNKS: tl.constexpr,
         INPUT_TAIL: tl.constexpr, TAIL_IN: tl.constexpr, LOSS: tl.constexpr = False, COMPONENTS: tl.constexpr = 0,
-        LEVELS: tl.constexpr = 0, BLOCK_LEVELS: tl.constexpr = 1, VALUE_CLIP: tl.constexpr = False):
+        LEVELS: tl.constexpr = 0, BLOCK_LEVELS: tl.constexpr = 1, VALUE_CLIP: tl.constexpr = False,
+        PICKED: tl.constexpr = False):
     """``fused_actor_critic_backward`` for every layer of a trunk of one or two layers and its head at once:
     the block's activations computed once, every gradient summed in registers. With ``WITH_VALUE`` the
     value's column's gradients are summed too (a shared trunk). Arguments as there, the partial sums of
@@ -275,9 +276,9 @@ def fused_trunk_backward(
     and the returns float32[R, B] for the value's column (clipped with VALUE_CLIP); the run's coefficients
     float32[R, 4] (clip, value_clip, value_coef, entropy_coef). Program (p, r, 0) stores its part of the
     statistics at ``statistics_ptr`` float32[R, programs, STATISTICS] (``ppo_loss_kernel.row_statistics``: the
-    policy's slots, or the value's). The minibatch's observations are then the rollout's rows at ``picks_ptr``
-    int64[R, B] (a run's ``picks_stride`` entries apart) of its ``observation_rows`` (a run's ``run_stride`` entries
-    apart), read where they lie, where without LOSS they are the rows ``rows`` themselves."""
+    policy's slots, or the value's). With PICKED (which LOSS needs) the minibatch's observations are the rollout's
+    rows at ``picks_ptr`` int64[R, B] (a run's ``picks_stride`` entries apart) of its ``observation_rows`` (a run's
+    ``run_stride`` entries apart), read where they lie, where otherwise they are the rows ``rows`` themselves."""
     program, run, first_column = tl.program_id(0), tl.program_id(1), tl.program_id(2) * BLOCK_IN
     (observations_ptr, weight_ptr, bias_ptr, hidden_weights_ptr, hidden_biases_ptr, head_weight_ptr, head_gradient_ptr,
      value_weight_ptr, value_gradient_ptr) = _of_run(
@@ -298,9 +299,10 @@ def fused_trunk_backward(
     # each row's terms of the statistics over the blocks (ppo_loss_kernel.row_statistics'), summed, or the largest
     deviations, clipped_terms, kl_terms = (tl.zeros((BLOCK_ROWS,), tl.float32),) * 3
     policy_terms, squared_terms, entropy_terms = (tl.zeros((BLOCK_ROWS,), tl.float32),) * 3
+    if PICKED:
+        picks_ptr += run.to(tl.int64) * picks_stride
     if LOSS:
         per_row = run.to(tl.int64) * rows
-        picks_ptr += run.to(tl.int64) * picks_stride
         head_bias_ptr += run * OUTPUTS
         actions_ptr += per_row * COMPONENTS
         old_log_probs_ptr += per_row
@@ -317,7 +319,7 @@ def fused_trunk_backward(
         hidden = _rows_of(hidden_weights_ptr, unit, unit, HIDDEN, HIDDEN, DOT)
     for block in range(program, tl.cdiv(rows, BLOCK_ROWS), programs):
         row = block * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)
-        if LOSS:  # the rollout's rows picked, those past the last row none (as the observations' rows past theirs)
+        if PICKED:  # the rollout's rows picked, those past the last row none (as the observations' rows past theirs)
             source = tl.where(row < rows, tl.load(picks_ptr + row, mask=row < rows, other=0), observation_rows)
             source_rows = observation_rows
         else:
@@ -340,6 +342,7 @@ def fused_trunk_backward(
                 head_gradient, deviation, clipped, approx_kl, policy, entropy = policy_loss_gradient(
                     top, head, head_bias_ptr, actions_ptr, old_log_probs_ptr, advantages_ptr, row, rows,
                     clip, entropy_coef, COMPONENTS, LEVELS, BLOCK_OUTPUTS // BLOCK_LEVELS, BLOCK_LEVELS, DOT)
+                head_gradient = _as_operand(head_gradient, DOT)
                 policy_terms += policy
                 entropy_terms += entropy
                 kl_terms += approx_kl

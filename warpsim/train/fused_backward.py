@@ -315,12 +315,13 @@ class BackwardLaunch:
 
     def whole_trunk(self, head_gradients: list[torch.Tensor] | None, trunk: int, head: int, with_value: bool,
                     loss: LossOperands | None = None, statistics: torch.Tensor | None = None,
-                    shape: TrunkLaunch | None = None) -> None:
+                    shape: TrunkLaunch | None = None, picks: torch.Tensor | None = None) -> None:
         """The partial sums of every gradient of the trunk whose weights start at ``weights[trunk]`` and of
         its head, whose weight is ``weights[head]`` (and of the value's, ``with_value``), from the heads' outputs'
-        gradients (the policy's and the value's); with ``loss`` (and None for those), from PPO's loss instead,
-        computed in the kernel, whose part of the statistics each program writes into ``statistics`` float32[R,
-        programs, STATISTICS]. ``shape``: this launch's program, where not the others' (its rows at most theirs)."""
+        gradients (the policy's and the value's), on the observations' rows ``picks`` (``LossOperands.picks``) where
+        given; with ``loss`` (and None for those), from PPO's loss instead, computed in the kernel on the rows
+        ``loss.picks``, whose part of the statistics each program writes into ``statistics`` float32[R, programs,
+        STATISTICS]. ``shape``: this launch's program, where not the others' (its rows at most theirs)."""
         from warpsim.train.actor_critic_backward_kernel import fused_trunk_backward
 
         outputs, bits, inputs = self.weights[head].shape[1], self.bits, self.inputs
@@ -329,7 +330,8 @@ class BackwardLaunch:
         if loss is None:
             assert head_gradients is not None
             (gradient, entries), value_gradient = self._head_gradient(head_gradients, head), head_gradients[1]
-            loss_pointers = [gradient] * 9 + [0]  # not read
+            # none read but the picks, where given
+            loss_pointers = [gradient] * 8 + ([gradient, 0] if picks is None else [picks, picks.stride(0)])
         else:
             assert statistics is not None
             gradient, entries, value_gradient = statistics, 1, statistics  # not read: the kernel computes them
@@ -350,6 +352,7 @@ class BackwardLaunch:
             BLOCK_IN=self.first_columns, TAIL_IN=self.tail_columns, DOT=self.dot, LOSS=loss is not None,
             COMPONENTS=0 if loss is None else loss.actions.shape[-1], LEVELS=0 if loss is None else loss.levels,
             BLOCK_LEVELS=block_levels, VALUE_CLIP=loss is not None and loss.value_clip,
+            PICKED=loss is not None or picks is not None,
             **chunk_constants(inputs, whole_trunk_inputs), num_warps=shape.warps, num_stages=self.stages,
             maxnreg=shape.max_registers, **triton_launch.OPTIONS)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from warpsim.train import categorical_terms, fused_backward, fused_forward, ppo
+from warpsim.train import categorical_terms, fused_backward, fused_forward, ppo, triton_launch
 from warpsim.train.fused_backward import LossOperands, TrunkLaunch
 
 STATISTICS = 6
@@ -32,6 +32,15 @@ at train-ref's shapes; benchmarks/network_kernel_resources.py). Not yet timed on
 CRITIC_LAUNCH = TrunkLaunch(16, 4, None)
 """The critic's program: 16 rows by 4 warps, 222 registers and two programs an SM, 125 instructions a row (122
 without the loss at 32 rows by 8 warps); at 32 by 8 held to 128 registers, also two programs an SM, 147."""
+IN_FORWARD = False
+"""Whether ``launch`` computes the loss in a forward kernel of its own (``ppo_loss_kernel.ppo_loss_forward``, 64 rows
+by 4 warps) that writes the heads' outputs' gradients for the gradients' kernels, at their own shape, to read, rather
+than in the gradients' kernels. There each warp holds whole rows, so a component's log-softmax is reduced within a
+warp, where in the gradients' kernels' 16 rows by 4 warps a row's logits lie across all four warps and each
+reduction passes through shared memory. Compiled for sm_90 at train-ref's shapes, the forward kernel takes 136
+registers, three programs an SM, and about 232 instructions a row against 148 without the loss; the gradients'
+kernels are those of ``gradient_kernels='on'``, reading the observations' rows where they lie. Not yet timed on a
+GPU: benchmarks/fused_forward.py times both (``loss_times``)."""
 
 
 @torch.library.custom_op("warpsim::ppo_loss_gradients", mutates_args=(), tags=(torch.Tag.flexible_layout,))
@@ -120,26 +129,63 @@ def _(observations, picks, actions, old_log_probs, advantages, old_values, retur
 def launch(observations: torch.Tensor, picks: torch.Tensor, actions: torch.Tensor, old_log_probs: torch.Tensor,
            advantages: torch.Tensor, old_values: torch.Tensor, returns: torch.Tensor, coefficients: torch.Tensor,
            levels: int, value_clip: bool, *weights: torch.Tensor, programs: int | None = None,
-           actor: TrunkLaunch = ACTOR_LAUNCH,
-           critic: TrunkLaunch = CRITIC_LAUNCH) -> tuple[torch.Tensor, torch.Tensor]:
-    """``ppo_loss_gradients`` by the whole-trunk gradients' kernel (``actor_critic_backward_kernel``), one launch
-    per trunk at its program's shape (``actor``, ``critic``), on the observations' device (a CPU through Triton's
-    interpreter), reading the minibatch's rows of the observations where they lie; ``programs`` as
+           actor: TrunkLaunch = ACTOR_LAUNCH, critic: TrunkLaunch = CRITIC_LAUNCH,
+           in_forward: bool = IN_FORWARD) -> tuple[torch.Tensor, torch.Tensor]:
+    """``ppo_loss_gradients`` on the observations' device (a CPU through Triton's interpreter), reading the
+    minibatch's rows of the observations where they lie: by the whole-trunk gradients' kernel
+    (``actor_critic_backward_kernel``), one launch per trunk at its program's shape (``actor``, ``critic``); or,
+    ``in_forward``, by ``ppo_loss_kernel.ppo_loss_forward``, which writes the heads' outputs' gradients, and then
+    the gradients' kernels at their own shape, which read them. ``programs``: of the gradients' kernels, as
     ``fused_backward.launch_backward`` takes them (by default as many as the larger block of rows makes)."""
-    backward = fused_backward.BackwardLaunch(observations, list(weights), max(actor.block_rows, critic.block_rows),
-                                             None, programs, True, 1, None, rows=picks.shape[1])
+    block_rows = fused_backward.BACKWARD_BLOCK_ROWS if in_forward else max(actor.block_rows, critic.block_rows)
+    backward = fused_backward.BackwardLaunch(observations, list(weights), block_rows, None, programs, True, 1, None,
+                                             rows=picks.shape[1])
     actions, old_log_probs, advantages, old_values, returns, coefficients = (
         tensor.contiguous() for tensor in (actions, old_log_probs, advantages, old_values, returns, coefficients))
     # a run's minibatch of the epoch's order, as it lies (its runs apart by the stride the kernel takes)
     picks = picks if picks.stride(1) == 1 else picks.contiguous()
     operands = LossOperands(picks, actions, old_log_probs, advantages, old_values, returns, coefficients, levels,
                             value_clip)
-    partial = observations.new_empty((observations.shape[0], backward.programs, STATISTIC_SLOTS),
-                                     dtype=torch.float32)
-    backward.whole_trunk(None, 0, 8, False, operands, partial, actor)
-    backward.whole_trunk(None, 4, 10, False, operands, partial, critic)
+    if in_forward:
+        head_gradients, partial = _forward(backward, operands)
+        backward.whole_trunk(head_gradients, 0, 8, False, picks=picks)
+        backward.whole_trunk(head_gradients, 4, 10, False, picks=picks)
+    else:
+        partial = observations.new_empty((observations.shape[0], backward.programs, STATISTIC_SLOTS),
+                                         dtype=torch.float32)
+        backward.whole_trunk(None, 0, 8, False, operands, partial, actor)
+        backward.whole_trunk(None, 4, 10, False, operands, partial, critic)
     largest = partial[:, :, 0].amax(1, keepdim=True)
     return torch.cat([largest, partial[:, :, 1:STATISTICS].sum(1)], 1), backward.sums(False)
+
+
+def _forward(backward: fused_backward.BackwardLaunch,
+             operands: LossOperands) -> tuple[list[torch.Tensor], torch.Tensor]:
+    """``ppo_loss_kernel.ppo_loss_forward`` on ``backward``'s observations and networks: the policy head's outputs'
+    gradient bfloat16[R, B, E] and the value's float32[R, B], as the gradients' kernels read them, and the
+    statistics' parts float32[R, programs, STATISTIC_SLOTS]."""
+    from warpsim.train.ppo_loss_kernel import ppo_loss_forward
+
+    runs, rows = operands.picks.shape
+    weights, inputs = backward.weights, backward.inputs
+    outputs = weights[8].shape[1]
+    blocks = -(-rows // fused_forward.BLOCK_ROWS)
+    policy_gradient = backward.observations.new_empty((runs, rows, fused_forward.policy_row_entries(outputs)),
+                                                      dtype=torch.bfloat16)
+    value_gradient = backward.observations.new_empty((runs, rows), dtype=torch.float32)
+    partial = backward.observations.new_empty((runs, blocks, STATISTIC_SLOTS), dtype=torch.float32)
+    block_components, block_levels = fused_backward.loss_columns(operands.actions.shape[-1], operands.levels)
+    ppo_loss_forward[(blocks, runs)](
+        backward.observations.view(torch.int16), backward.observation_rows * inputs, *backward.bits,
+        *operands[1:7], operands.picks, operands.picks.stride(0), policy_gradient.view(torch.int16), value_gradient,
+        partial, backward.observation_rows, rows, inputs, HIDDEN=backward.hidden, LAYERS=backward.layers,
+        OUTPUTS=outputs, GRADIENT_ENTRIES=policy_gradient.shape[-1], BLOCK_ROWS=fused_forward.BLOCK_ROWS,
+        BLOCK_INPUTS=min(fused_forward.BLOCK_INPUTS, fused_forward.power_of_two(inputs)),
+        BLOCK_HIDDEN=fused_forward.power_of_two(backward.hidden), DOT=backward.dot,
+        COMPONENTS=operands.actions.shape[-1], LEVELS=operands.levels, BLOCK_COMPONENTS=block_components,
+        BLOCK_LEVELS=block_levels, VALUE_CLIP=operands.value_clip, num_warps=4, num_stages=fused_forward.STAGES,
+        **triton_launch.OPTIONS)
+    return [policy_gradient, value_gradient], partial
 
 
 @ppo_loss_gradients.register_kernel("cuda")
