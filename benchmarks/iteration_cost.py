@@ -1,7 +1,7 @@
 """A cost model of one training iteration that needs no GPU: the kernels and the bytes of the
 rollout's policy step and of one optimizer step of the update, counted on the device at hand.
 
-    python benchmarks/iteration_cost.py [--config train-ref] [--path off|on|kernels|loss|all] [--json FILE]
+    python benchmarks/iteration_cost.py [--config train-ref] [--path off|on|kernels|loss|loss-forward|all] [--json FILE]
 
 What is counted (kernels, bytes, the networks' kernels' multiply-adds): warpsim.bench.kernel_counts.
 
@@ -28,6 +28,7 @@ import contextlib
 import json
 import multiprocessing
 from collections.abc import Iterator
+from unittest import mock
 
 import torch
 
@@ -37,7 +38,7 @@ from warpsim.commands import json_output, torch_device
 from warpsim.configs import NAMED_CONFIGS
 from warpsim.files import write_output
 from warpsim.source_commit import source_commit
-from warpsim.train import TrainConfig, Trainer
+from warpsim.train import TrainConfig, Trainer, fused_loss
 
 H200 = {"copy_bytes_per_second": 4.3e12, "seconds_per_kernel": 0.95e-6,
         "forward_multiply_adds_per_second": 220_000 * (2 * (80 * 64 + 64 * 64) + 43 * 64) / (0.1071e-3 * 2 / 2.125),
@@ -69,9 +70,15 @@ ROLLOUT_STEPS = 100
 SMALL_BATCHES = (2, 4)
 """The environments the two counts are made at."""
 PATHS = {"off": dict(compile="off"), "on": dict(compile="on", gradient_kernels="off"),
-         "kernels": dict(compile="on", gradient_kernels="on"), "loss": dict(compile="on", gradient_kernels="loss")}
+         "kernels": dict(compile="on", gradient_kernels="on"), "loss": dict(compile="on", gradient_kernels="loss"),
+         "loss-forward": dict(compile="on", gradient_kernels="loss")}
 """The trainer's paths counted, by name: eager (the baseline), fused, fused with the update's networks
-and gradients as warpsim's kernels (``TrainConfig.gradient_kernels``), and those kernels computing the loss too."""
+and gradients as warpsim's kernels (``TrainConfig.gradient_kernels``), those kernels computing the loss too, and the
+loss computed in a forward kernel of its own before them (the same operation launched ``in_forward``:
+``IN_FORWARD_PATHS``)."""
+IN_FORWARD_PATHS = {"loss-forward"}
+"""The paths whose loss the operation launches ``in_forward`` (``fused_loss.IN_FORWARD``): counted when named, not
+among ``--path all``'s."""
 
 
 BESIDE = {"off": "baseline", "on": "fused", "kernels": "kernels"}
@@ -103,7 +110,7 @@ def fresh_compiles() -> Iterator[None]:
 def count(name: str, num_envs: int, path: str, device: str) -> dict:
     """One rollout and one update of the config at ``num_envs``, counted after a first iteration: kernels per
     environment step and per optimizer step, and the bytes of each."""
-    with fresh_compiles():
+    with fresh_compiles(), mock.patch.object(fused_loss, "IN_FORWARD", path in IN_FORWARD_PATHS):
         trainer = trainer_for(name, num_envs, path, device)
         with eager_regions():
             trainer.iterate()
@@ -205,7 +212,8 @@ def unaligned(count: float) -> str:
 def report(result: dict) -> str:
     rollout, update = result["rollout"], result["update"]
     path = {"off": "eager", "on": "fused", "kernels": "fused, gradient kernels",
-            "loss": "fused, the loss in the gradient kernels"}[result["path"]]
+            "loss": "fused, the loss in the gradient kernels",
+            "loss-forward": "fused, the loss in a forward kernel before the gradient kernels"}[result["path"]]
     lines = [f"{result['config']}, {path} ({result['device']}):",
              f"  rollout policy step: {rollout['kernels_per_step']:.1f} kernels per step, "
              f"{rollout['bytes_per_agent_step']:,.0f} B per agent-step"
@@ -237,11 +245,12 @@ def main() -> None:
                         help="repeatable; default train-ref")
     parser.add_argument("--path", choices=[*PATHS, "all"], default="all",
                         help="the eager path (off, the baseline), the fused one (on), the fused one with gradient "
-                             "kernels (kernels), those computing the loss too (loss), or all four (default)")
+                             "kernels (kernels), those computing the loss too (loss), or all four (default); or the "
+                             "loss computed in a forward kernel before the gradient kernels (loss-forward)")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", type=torch_device)
     parser.add_argument("--json", type=json_output("cost model figures"), help="also write every figure to this file")
     args = parser.parse_args()
-    paths = list(PATHS) if args.path == "all" else [args.path]
+    paths = [path for path in PATHS if path not in IN_FORWARD_PATHS] if args.path == "all" else [args.path]
     records = {}
     for name in args.config or ["train-ref"]:
         results = {}

@@ -230,16 +230,15 @@ def test_the_networks_multiply_adds_count_further_layers_and_a_shared_trunk_once
         2 * rows * gradients
 
 
-def test_the_loss_op_is_counted_as_its_launcher_runs_on_a_gpu():
-    """``fused_loss.ppo_loss_gradients``: one Triton launch per trunk, each reading the minibatch's rows of the
-    rollout's observations (however long the rollout) and, in place of the head's outputs' gradient, the minibatch's
-    columns its head's loss takes (the actor's the actions, their log-probabilities and advantages; the critic's the
-    returns, and the rollout's values when clipped); then the sums of the statistics and of the gradients. Its
-    multiply-adds: the gradients' kernels' and the heads' again, for the minibatch's rows."""
-    import pytest
-    pytest.importorskip("triton")
-    from warpsim.train import fused_backward, fused_loss
-    runs, rows, inputs, hidden, levels = 1, 8, 6, 16, 3
+LOSS_SHAPES = dict(runs=1, rows=8, inputs=6, hidden=16, levels=3)
+"""The loss op's counts: a minibatch of 8 rows, 6 inputs, a layer of 16, two components of 3."""
+
+
+def loss_op_counts() -> tuple[list, tuple]:
+    """``fused_loss.ppo_loss_gradients`` counted (``LOSS_SHAPES``) on a rollout 3 times the minibatch, the same with
+    the value clipped, and on one 5 times it; and the networks."""
+    from warpsim.train import fused_loss
+    runs, rows, inputs, hidden, levels = (LOSS_SHAPES[key] for key in ("runs", "rows", "inputs", "hidden", "levels"))
 
     def bf16(*shape: int) -> torch.Tensor:
         return torch.ones(shape, dtype=torch.bfloat16)
@@ -258,13 +257,26 @@ def test_the_loss_op_is_counted_as_its_launcher_runs_on_a_gpu():
         with counter:
             fused_loss.ppo_loss_gradients(observations, *minibatch, value_clip, *networks)
         counts.append(counter.tally)
-    unclipped, clipped, longer = counts
+    return counts, networks
+
+
+def test_the_loss_op_is_counted_as_its_launcher_runs_on_a_gpu():
+    """``fused_loss.ppo_loss_gradients``: one Triton launch per trunk, each reading the minibatch's rows of the
+    rollout's observations (however long the rollout) and, in place of the head's outputs' gradient, the minibatch's
+    columns its head's loss takes (the actor's the actions, their log-probabilities and advantages; the critic's the
+    returns, and the rollout's values when clipped); then the sums of the statistics and of the gradients. Its
+    multiply-adds: the gradients' kernels' and the heads' again, for the minibatch's rows."""
+    import pytest
+    pytest.importorskip("triton")
+    from warpsim.train import fused_backward, fused_loss
+    (unclipped, clipped, longer), networks = loss_op_counts()
+    runs, rows, inputs, hidden, levels = (LOSS_SHAPES[key] for key in ("runs", "rows", "inputs", "hidden", "levels"))
     assert longer.bytes == unclipped.bytes, "of the rollout's observations, the minibatch's rows alone"
     launches = 2  # two trunks
     assert dict(unclipped.by_op) == {"actor_critic_backward_kernel": launches, "amax": 1, "sum": 2, "cat": 1}
     assert unclipped.kernels == launches + 4 and unclipped.launched_within == launches + 3
     assert clipped.bytes - unclipped.bytes == rows * 4, "the rollout's values read once more"
-    arguments = (bf16(runs, rows, inputs), *networks, False)
+    arguments = (torch.ones(runs, rows, inputs, dtype=torch.bfloat16), *networks, False)
     backward = kernel_counts.network_multiply_adds("actor_critic_backward", (None, None, *arguments))
     assert unclipped.network_multiply_adds == backward + rows * (2 * levels + 1) * hidden
     assert unclipped.gradient_multiply_adds == unclipped.network_multiply_adds, "at the gradients' rate"
@@ -272,3 +284,25 @@ def test_the_loss_op_is_counted_as_its_launcher_runs_on_a_gpu():
     statistics = fused_backward.PARTIAL_SUMS * fused_loss.STATISTIC_SLOTS * 4
     assert unclipped.bytes > launches * rows * inputs * 2 + 2 * fused_backward.PARTIAL_SUMS * parameters * 4 \
         + statistics
+
+
+def test_the_loss_op_launched_in_forward_counts_its_forward_kernel_and_the_gradients_it_writes(monkeypatch):
+    """Launched ``in_forward`` (``fused_loss.IN_FORWARD``): the forward kernel, then the gradients' kernels, each on
+    the minibatch's rows (however long the rollout), the forward reading the rollout's values where clipped; its
+    multiply-adds the gradients' kernels' and the forward pass's, that at the forward kernel's rate."""
+    import pytest
+    pytest.importorskip("triton")
+    from warpsim.train import fused_loss
+    in_kernels = loss_op_counts()[0][0]
+    monkeypatch.setattr(fused_loss, "IN_FORWARD", True)
+    (unclipped, clipped, longer), networks = loss_op_counts()
+    runs, rows, inputs = (LOSS_SHAPES[key] for key in ("runs", "rows", "inputs"))
+    assert longer.bytes == unclipped.bytes and clipped.bytes - unclipped.bytes == rows * 4
+    assert dict(unclipped.by_op) == {"ppo_loss_forward_kernel": 1, "actor_critic_backward_kernel": 2, "amax": 1,
+                                     "sum": 2, "cat": 1}
+    assert unclipped.kernels == in_kernels.kernels + 1
+    arguments = (torch.ones(runs, rows, inputs, dtype=torch.bfloat16), *networks, False)
+    forward = kernel_counts.network_multiply_adds("actor_critic", arguments)
+    backward = kernel_counts.network_multiply_adds("actor_critic_backward", (None, None, *arguments))
+    assert unclipped.network_multiply_adds == backward + forward
+    assert unclipped.gradient_multiply_adds == backward

@@ -118,22 +118,48 @@ def network_multiply_adds(name: str, args: tuple) -> int:
     (each trunk's layers, then both heads; ``actor_critic_sample``'s the same), or ``actor_critic_backward``'s
     gradients as its whole-trunk launches compute them (the trunks again, the features' gradients and each
     head's, each layer's weight's and the gradients below each further layer), and ``ppo_loss_gradients``' those
-    and the heads again, whose outputs the loss takes. Every row of the observations as the kernels take them,
+    and the heads again, whose outputs the loss takes (launched ``in_forward``, ``fused_loss.IN_FORWARD``: the trunks
+    once more, in the forward kernel that computes the loss). Every row of the observations as the kernels take them,
     their padding included."""
-    operands = args[2:] if name == "actor_critic_backward" else (args[0], *args[10:], False) \
-        if name == "ppo_loss_gradients" else args
-    observations, weight, hidden_weights, policy_weight, shared = (operands[index] for index in (0, 1, 3, 9, 13))
-    runs, rows, inputs = observations.shape
-    if name == "ppo_loss_gradients":  # the minibatch's rows of the rollout's observations
-        rows = args[1].shape[1]
-    hidden, further, outputs = weight.shape[1], hidden_weights.shape[1], policy_weight.shape[1]
-    trunk, heads, trunks = inputs * hidden + further * hidden * hidden, (outputs + 1) * hidden, 1 if shared else 2
-    per_row = trunks * trunk + heads
+    trunks, heads, below = _per_row(name, args)
+    per_row = trunks + heads
     if name in ("actor_critic_backward", "ppo_loss_gradients"):
-        per_row += heads + trunks * (trunk + further * hidden * hidden)
+        per_row += heads + below
     if name == "ppo_loss_gradients":
-        per_row += heads
-    return runs * rows * per_row
+        per_row += trunks + heads if fused_loss.IN_FORWARD else heads
+    return _rows(name, args) * per_row
+
+
+def _operands(name: str, args: tuple) -> tuple:
+    """``actor_critic``'s operands within a networks' operation's arguments (a shared trunk's flag last)."""
+    return args[2:] if name == "actor_critic_backward" else (args[0], *args[10:], False) \
+        if name == "ppo_loss_gradients" else args
+
+
+def _rows(name: str, args: tuple) -> int:
+    """The rows a networks' operation computes, over its runs: for ``ppo_loss_gradients`` the minibatch's of the
+    rollout's observations."""
+    runs, rows, _ = _operands(name, args)[0].shape
+    return runs * (args[1].shape[1] if name == "ppo_loss_gradients" else rows)
+
+
+def _per_row(name: str, args: tuple) -> tuple[int, int, int]:
+    """A row's multiply-adds of the trunks' layers, of the policy head and the value's column, and of the gradients of
+    the trunks' weights and of what lies below their further layers."""
+    observations, weight, hidden_weights, policy_weight, shared = (_operands(name, args)[index]
+                                                                   for index in (0, 1, 3, 9, 13))
+    hidden, further, trunks = weight.shape[1], hidden_weights.shape[1], 1 if shared else 2
+    trunk = trunks * (observations.shape[-1] * hidden + further * hidden * hidden)
+    return trunk, (policy_weight.shape[1] + 1) * hidden, trunk + trunks * further * hidden * hidden
+
+
+def loss_forward_multiply_adds(name: str, args: tuple) -> int:
+    """Of ``network_multiply_adds``, those of ``ppo_loss_gradients``' forward kernel, launched ``in_forward``
+    (``fused_loss.IN_FORWARD``; none otherwise): the trunks and the heads once."""
+    if name != "ppo_loss_gradients" or not fused_loss.IN_FORWARD:
+        return 0
+    trunks, heads, _ = _per_row(name, args)
+    return _rows(name, args) * (trunks + heads)
 
 
 @dataclass
@@ -207,6 +233,31 @@ class RecordedKernel:
         return launch
 
 
+class RecordedLossForward:
+    """Stands for ``ppo_loss_kernel.ppo_loss_forward`` while ``fused_loss.launch`` runs on the CPU ``in_forward``: each
+    launch counts one kernel, which reads the minibatch's rows of the rollout's observations, its indices of them,
+    the networks' weights once and the columns the loss reads, and writes the heads' outputs' gradients and its
+    programs' parts of the statistics."""
+
+    def __init__(self, kernel, tally: Tally):
+        self.arg_names, self.tally = kernel.arg_names, tally
+
+    def __getitem__(self, grid: tuple[int, int]):
+        def launch(*args, **constants) -> None:
+            named = dict(zip(self.arg_names, args))
+            observations, picks = named["observations_ptr"], named["picks_ptr"]
+            columns = ["actions_ptr", "old_log_probs_ptr", "advantages_ptr", "returns_ptr", "coefficients_ptr"]
+            columns += ["old_values_ptr"] if constants["VALUE_CLIP"] else []
+            read = [name for name in self.arg_names if name.endswith(("weight_ptr", "weights_ptr", "bias_ptr",
+                                                                      "biases_ptr"))] + columns + ["picks_ptr"]
+            written = ["policy_gradient_ptr", "value_gradient_ptr", "statistics_ptr"]
+            self.tally.kernels += 1
+            self.tally.bytes += picks.numel() * observations.shape[-1] * observations.element_size() \
+                + sum(touched_bytes(named[name]) for name in read + written)
+            self.tally.by_op["ppo_loss_forward_kernel"] += 1
+        return launch
+
+
 class Counter(TorchDispatchMode):
     """Counts kernels and bytes of the aten operations run inside it (``tally``)."""
 
@@ -222,7 +273,7 @@ class Counter(TorchDispatchMode):
             computed = network_multiply_adds(name, args)
             self.tally.network_multiply_adds += computed
             if name in ("actor_critic_backward", "ppo_loss_gradients"):
-                self.tally.gradient_multiply_adds += computed
+                self.tally.gradient_multiply_adds += computed - loss_forward_multiply_adds(name, args)
         if name in OWN_LAUNCHERS:
             launched = launcher_tally(name, args)
             self.tally.add(launched)
@@ -284,7 +335,7 @@ def backward_tally(name: str, args: tuple) -> Tally:
     of rows than programs: a fixed part, not one per block."""
     from unittest import mock
 
-    from warpsim.train import actor_critic_backward_kernel
+    from warpsim.train import actor_critic_backward_kernel, ppo_loss_kernel
 
     counter = Counter()
     with contextlib.ExitStack() as patched:
@@ -292,6 +343,8 @@ def backward_tally(name: str, args: tuple) -> Tally:
             kernel = getattr(actor_critic_backward_kernel, kernel_name)
             patched.enter_context(mock.patch.object(actor_critic_backward_kernel, kernel_name,
                                                     RecordedKernel(kernel, counter.tally)))
+        patched.enter_context(mock.patch.object(ppo_loss_kernel, "ppo_loss_forward",
+                                                RecordedLossForward(ppo_loss_kernel.ppo_loss_forward, counter.tally)))
         with counter:
             # args: the aten call's tuple
             launch: Callable[..., object] = fused_backward.launch_backward if name == "actor_critic_backward" \

@@ -130,13 +130,15 @@ def launch(observations: torch.Tensor, picks: torch.Tensor, actions: torch.Tenso
            advantages: torch.Tensor, old_values: torch.Tensor, returns: torch.Tensor, coefficients: torch.Tensor,
            levels: int, value_clip: bool, *weights: torch.Tensor, programs: int | None = None,
            actor: TrunkLaunch = ACTOR_LAUNCH, critic: TrunkLaunch = CRITIC_LAUNCH,
-           in_forward: bool = IN_FORWARD) -> tuple[torch.Tensor, torch.Tensor]:
+           in_forward: bool | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """``ppo_loss_gradients`` on the observations' device (a CPU through Triton's interpreter), reading the
     minibatch's rows of the observations where they lie: by the whole-trunk gradients' kernel
     (``actor_critic_backward_kernel``), one launch per trunk at its program's shape (``actor``, ``critic``); or,
-    ``in_forward``, by ``ppo_loss_kernel.ppo_loss_forward``, which writes the heads' outputs' gradients, and then
-    the gradients' kernels at their own shape, which read them. ``programs``: of the gradients' kernels, as
-    ``fused_backward.launch_backward`` takes them (by default as many as the larger block of rows makes)."""
+    ``in_forward`` (None: ``IN_FORWARD``), by ``ppo_loss_kernel.ppo_loss_forward``, which writes the heads' outputs'
+    gradients, and then the gradients' kernels at their own shape, which read them. ``programs``: of the gradients'
+    kernels, as ``fused_backward.launch_backward`` takes them (by default as many as the larger block of rows
+    makes)."""
+    in_forward = IN_FORWARD if in_forward is None else in_forward
     block_rows = fused_backward.BACKWARD_BLOCK_ROWS if in_forward else max(actor.block_rows, critic.block_rows)
     backward = fused_backward.BackwardLaunch(observations, list(weights), block_rows, None, programs, True, 1, None,
                                              rows=picks.shape[1])
