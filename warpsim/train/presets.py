@@ -57,7 +57,7 @@ PRESETS = {
     "beacon-continuous": dict(env="beacon", env_params=BEACON_CONTINUOUS_ENV, num_envs=32, rollout_steps=30,
                               iterations=60),
     "simple-spread-small": dict(env="simple_spread", env_params=dict(N=3), num_envs=64, rollout_steps=25,
-                                iterations=200),
+                                iterations=300),
     "simple-tag-small": dict(env="simple_tag", env_params={}, num_envs=64, rollout_steps=25, iterations=150,
                              opponents={"agent": "random"}),
     "simple-speaker-listener-small": dict(env="simple_speaker_listener", env_params={}, num_envs=64,
