@@ -1,8 +1,9 @@
 """Compiles every kernel of an environment for a real GPU (sm_90) without needing one.
 
-Run as a script with the CUDA simulator off: it records the launches of one step and
-one reset with the exact argument types the runtime passes, compiles each kernel to
-PTX through NVVM and prints one JSON line per kernel with
+Run as a script with the CUDA simulator off (``compile_kernels.py [--resources | --both] ENV_ID CONFIG...``,
+each CONFIG a JSON object of the environment's parameters): for each config it records the launches of one
+step and one reset with the exact argument types the runtime passes, compiles each kernel to PTX through NVVM
+and prints one JSON line per kernel with its ``config`` (the index among the configs), its ``kernel`` name and
 
 * ``float64``: its variables that Numba typed as float64 (there must be none: the
   kernels compute in float32; the PTX may hold float64 code inside libdevice's own
@@ -113,11 +114,15 @@ def main_planted_resources() -> None:
     print(json.dumps({"kernel": "planted_local_list", **resources(planted_local_list, signature)}), flush=True)
 
 
-def main(env_id: str, params: dict, report) -> None:
-    env = warpsim.make(env_id, 2, backend="numpy", **params)
-    for kernel, args in recorded_launches(env):
-        signature = tuple(typeof(arg) for arg in args)
-        print(json.dumps({"kernel": kernel.py_func.__name__, **report(kernel.py_func, signature)}), flush=True)
+def main(env_id: str, configs: list[dict], report) -> None:
+    """Each config's kernels in turn, in this one process: a config after the first compiles in about half the
+    time of a process of its own (Numba's start and the kernels' shared device functions are paid once)."""
+    for index, params in enumerate(configs):
+        env = warpsim.make(env_id, 2, backend="numpy", **params)
+        for kernel, args in recorded_launches(env):
+            signature = tuple(typeof(arg) for arg in args)
+            print(json.dumps({"config": index, "kernel": kernel.py_func.__name__,
+                              **report(kernel.py_func, signature)}), flush=True)
 
 
 def default_compile(function, signature) -> tuple[str, dict]:
@@ -220,6 +225,7 @@ if __name__ == "__main__":
     elif sys.argv[1] == "--planted-resources":
         main_planted_resources()
     elif sys.argv[1] in ("--resources", "--both"):
-        main(sys.argv[2], json.loads(sys.argv[3]), resources if sys.argv[1] == "--resources" else both)
+        main(sys.argv[2], [json.loads(config) for config in sys.argv[3:]],
+             resources if sys.argv[1] == "--resources" else both)
     else:
-        main(sys.argv[1], json.loads(sys.argv[2]), inspect)
+        main(sys.argv[1], [json.loads(config) for config in sys.argv[2:]], inspect)

@@ -2,6 +2,9 @@
 (tag_continuous's own are in tag_continuous_helpers.py), and the benchmarks' scripts as modules."""
 
 import importlib.util
+import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -74,3 +77,21 @@ def fake_python(tmp_path: Path, body: str) -> Path:
     path.write_text(f"#!{sys.executable}\nimport json, sys, time\n{body}\n")
     path.chmod(0o755)
     return path
+
+
+COMPILE_KERNELS = Path(__file__).with_name("compile_kernels.py")
+PTXAS_MISSING = 3
+"""compile_kernels.py's exit code where ptxas is not installed."""
+
+
+def compile_kernels(*args: str) -> list[dict]:
+    """What compile_kernels.py printed, a kernel a line, run with ``args`` on the real CUDA target (the simulator
+    off); a skip where the CUDA compiler's pieces are not installed."""
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    done = subprocess.run([sys.executable, str(COMPILE_KERNELS), *args], env=env, capture_output=True, text=True,
+                          timeout=600)
+    if done.returncode == PTXAS_MISSING or "DynamicLibNotFoundError" in done.stderr:
+        pytest.skip(f"the CUDA compiler's pieces are not installed (pip install -e '.[test]'): "
+                    f"{done.stderr.strip().splitlines()[-1]}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    return [json.loads(line) for line in done.stdout.splitlines()]

@@ -2,6 +2,8 @@
 
 import argparse
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -27,6 +29,15 @@ def test_set_takes_true_and_false_in_any_case(text, value):
 def test_set_takes_none_in_any_case_but_for_a_string_parameter(text):
     assert parse_env_settings("simple_spread", [f"num_agent_neighbors={text}"]) == {"num_agent_neighbors": None}
     assert parse_env_settings("tag_continuous", ["observation_dtype=none"]) == {"observation_dtype": "none"}
+
+
+def test_the_command_line_starts_without_the_compiler_or_the_statistics():
+    """torch.compile's dynamo and scipy.stats took 3 of every command's 7 seconds to start on two cores; the commands
+    that use them import them when they do."""
+    loaded = subprocess.run([sys.executable, "-c", "import sys, warpsim.cli; print(*sorted(sys.modules))"],
+                            capture_output=True, text=True, check=True).stdout.split()
+    assert "torch" in loaded and "warpsim.train.compiled" in loaded and "warpsim.analysis.statistics" in loaded
+    assert "torch._dynamo" not in loaded and "scipy.stats" not in loaded
 
 
 def subparsers() -> dict[str, argparse.ArgumentParser]:

@@ -431,7 +431,7 @@ script.LAUNCH_SHAPES = [(16, 4, 2, True), (16, 4, 1, False)]
 script.BACKWARD_LAUNCH_SHAPES = [(16, 8, True, 2, True, None), (16, 4, False, 1, True, 128),
                                  (16, 8, True, 1, False, None)]
 arguments = tuple(fused_forward.aligned_rows(value) if index in (0, 1, 5) else value
-                  for index, value in enumerate(weights({CASES[0]!r})))
+                  for index, value in enumerate(weights({dict(CASES[0], rows=16)!r})))
 print(json.dumps(script.launch_shape_times([arguments], [(*output_gradients(arguments, 0), *arguments)],
                                            [{CASES[0]["inputs"]}], 1, torch.device("cpu"))))
 """
@@ -460,7 +460,7 @@ from interpret_actor_critic import weights
 from interpret_actor_critic_backward import output_gradients
 from pathlib import Path
 script = load_script(Path({str(tests.parent / "benchmarks" / "fused_forward.py")!r}))
-arguments = weights({dict(CASES[1], rows=200)!r})
+arguments = weights({dict(CASES[1], rows=32)!r})
 print(json.dumps(script.program_count_times([(*output_gradients(arguments, 0), *arguments)], 2, 1,
                                             torch.device("cpu"))))
 """
@@ -477,7 +477,7 @@ def test_its_benchmarks_launches_of_the_loss_run_in_tritons_interpreter():
     under each trunk's shape."""
     pytest.importorskip("triton")
     tests = Path(__file__).resolve().parent
-    case = dict(CASES[0], outputs=42)
+    case = dict(CASES[0], rows=16, outputs=42)
     program = f"""
 import json, sys
 import torch

@@ -14,14 +14,10 @@ compute in float32 and fuse no multiply-add (the rule of test_kernel_compile.py)
 import fcntl
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
-
-SCRIPT = Path(__file__).with_name("compile_kernels.py")
+from helpers import compile_kernels
 
 pytestmark = pytest.mark.slow
 
@@ -48,44 +44,25 @@ WITHIN_REGISTER_BUDGET = {"reset_environments (full)"}
 STEP_MAX_REGISTERS = 96
 """5 blocks of 128 threads an SM: the step kernel's budget where the grid and the state are in shared memory."""
 STAGED_CONFIGS = ("brute force", "grid", "grid tiles", "grid, bfloat16, own state", "grid, continuous actions")
-PTXAS_MISSING = 3
-"""compile_kernels.py's exit code where ptxas is not installed."""
 
 
 def resources(params: dict) -> dict[str, dict]:
     """Each kernel's figures."""
-    return run_script("--resources", "tag_continuous", json.dumps(params))
-
-
-def run_script(*args: str) -> dict[str, dict]:
-    return finished(started(*args))
-
-
-def started(*args: str) -> subprocess.Popen:
-    """compile_kernels.py running with ``args`` on the real CUDA target (the simulator off)."""
-    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
-    return subprocess.Popen([sys.executable, str(SCRIPT), *args], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-
-
-def finished(process: subprocess.Popen) -> dict[str, dict]:
-    """What a started compile_kernels.py printed, by kernel; a skip where the compiler pieces are missing."""
-    out, err = process.communicate(timeout=600)
-    if process.returncode == PTXAS_MISSING or "DynamicLibNotFoundError" in err:
-        pytest.skip(f"the CUDA compiler pieces are not installed: {err.strip().splitlines()[-1]}")
-    assert process.returncode == 0, err[-3000:]
-    return {r["kernel"]: r for r in map(json.loads, out.splitlines())}
+    return {result["kernel"]: result
+            for result in compile_kernels("--resources", "tag_continuous", json.dumps(params))}
 
 
 @pytest.fixture(scope="module")
 def observe_and_tag(tmp_path_factory) -> dict[str, dict]:
     """The step and reset kernels of every config, as ``<kernel> (<config>)``, and the runtime's
-    count_resets: their resources, float64 variables and fused multiply-adds. The configs compile side
-    by side, one process each, once for all the session's test processes (``compiled_once``)."""
+    count_resets: their resources, float64 variables and fused multiply-adds. The configs compile in one process
+    (each after the first in about half the time of a process of its own), once for all the session's test
+    processes (``compiled_once``)."""
     def compile_all() -> dict[str, dict]:
-        running = {label: started("--both", "tag_continuous", json.dumps(params)) for label, params in CONFIGS.items()}
-        return {kernel if kernel == "count_resets" else f"{kernel} ({label})": result
-                for label, process in running.items() for kernel, result in finished(process).items()}
+        labels = list(CONFIGS)
+        results = compile_kernels("--both", "tag_continuous", *map(json.dumps, CONFIGS.values()))
+        return {result["kernel"] if result["kernel"] == "count_resets" else
+                f"{result['kernel']} ({labels[result['config']]})": result for result in results}
 
     return compiled_once(tmp_path_factory, compile_all)
 
@@ -149,7 +126,7 @@ def test_the_step_kernel_fits_five_blocks_a_multiprocessor_with_the_state_in_sha
 
 
 def test_a_planted_list_indexed_at_run_time_shows_as_local_stack_and_a_64_bit_division():
-    planted = run_script("--planted-resources")["planted_local_list"]
+    (planted,) = compile_kernels("--planted-resources")
     assert planted["stack"] >= 64 * 8 and planted["div_s64"] >= 1, planted
 
 

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 CONFIDENCE = 0.95
 RESAMPLES = 10_000
@@ -26,6 +25,8 @@ SEED = 0
 
 def iqm(scores: np.ndarray, axis: int = -1) -> np.ndarray:
     """The interquartile mean: the mean of the scores left after cutting the lowest and the highest 25%."""
+    from scipy import stats  # a second of every command line's start, paid here by those that aggregate
+
     return stats.trim_mean(scores, 0.25, axis=axis)
 
 
@@ -63,6 +64,8 @@ def aggregate(scores: list[float] | np.ndarray) -> dict[str, Estimate]:
         elif np.all(values == values[0]):  # every resample is the same: the interval is the point
             estimates[name] = Estimate(value, value, value)
         else:
+            from scipy import stats
+
             interval = stats.bootstrap((values,), function, confidence_level=CONFIDENCE, n_resamples=RESAMPLES,
                                        method="percentile", vectorized=True, axis=-1,
                                        random_state=np.random.default_rng(SEED)).confidence_interval
@@ -98,6 +101,8 @@ def compare(first: list[float] | np.ndarray, second: list[float] | np.ndarray) -
         elif np.all(x == x[0]) and np.all(y == y[0]):
             estimates[name] = Estimate(value, value, value)
         else:
+            from scipy import stats
+
             interval = stats.bootstrap((x, y), function, confidence_level=CONFIDENCE, n_resamples=RESAMPLES,
                                        method="percentile", vectorized=True, axis=-1, paired=False,
                                        random_state=np.random.default_rng(SEED)).confidence_interval

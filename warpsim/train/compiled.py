@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 import torch
-from torch._dynamo.exc import TorchDynamoException
 
 from warpsim.errors import InvalidValueError, UnavailableError
 from warpsim.train.placement import BFLOAT16_CAPABILITY, computes_bfloat16, describe_gpu
@@ -111,6 +110,8 @@ class Compiled(Generic[Result]):
             with contextlib.redirect_stdout(printed):  # Triton prints a kernel that ptxas refuses, whole, as it raises
                 result = self.compiled(*args)
         except Exception as error:
+            from torch._dynamo.exc import TorchDynamoException  # loaded by torch.compile itself: no cost at import
+
             if isinstance(error, TorchDynamoException):  # inductor's errors, and Triton's absence, are among them
                 why = _summary(error)
                 raise self._unavailable("torch.compile could not compile",
