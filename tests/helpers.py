@@ -1,5 +1,6 @@
 """Test helpers shared by every environment: kernel targets, injected states, comparisons
-(tag_continuous's own are in tag_continuous_helpers.py), and the benchmarks' scripts as modules."""
+(tag_continuous's own are in tag_continuous_helpers.py), the benchmarks' scripts as modules, and
+compile_kernels.py's compiles for a real GPU."""
 
 import importlib.util
 import json
