@@ -3,7 +3,8 @@ rollout's policy step and of one optimizer step of the update, counted on the de
 
     python benchmarks/iteration_cost.py [--config train-ref] [--path off|on|kernels|loss|loss-forward|all] [--json FILE]
 
-What is counted (kernels, bytes, the networks' kernels' multiply-adds): warpsim.bench.kernel_counts.
+What is counted (kernels, bytes, the networks' kernels' multiply-adds): warpsim.bench.kernel_counts, and for
+compiled regions warpsim.bench.region_counts.
 
 The configs are train-ref, headline and grid (docs/benchmarks.md), with the train tier's
 100-step rollouts and fixed update (4 epochs x 4 minibatches), both roles learning where both
@@ -11,7 +12,7 @@ may, in bf16, at two small batches of environments: kernels do not depend on the
 bytes are a fixed part (the weights) plus a part per sample, so two sizes give each per
 agent-step or per sample at the config's own size. The update's once-per-update work (GAE,
 the shuffles, the value statistics) is shared out over its optimizer steps. Each count runs in a process of its
-own; its compiled regions run eagerly (``kernel_counts.eager_regions``: no C++ is compiled), each compiled
+own; its compiled regions run eagerly (``region_counts.eager_regions``: no C++ is compiled), each compiled
 afresh for its count alone (``fresh_compiles``). The prediction of
 GPU time is bytes / copy bandwidth + kernels x the cost of a kernel in a replayed graph, both
 measured once on an H200 (``H200``), + the multiply-adds of warpsim's networks' kernels at the rates
@@ -32,8 +33,9 @@ from unittest import mock
 
 import torch
 
-from warpsim.bench.kernel_counts import CountedRegions, Counter, eager_regions, uncounted
+from warpsim.bench.kernel_counts import Counter, uncounted
 from warpsim.bench.policy_tiers import FIXED_UPDATE
+from warpsim.bench.region_counts import CountedRegions, eager_regions
 from warpsim.commands import json_output, torch_device
 from warpsim.configs import NAMED_CONFIGS
 from warpsim.files import write_output

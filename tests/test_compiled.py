@@ -544,7 +544,7 @@ def test_a_networks_weights_round_to_bfloat16_in_one_kernel_as_each_alone_rounds
     tensor's own rounding, a one-column head's float32, bit for bit. (Deeper trunks stack their further layers,
     which inductor writes as copies for a CPU's tensors, and as part of the same kernel for a GPU's.)"""
     pytest.importorskip("triton")
-    from warpsim.bench import kernel_counts
+    from warpsim.bench import region_counts
     from warpsim.registry import make
     from warpsim.train import fused_forward
     from warpsim.train.policy import RolePolicies
@@ -556,8 +556,8 @@ def test_a_networks_weights_round_to_bfloat16_in_one_kernel_as_each_alone_rounds
         torch.manual_seed(seed)
         runs.append(RolePolicies(env.spec, ["tagger", "runner"], 1, 16, 2, shared_trunk=shared))
     network = RunPolicies(runs).network("tagger")
-    code, _ = kernel_counts.gpu_code(lambda: network.fused_weights(), ())
-    assert len(kernel_counts.LAUNCH.findall(code)) == 1
+    code, _ = region_counts.gpu_code(lambda: network.fused_weights(), ())
+    assert len(region_counts.LAUNCH.findall(code)) == 1
     operands = network.fused_weights()
     first, second = (layer for layer in network.trunk.modules() if isinstance(layer, StackedLinear))
     policy_head, value_head = network.policy_head, network.value_head

@@ -1,12 +1,12 @@
-"""The cost model's counter (warpsim.bench.kernel_counts, for benchmarks/iteration_cost.py): kernels and bytes of
-eager operations."""
+"""The cost model's counters (warpsim.bench.kernel_counts and region_counts, for benchmarks/iteration_cost.py):
+kernels and bytes of eager operations and of compiled regions."""
 
 from pathlib import Path
 
 import torch
 from helpers import load_script
 
-from warpsim.bench import kernel_counts
+from warpsim.bench import kernel_counts, region_counts
 
 iteration_cost = load_script(Path(__file__).resolve().parent.parent / "benchmarks" / "iteration_cost.py")
 
@@ -119,7 +119,7 @@ def test_the_rollouts_own_kernel_moves_its_operands_and_is_one_launch_of_a_compi
     assert counter.tally.network_multiply_adds == rows * (2 * inputs * hidden + (3 + 1) * hidden)
     assert counter.tally.gradient_multiply_adds == 0, "the forward kernel's, at its own rate"
     wrapper = "    buf1 = torch.ops.warpsim.actor_critic.default(arg0_1, arg1_1)\n    extern_kernels.bmm(a, b, out=c)\n"
-    assert kernel_counts.LAUNCH.findall(wrapper) == ["torch.ops.warpsim.actor_critic.default", "extern_kernels.bmm"]
+    assert region_counts.LAUNCH.findall(wrapper) == ["torch.ops.warpsim.actor_critic.default", "extern_kernels.bmm"]
 
 
 def test_a_compiled_region_is_counted_as_inductor_writes_it_for_a_gpu():
@@ -132,9 +132,9 @@ def test_a_compiled_region_is_counted_as_inductor_writes_it_for_a_gpu():
     def product_relu_plus_one(a, b):
         return torch.mm(a, b).relu() + 1
 
-    code, generated_bytes = kernel_counts.gpu_code(product_relu_plus_one, (torch.ones(8, 4), torch.ones(4, 16)))
+    code, generated_bytes = region_counts.gpu_code(product_relu_plus_one, (torch.ones(8, 4), torch.ones(4, 16)))
     assert "@triton.jit" in code and "cpp_fused" not in code
-    launches = kernel_counts.LAUNCH.findall(code)
+    launches = region_counts.LAUNCH.findall(code)
     assert launches[0] == "extern_kernels.mm" and len(launches) == 2 and launches[1].startswith("triton_")
     assert generated_bytes == 2 * 8 * 16 * 4
 
@@ -155,13 +155,13 @@ def test_a_counted_region_runs_its_eager_function_and_adds_what_inductor_writes_
         analysed.append(wrapper)
         return kernel_counts.Tally(kernels=2, bytes=7)
 
-    monkeypatch.setattr(kernel_counts, "analyse", analyse)
+    monkeypatch.setattr(region_counts, "analyse", analyse)
     a, b = torch.ones(8, 4), -torch.ones(4, 16)
     original = compiled.Compiled.__call__
     counter = kernel_counts.Counter()
-    with kernel_counts.CountedRegions(counter), counter:
+    with region_counts.CountedRegions(counter), counter:
         results = [region(a, b), region(a, b)]
-    with kernel_counts.eager_regions():
+    with region_counts.eager_regions():
         results.append(region(a, -b))
     assert analysed == [region] and (counter.tally.kernels, counter.tally.bytes) == (4, 14)
     assert [float(result.sum()) for result in results] == [8 * 16, 8 * 16, 8 * 16 * 5]
