@@ -52,8 +52,10 @@ PRESETS = {
                             stagger_steps=100, opponents={"runner": "random"}, **CHASE),
     "grid-small": dict(env="tag_gridworld", env_params=GRID_SMALL_ENV, num_envs=32, iterations=100,
                        opponents={"runner": "random"}),
+    # One pass, as tag-small: five seeds learned as well as with four in 65% of the time (docs/training.md).
     "tag-small-continuous": dict(env="tag_continuous", env_params=dict(TAG_SMALL_ENV, continuous_actions=True),
-                                 num_envs=64, iterations=300, stack_observations=2, opponents={"runner": "random"}),
+                                 num_envs=64, iterations=300, stack_observations=2, opponents={"runner": "random"},
+                                 epochs=1),
     "beacon-continuous": dict(env="beacon", env_params=BEACON_CONTINUOUS_ENV, num_envs=32, rollout_steps=30,
                               iterations=60),
     "simple-spread-small": dict(env="simple_spread", env_params=dict(N=3), num_envs=64, rollout_steps=25,
