@@ -6,8 +6,8 @@ the operands of the kernels it calls, counted eagerly (``kernel_counts.Counter``
 loops, fused far more widely than a GPU's kernels: counted so, train-ref's optimizer step was 46 kernels where an
 H200 ran 175.
 
-``CountedRegions`` adds each region's count to an eager counter's; ``eager_regions`` runs the regions eagerly, as
-a count of the eager operations around them needs.
+``CountedRegions`` adds each region's count to an eager counter's; ``eager_regions`` runs the regions eagerly,
+compiling nothing, where they run only to set a trainer up (its first iteration, before the counted one).
 """
 
 from __future__ import annotations
