@@ -85,6 +85,7 @@ def test_continuous_taggers_tag_at_least_twice_as_often_as_random_play(tmp_path)
     assert trained.counters["tags"] >= 2 * random.counters["tags"], f"trained: {trained}\nrandom: {random}"
 
 
+@pytest.mark.slow(seconds=260)
 def test_five_seeds_of_simple_spread_each_beat_random_play_and_close_a_third_of_its_gap_to_the_scripted_team(tmp_path):
     """As docs/mpe.md reports it (benchmarks/mpe_spread_learning.py), every seed's team sampling its actions: a
     return at most 0.8x random play's, and a coverage at an episode's end that closes at least a third of the
@@ -110,6 +111,7 @@ def test_simple_tag_adversaries_catch_random_prey_far_more_often_than_random_one
     assert trained.returns["adversary"] >= 3 * random.returns["adversary"], f"trained: {trained}\nrandom: {random}"
 
 
+@pytest.mark.slow(seconds=390)
 def test_the_speaker_and_the_listener_learn_to_talk_and_to_reach_the_goal(tmp_path):
     """Roles with actions of their own (3 words, 5 moves) trained together."""
     config = build_config(PRESETS["simple-speaker-listener-small"], {"backend": "numpy"})
