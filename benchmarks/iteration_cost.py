@@ -100,11 +100,12 @@ def trainer_for(name: str, num_envs: int, path: str, device: str) -> Trainer:
 def fresh_compiles() -> Iterator[None]:
     """Inductor's caches of compiled graphs off: a compile served from them (of an earlier count, or an earlier
     run's) laid out some of the update's tensors otherwise, and its count moved (train-ref's update with
-    gradient kernels: 1,587 B per sample from a warm cache, 1,616 compiled afresh)."""
+    gradient kernels: 1,587 B per sample from a warm cache, 1,616 compiled afresh). And no pool of compiling
+    processes: a count writes code and compiles none, and the pool's start took a fifth of its CPU time."""
     import torch._functorch.config
     import torch._inductor.config
 
-    with torch._inductor.config.patch(fx_graph_cache=False), \
+    with torch._inductor.config.patch(fx_graph_cache=False, compile_threads=1), \
             torch._functorch.config.patch(enable_autograd_cache=False):
         yield
 
