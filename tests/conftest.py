@@ -7,16 +7,17 @@ seconds or more on two cores) start first, the longest first.
 
 import os
 
-# Inductor compiles in each test process itself: the suite's processes already take every core, and a pool of
-# compiling processes in each (torch imported again in every one) only added its start (the slow compile tests:
-# 2 min 32 s on two cores, 2 min 2 s without).
-os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
-
-import pytest  # noqa: E402  (after the compile setting)
-import torch  # noqa: E402
+import pytest
+import torch
 
 if "NUMBA_ENABLE_CUDASIM" not in os.environ and not torch.cuda.is_available():
     os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+if not torch.cuda.is_available():
+    # Without a GPU, inductor compiles its C++ in each test process itself (set before inductor's config is first
+    # imported): the suite's processes already take every core, and a pool of compiling processes in each, torch
+    # imported again in every one, only added its start (the slow compile tests: 2 min 32 s on two cores, 2 min
+    # 2 s without). A GPU's machine keeps its pool for the Triton kernels of the GPU tests.
+    os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
 
 from warpsim.device import gpu_available  # noqa: E402  (after the simulator choice)
 
