@@ -10,9 +10,8 @@ import os
 import pytest
 import torch
 
-if "NUMBA_ENABLE_CUDASIM" not in os.environ and not torch.cuda.is_available():
-    os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
 if not torch.cuda.is_available():
+    os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
     # Without a GPU, inductor compiles its C++ in each test process itself (set before inductor's config is first
     # imported): the suite's processes already take every core, and a pool of compiling processes in each, torch
     # imported again in every one, only added its start (the slow compile tests: 2 min 32 s on two cores, 2 min
