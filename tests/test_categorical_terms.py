@@ -94,6 +94,7 @@ def test_the_gradient_takes_rows_as_wide_as_padded_logits_and_as_theirs_otherwis
     assert torch.autograd.grad((log_prob + entropy).sum(), logits)[0].shape == (2, 3, 42)
 
 
+@pytest.mark.slow(seconds=13)
 def test_the_kernels_compute_as_the_formulas_in_tritons_interpreter():
     """The sums of a row's terms in another order (float32's last bits: the gradient within a few units of the last
     place of the largest); the gradient rounded once to the logits' dtype (bfloat16: within a unit of its last

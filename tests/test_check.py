@@ -182,6 +182,7 @@ def test_command_line_bad_input_exits_2_with_a_clear_message(argv, message, caps
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.slow(seconds=10)
 def test_command_line_without_a_gpu_runs_the_kernels_on_the_simulator(tmp_path):
     environment = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
     done = subprocess.run([sys.executable, "-m", "warpsim.cli", "check", "beacon", "--steps", "3",

@@ -205,6 +205,7 @@ def test_an_id_registered_in_process_travels_to_the_simulator_run_as_its_class()
         _registry.pop("local_beacon", None)
 
 
+@pytest.mark.slow(seconds=12)
 def test_check_on_a_cpu_runs_an_id_registered_in_process(tmp_path):
     """The simulator re-run is a new process: it is given the class, not the id it cannot know."""
     script = textwrap.dedent("""

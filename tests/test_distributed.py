@@ -6,12 +6,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 from ddp_worker import CONFIG
 
 from warpsim.train import Trainer
 
 
+@pytest.mark.slow(seconds=18)
 def test_two_ranks_keep_identical_parameters_and_different_environments(tmp_path):
     worker = Path(__file__).with_name("ddp_worker.py")
     environment = {key: value for key, value in os.environ.items() if key != "NUMBA_ENABLE_CUDASIM"}

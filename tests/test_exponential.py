@@ -20,6 +20,7 @@ def test_softplus_is_within_four_ten_millionths_of_the_true_value():
     assert softplus(np.float32(np.inf)) == np.inf and softplus(np.float32(-np.inf)) == 0
 
 
+@pytest.mark.slow(seconds=12)
 def test_the_kernels_compute_the_references_bits():
     """Under the simulator here; the PTX test (test_kernel_compile.py) shows the GPU compiler fuses nothing."""
 

@@ -69,6 +69,7 @@ def test_the_cpu_form_is_the_eager_forward_under_bf16_autocast(params, policy_he
         assert torch.equal(policy, eager_policy) and torch.equal(value, eager_value)
 
 
+@pytest.mark.slow(seconds=11)
 def test_the_kernel_computes_as_the_eager_forward_in_tritons_interpreter():
     """Padded blocks, a strided run dimension, one to three layers, shared and separate trunks, saturated
     tanh: the policy's bfloat16 outputs within one rounding, the float32 value within float32 sums; a multi-column
@@ -104,6 +105,7 @@ def test_the_fused_operands_rows_are_aligned():
     assert operands[3].shape[-1] == operands[3].shape[-2]
 
 
+@pytest.mark.slow(seconds=60)
 def test_aligned_rows_give_the_kernels_results_bit_for_bit_in_tritons_interpreter():
     """The forward kernel's outputs and the gradients' kernels' sums on rows padded to a multiple of 16 are those
     on the rows as they are: the same blocks of inputs, zeros where masked zeros were; the padding's gradients
@@ -153,6 +155,7 @@ SAMPLING_CASES: list[dict[str, Any]] = [
 ]
 
 
+@pytest.mark.slow(seconds=12)
 def test_the_kernel_samples_a_categorical_policy_as_its_outputs_sample_in_tritons_interpreter():
     """``actor_critic_sample``'s kernel: the actions that ``categorical_terms.sample`` draws from the kernel's own
     policy outputs and the same draws, their log-probability within float32 sums, the values bit for bit. A draw
@@ -310,6 +313,7 @@ def test_the_gradients_cpu_form_is_autograd_of_the_eager_forward(params, policy_
             assert theirs.abs().max() > 0, name
 
 
+@pytest.mark.slow(seconds=72)
 def test_the_gradients_kernel_computes_as_autograd_in_tritons_interpreter():
     """Each weight's and bias's gradient within a bfloat16 rounding of its largest entry, summed over
     blocks of rows and programs; none of them zero but a shared trunk's unused critic."""
@@ -412,6 +416,7 @@ def test_its_benchmark_queues_each_timed_step_behind_a_spin_that_outlasts_the_ho
     script.spin_cycles_per_second.cache_clear()
 
 
+@pytest.mark.slow(seconds=18)
 def test_its_benchmarks_launch_shapes_run_in_tritons_interpreter():
     """The GPU's sweep of launch shapes (benchmarks/fused_forward.py's ``launch_shape_times``), at one shape
     each, on the CPU through the interpreter: a time for each kernel."""
@@ -446,6 +451,7 @@ print(json.dumps(script.launch_shape_times([arguments], [(*output_gradients(argu
     assert all(shape["ms"] > 0 for shape in (forward, before, whole, by_layer, whole_before))
 
 
+@pytest.mark.slow(seconds=12)
 def test_its_benchmarks_numbers_of_programs_run_in_tritons_interpreter():
     """The GPU's sweep of the gradients' kernels' numbers of programs (``program_count_times``), on the CPU through
     the interpreter for a GPU of 2 SMs: the default, then 4, 8 and 16 programs, a time for each."""

@@ -93,6 +93,7 @@ def test_its_gradients_are_the_losss_through_autograd_times_the_losss_own():
         assert not mine[1].any()
 
 
+@pytest.mark.slow(seconds=26)
 def test_the_kernel_computes_as_the_cpu_form_in_tritons_interpreter():
     """Every weight's and bias's gradient within a bfloat16 rounding of its largest entry, summed over blocks of
     rows and programs, and each run's statistics within float32's rounding of the CPU form's: the loss computed in

@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 from doc_blocks import command_error
 from helpers import load_script
@@ -30,6 +31,7 @@ TEST_EXTRAS = ("pettingzoo", "gymnasium", "mpe2", "torchrl", "tensordict", "mypy
 """Packages of the extra ``test`` that the GPU machine's image lacks."""
 
 
+@pytest.mark.slow(seconds=18)
 def test_the_gpu_tests_collect_where_the_test_extras_are_missing(tmp_path):
     """As on the GPU machine: a module that needs one of them skips what needs it, and no module fails to
     collect (a module that did would take its GPU tests with it, unseen by any CPU run)."""

@@ -94,6 +94,7 @@ def test_the_command_line_trains_benches_and_evaluates_a_module_colon_class(tmp_
     assert "beacon E=2 N=4" in capsys.readouterr().out
 
 
+@pytest.mark.slow(seconds=11)
 def test_check_reruns_on_the_simulator_with_a_module_in_the_current_directory(tmp_path):
     copy_template(tmp_path, "walkers_d")
     done = subprocess.run([str(Path(sys.executable).with_name("warpsim")), "check", "walkers_d:Beacon",

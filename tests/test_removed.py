@@ -30,6 +30,7 @@ def four(trainer: Trainer) -> None:
 '''
 
 
+@pytest.mark.slow(seconds=33)
 def test_mypy_flags_every_use_of_a_removed_api(tmp_path):
     script = tmp_path / "stale_test.py"
     script.write_text(STALE)

@@ -173,6 +173,7 @@ def placement_script():
     return load_script(Path(__file__).parent.parent / "benchmarks" / "placement.py")
 
 
+@pytest.mark.slow(seconds=12)
 @no_gpu
 def test_the_placement_benchmark_times_the_cpu_placement_alone_without_a_gpu(tmp_path, capsys):
     code = placement_script().main(["--sizes", "tag-small", "--hidden", "64", "256", "--steps", "4",
