@@ -1,6 +1,8 @@
 """Every preset names valid settings and environment parameters, and those sized for a GPU fit one
 H100's memory by the trainer's own estimate, so a preset no CPU run trains cannot go stale unseen."""
 
+from pathlib import Path
+
 import pytest
 
 from warpsim.registry import layout
@@ -10,6 +12,7 @@ from warpsim.train.storage import SAFETY, training_bytes
 
 H100_BYTES = 78 * 2**30
 """What an H100 of 80 GB leaves free to a process."""
+TRAINING_PAGE = Path(__file__).resolve().parents[1] / "docs" / "training.md"
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS))
@@ -34,3 +37,9 @@ def test_the_estimate_counts_the_minibatches_that_minibatch_size_makes():
                                                    rollout_steps=25, minibatch_size=size), spec, per_env)
                         for size in (0, 2**16))
     assert by_size < in_four / 2
+
+
+def test_the_training_page_names_every_preset_where_it_lists_them():
+    """docs/training.md's Configuration section lists what ``--config`` takes: a new preset is named there."""
+    section = TRAINING_PAGE.read_text().split("\n## Configuration\n", 1)[1].split("\n## ", 1)[0]
+    assert [name for name in PRESETS if f"`{name}`" not in section] == []
