@@ -172,11 +172,11 @@ def odd_mask(env, kind: str, rng: np.random.Generator):
             "reversed": flags[::-1], "tensor": torch.from_numpy(flags), "2d": flags[None]}[kind]
 
 
+@pytest.mark.slow(seconds=18)
 @settings(FUZZ, max_examples=1500)
 @given(call=make_calls(), actions=st.lists(st.sampled_from(ACTION_KINDS), min_size=1, max_size=3),
        masks=st.lists(st.sampled_from(MASK_KINDS), max_size=2),
        seed=st.integers(0, 2**32 - 1))
-@pytest.mark.slow(seconds=18)
 def test_make_step_and_reset_either_work_or_raise_a_clear_error(call, actions, masks, seed):
     env = make_or_error(*call)
     if env is None:
@@ -293,10 +293,10 @@ STATE_VALUES = st.one_of(st.floats(allow_nan=True, allow_infinity=True, width=32
                          st.sampled_from([2**31 - 1, -(2**31), 1e30, -1e-30]))
 
 
+@pytest.mark.slow(seconds=14)
 @settings(FUZZ, max_examples=200)
 @given(env_id=st.sampled_from(ENVS), backend=st.sampled_from(["numpy", "numpy", "cuda"]),
        writes=st.lists(st.tuples(st.integers(0, 20), st.integers(0, 10**6), STATE_VALUES), min_size=1, max_size=3))
-@pytest.mark.slow(seconds=14)
 def test_state_writes_are_refused_in_checked_mode_or_give_finite_outputs(env_id, backend, writes):
     env = warpsim.make(env_id, 2, backend=backend)
     names = list(env.state)
